@@ -1,0 +1,52 @@
+"""Spark sessions wired to the Iceberg catalog; the only place that builds one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+# Catalog properties that are PyIceberg's or Tidemark's alone, never passed to Spark.
+_NOT_FOR_SPARK = frozenset({"py-io-impl"})
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """Where Spark runs and what it loads; ``conf`` overrides anything set here."""
+
+    app_name: str = "tidemark"
+    master: str = "local[*]"
+    jars: Sequence[Path] = ()
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+def build_session(
+    settings: SparkSettings, catalog_name: str, catalog_properties: Mapping[str, str]
+) -> SparkSession:
+    """A session whose catalog ``catalog_name`` is the Iceberg catalog the ingest writes to."""
+    builder = SparkSession.builder.appName(settings.app_name).master(settings.master)
+    for key, value in spark_conf(settings, catalog_name, catalog_properties).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def spark_conf(
+    settings: SparkSettings, catalog_name: str, catalog_properties: Mapping[str, str]
+) -> dict[str, str]:
+    prefix = f"spark.sql.catalog.{catalog_name}"
+    conf = {
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "4",
+    }
+    if settings.jars:
+        conf["spark.jars"] = ",".join(str(jar) for jar in settings.jars)
+    for key, value in catalog_properties.items():
+        if key not in _NOT_FOR_SPARK:
+            conf[f"{prefix}.{key}"] = value
+    conf.update(settings.conf)
+    return conf

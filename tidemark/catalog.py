@@ -1,0 +1,90 @@
+"""One Iceberg catalog, two clients: PyIceberg in ingest, Spark in the window jobs.
+
+Users describe the catalog once, with the property names of Iceberg's Java catalogs (as Flink
+CDC's Iceberg sink takes them under ``catalog.properties.*``). This module turns that description
+into a PyIceberg catalog; ``spark_jobs.session`` hands the same properties to Spark. Both sides
+must use the same catalog *name*: the JDBC catalog stores it in every row (DESIGN.md 3.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from urllib.parse import quote, urlsplit
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog import load_catalog as load_pyiceberg_catalog
+
+from tidemark.errors import ConfigError
+
+# JDBC driver scheme -> SQLAlchemy dialect+driver that PyIceberg's SqlCatalog understands.
+_SQLALCHEMY_DIALECTS = {"postgresql": "postgresql+psycopg2", "sqlite": "sqlite"}
+
+
+def load_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
+    """A PyIceberg catalog named ``name`` from Java-style catalog ``properties``."""
+    return load_pyiceberg_catalog(name, **pyiceberg_properties(properties))
+
+
+def pyiceberg_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """Translate Java-style catalog properties into PyIceberg's."""
+    catalog_type = properties.get("type", "").lower()
+    translate = _TRANSLATIONS.get(catalog_type)
+    if translate is None:
+        known = ", ".join(sorted(_TRANSLATIONS))
+        raise ConfigError(
+            f"catalog.properties.type must be one of {known}, got: {catalog_type or '(missing)'}"
+        )
+    return translate(dict(properties))
+
+
+def _jdbc(properties: dict[str, str]) -> dict[str, str]:
+    uri = properties.pop("uri", "")
+    if not uri.startswith("jdbc:"):
+        raise ConfigError(
+            "catalog.properties.uri of a jdbc catalog must be a JDBC URL such as "
+            f"jdbc:postgresql://host:5432/catalog, got: {uri or '(missing)'}"
+        )
+    url = uri.removeprefix("jdbc:")
+    scheme = url.split(":", 1)[0]
+    dialect = _SQLALCHEMY_DIALECTS.get(scheme)
+    if dialect is None:
+        known = ", ".join(sorted(_SQLALCHEMY_DIALECTS))
+        raise ConfigError(
+            f"the jdbc catalog supports the databases {known} in Tidemark, got: jdbc:{scheme}"
+        )
+    user = properties.pop("jdbc.user", None)
+    password = properties.pop("jdbc.password", None)
+    properties.pop("type")
+    if scheme == "sqlite":
+        return {**properties, "type": "sql", "uri": f"sqlite:{url.removeprefix('sqlite:')}"}
+    parts = urlsplit(url)
+    credentials = ""
+    if user:
+        credentials = quote(user, safe="")
+        if password:
+            credentials += ":" + quote(password, safe="")
+        credentials += "@"
+    sqlalchemy_uri = f"{dialect}://{credentials}{parts.netloc}{parts.path}"
+    if parts.query:
+        sqlalchemy_uri += f"?{parts.query}"
+    return {**properties, "type": "sql", "uri": sqlalchemy_uri}
+
+
+def _passthrough(properties: dict[str, str]) -> dict[str, str]:
+    return properties
+
+
+def _hadoop(properties: dict[str, str]) -> dict[str, str]:
+    raise ConfigError(
+        "catalog.properties.type 'hadoop' cannot be shared with PyIceberg, which ingest uses: "
+        "use a jdbc catalog (PostgreSQL) or a rest catalog"
+    )
+
+
+_TRANSLATIONS: dict[str, Callable[[dict[str, str]], dict[str, str]]] = {
+    "jdbc": _jdbc,
+    "rest": _passthrough,
+    "hive": _passthrough,
+    "glue": _passthrough,
+    "hadoop": _hadoop,
+}

@@ -1,0 +1,84 @@
+"""Names and formats that ingest, scheduler, spark_jobs and users rely on (DESIGN.md section 4).
+
+Change one of these and every reader of an existing lake or topic breaks: add, never rename.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tidemark.errors import TerminalError
+
+
+class SummaryKey(StrEnum):
+    """Keys ingest writes into each changelog commit's snapshot summary."""
+
+    WATERMARK = "tidemark.watermark"  # epoch ms; every change committed at or before it is in
+    POSITION = "tidemark.position"  # resume point: binlog file and offset, and GTID set if any
+    SOURCE = "tidemark.source"  # the source's id, so several sources can share a table
+
+
+class Operation(StrEnum):
+    """What a changelog row records, in its ``_tm_op`` column."""
+
+    SNAPSHOT_READ = "r"
+    INSERT = "c"
+    UPDATE = "u"
+    DELETE = "d"
+
+
+class MetadataColumn(StrEnum):
+    """Columns every changelog row carries beside the source row's own columns."""
+
+    OPERATION = "_tm_op"
+    EVENT_TIME = "_tm_event_time"
+    POSITION = "_tm_position"
+    SOURCE_DATABASE = "_tm_source_db"
+    SOURCE_TABLE = "_tm_source_table"
+    ORDER_KEY = "_tm_order"
+    SCHEMA_VERSION = "_tm_schema_version"
+
+
+COMMIT_REPORT_VERSION = "1.0"
+
+
+class CommitReport(BaseModel):
+    """Published to Kafka after each changelog commit, keyed by table; at least once."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    version: str = COMMIT_REPORT_VERSION
+    table: str = Field(description="namespace.table of the changelog table")
+    snapshot_id: int
+    watermark_ms: int
+    position: str
+    rows_added: int = Field(ge=0)
+    committed_at_ms: int
+
+    def to_json(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_json(cls, payload: bytes) -> CommitReport:
+        """Parse a report, refusing one from a newer major version than this reader knows."""
+        try:
+            raw: Any = json.loads(payload)
+        except ValueError as error:
+            raise TerminalError(f"commit report is not JSON: {error}") from error
+        version = str(raw.get("version", "")) if isinstance(raw, dict) else ""
+        major = version.split(".", 1)[0]
+        if not major.isdigit():
+            raise TerminalError(f"commit report has no valid 'version' field: {version!r}")
+        if int(major) > int(COMMIT_REPORT_VERSION.split(".", 1)[0]):
+            raise TerminalError(
+                f"commit report version {version} is newer than this Tidemark understands "
+                f"({COMMIT_REPORT_VERSION}); upgrade the scheduler before the ingest"
+            )
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as error:
+            raise TerminalError(f"commit report is malformed: {error}") from error

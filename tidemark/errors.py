@@ -1,0 +1,23 @@
+"""The root of every error Tidemark raises on purpose.
+
+Retry code branches on the class (transient or terminal), never on message text. Every message
+names what is wrong and what to do about it, and never contains a secret.
+"""
+
+from __future__ import annotations
+
+
+class TidemarkError(Exception):
+    """Something the user can act on; the CLI prints the message as one line."""
+
+
+class TransientError(TidemarkError):
+    """May succeed if tried again later: a service still starting, a lost connection."""
+
+
+class TerminalError(TidemarkError):
+    """Will fail the same way until someone changes something: configuration, permissions."""
+
+
+class ConfigError(TerminalError):
+    """The user's configuration is wrong; the message says where and how to fix it."""

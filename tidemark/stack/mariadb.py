@@ -1,0 +1,142 @@
+"""MariaDB from Debian's package, configured as a CDC source (DESIGN.md section 5)."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+from typing import Any
+
+import pymysql
+
+from tidemark.stack.installer import ensure_debian_packages
+from tidemark.stack.process import run, spawn_daemon
+from tidemark.stack.service import Service
+
+ADMIN_USER, ADMIN_PASSWORD = "tidemark_admin", "tidemark-admin"
+CDC_USER, CDC_PASSWORD = "tidemark_cdc", "tidemark-cdc"
+SERVER_ID = 1
+
+# Every setting a binlog reader relies on is spelled out, defaults included, so the stack
+# documents what a production source needs.
+_CONFIG = """\
+[mariadbd]
+datadir = {data}
+socket = {socket}
+pid-file = {home}/mariadb/mariadbd.pid
+port = {port}
+bind-address = {host}
+skip-name-resolve
+log-error = {log}
+server_id = {server_id}
+log_bin = {home}/mariadb/binlog/mariadb-bin
+binlog_format = ROW
+binlog_row_image = FULL
+binlog_row_metadata = FULL
+log_bin_compress = OFF
+gtid_strict_mode = ON
+binlog_expire_logs_seconds = 604800
+max_binlog_size = 256M
+character_set_server = utf8mb4
+collation_server = utf8mb4_general_ci
+innodb_buffer_pool_size = 256M
+innodb_flush_log_at_trx_commit = 2
+max_connections = 200
+"""
+
+_GRANTS = [
+    f"CREATE USER IF NOT EXISTS '{ADMIN_USER}'@'%' IDENTIFIED BY '{ADMIN_PASSWORD}'",
+    f"GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'%' WITH GRANT OPTION",
+    # Least privilege for change data capture: read rows and stream the binlog, nothing else.
+    f"CREATE USER IF NOT EXISTS '{CDC_USER}'@'%' IDENTIFIED BY '{CDC_PASSWORD}'",
+    f"GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{CDC_USER}'@'%'",
+]
+
+
+class MariaDB(Service):
+    name = "mariadb"
+
+    @property
+    def port(self) -> int:
+        return self.settings.mariadb_port
+
+    @property
+    def socket(self) -> str:
+        return str(self.data_dir / "mariadb.sock")
+
+    @property
+    def config_file(self) -> str:
+        return str(self.data_dir / "my.cnf")
+
+    def install(self) -> None:
+        ensure_debian_packages(
+            ["mariadb-server", "mariadb-client"], present=shutil.which("mariadbd") is not None
+        )
+        data = self.data_dir / "data"
+        (self.data_dir / "binlog").mkdir(parents=True, exist_ok=True)
+        self.settings.logs_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "my.cnf").write_text(
+            _CONFIG.format(
+                data=data,
+                socket=self.socket,
+                home=self.settings.home,
+                port=self.port,
+                host=self.settings.host,
+                log=self.log,
+                server_id=SERVER_ID,
+            )
+        )
+        if (data / "mysql").is_dir():
+            return
+        run(
+            [
+                "mariadb-install-db",
+                f"--defaults-file={self.config_file}",
+                f"--user={_os_user()}",
+                "--auth-root-authentication-method=socket",
+                "--skip-test-db",
+            ],
+            what="initialising the MariaDB data folder",
+        )
+
+    def _launch(self) -> None:
+        spawn_daemon(
+            ["mariadbd", f"--defaults-file={self.config_file}", f"--user={_os_user()}"],
+            log=self.log,
+            pid_file=self.pid_file,
+            cwd=self.data_dir,
+        )
+
+    def is_healthy(self) -> bool:
+        try:
+            with self._root_connection() as conn:
+                conn.ping()
+        except pymysql.MySQLError:
+            return False
+        return True
+
+    def _after_first_health(self) -> None:
+        with self._root_connection() as conn, conn.cursor() as cursor:
+            for statement in _GRANTS:
+                cursor.execute(statement)
+
+    def endpoint(self) -> dict[str, Any]:
+        return {
+            "host": self.settings.host,
+            "port": self.port,
+            "server_id": SERVER_ID,
+            "admin_user": ADMIN_USER,
+            "admin_password": ADMIN_PASSWORD,
+            "cdc_user": CDC_USER,
+            "cdc_password": CDC_PASSWORD,
+        }
+
+    def _root_connection(self) -> pymysql.connections.Connection[Any]:
+        # mariadb-install-db lets the OS user that owns the server in through the socket.
+        return pymysql.connect(
+            unix_socket=self.socket, user=_os_user(), connect_timeout=2, autocommit=True
+        )
+
+
+def _os_user() -> str:
+    return "root" if os.geteuid() == 0 else getpass.getuser()

@@ -1,0 +1,142 @@
+"""Starting, finding and stopping the daemons the stack owns.
+
+A daemon is "ours" only if its pid file names a live process whose command line mentions the
+stack's home folder: ``stack down`` never signals a process it did not start, even when a pid has
+been reused since.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from tidemark.errors import TransientError
+
+Clock = Callable[[], float]
+
+
+def spawn_daemon(
+    argv: Sequence[str], *, log: Path, pid_file: Path, cwd: Path, user: str | None = None
+) -> int:
+    """Start ``argv`` in its own session as ``user``, appending its output to ``log``, and
+    record its pid in ``pid_file``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            user=user,
+        )
+    pid_file.write_text(f"{process.pid}\n")
+    return process.pid
+
+
+def owned_pid(pid_file: Path, marker: str) -> int | None:
+    """The live process named by ``pid_file`` if its command line contains ``marker``."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return None
+    if marker not in cmdline or _is_zombie(pid):
+        return None
+    return pid
+
+
+def terminate(
+    pid: int, *, timeout: float, sig: int = signal.SIGTERM, clock: Clock = time.monotonic
+) -> None:
+    """Send ``sig``, wait for a clean shutdown, then SIGKILL if it did not come."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    if wait_for(lambda: not _alive(pid), timeout=timeout, clock=clock):
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    wait_for(lambda: not _alive(pid), timeout=10, clock=clock)
+
+
+def port_is_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for(
+    condition: Callable[[], bool],
+    *,
+    timeout: float,
+    interval: float = 0.2,
+    clock: Clock = time.monotonic,
+) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` seconds pass; returns whether it held."""
+    deadline = clock() + timeout
+    while True:
+        if condition():
+            return True
+        if clock() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    what: str,
+    env: dict[str, str] | None = None,
+    user: str | None = None,
+    cwd: Path | None = None,
+) -> str:
+    """Run a set-up command to completion; its output goes into the error if it fails."""
+    result = subprocess.run(
+        list(argv),
+        capture_output=True,
+        text=True,
+        env=env,
+        user=user,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).strip().splitlines()
+        tail = "\n".join(output[-30:])
+        raise TransientError(f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n{tail}")
+    return result.stdout
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return f"(no log at {path})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"

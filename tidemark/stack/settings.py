@@ -1,0 +1,84 @@
+"""Where the local stack lives and listens, read once from the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tidemark.errors import ConfigError
+
+#: Ports chosen away from every service's default, so a developer's own MySQL, PostgreSQL or
+#: Kafka keeps running beside the stack.
+DEFAULT_PORTS = {"mariadb": 47306, "postgres": 47432, "kafka": 47092, "kafka_controller": 47093}
+
+KAFKA_VERSION = "4.1.1"
+ICEBERG_VERSION = "1.11.0"
+SPARK_SCALA_SUFFIX = "4.1_2.13"  # must match the pinned pyspark 4.1.x
+POSTGRES_JDBC_VERSION = "42.7.8"
+CATALOG_NAME = "tidemark"
+
+
+class StackSettings(BaseModel):
+    """Everything the stack needs to know before it starts; frozen once read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    home: Path
+    host: str = "127.0.0.1"
+    mariadb_port: int = Field(default=DEFAULT_PORTS["mariadb"], gt=0, lt=65536)
+    postgres_port: int = Field(default=DEFAULT_PORTS["postgres"], gt=0, lt=65536)
+    kafka_port: int = Field(default=DEFAULT_PORTS["kafka"], gt=0, lt=65536)
+    kafka_controller_port: int = Field(default=DEFAULT_PORTS["kafka_controller"], gt=0, lt=65536)
+    kafka_heap: str = "512m"
+    start_timeout_seconds: float = 120.0
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def jars_dir(self) -> Path:
+        return self.home / "jars"
+
+    @property
+    def warehouse_dir(self) -> Path:
+        return self.home / "warehouse"
+
+    def service_dir(self, service: str) -> Path:
+        return self.home / service
+
+    def log_file(self, service: str) -> Path:
+        return self.logs_dir / f"{service}.log"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> StackSettings:
+        """Read ``TIDEMARK_HOME`` and ``TIDEMARK_<SERVICE>_PORT`` overrides."""
+        env = os.environ if environ is None else environ
+        fields: dict[str, Any] = {"home": Path(env.get("TIDEMARK_HOME") or default_home(env))}
+        for name in DEFAULT_PORTS:
+            key = f"TIDEMARK_{name.upper()}_PORT"
+            if key in env:
+                fields[f"{name}_port"] = _parse_port(key, env[key])
+        return cls(**fields)
+
+
+def default_home(environ: Mapping[str, str]) -> Path:
+    """A state folder every service user can reach.
+
+    As root the stack runs PostgreSQL as the ``postgres`` user, which cannot enter ``/root``, so
+    root keeps its state under ``/var/lib``; anyone else under the XDG state folder.
+    """
+    if os.geteuid() == 0:
+        return Path("/var/lib/tidemark")
+    state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "tidemark"
+
+
+def _parse_port(key: str, value: str) -> int:
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ConfigError(f"{key} must be a port number from 1 to 65535, got: {value!r}")
+    return int(value)

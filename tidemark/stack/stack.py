@@ -1,0 +1,55 @@
+"""The whole local stack: brings every service up in order, reports and stops them."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tidemark.stack.kafka import Kafka
+from tidemark.stack.mariadb import MariaDB
+from tidemark.stack.postgres import Postgres
+from tidemark.stack.service import Service
+from tidemark.stack.settings import StackSettings
+from tidemark.stack.spark_runtime import SparkRuntime
+
+logger = logging.getLogger(__name__)
+
+STATUS_VERSION = 1
+
+
+class Stack:
+    def __init__(self, settings: StackSettings) -> None:
+        self.settings = settings
+        self.daemons: list[Service] = [MariaDB(settings), Postgres(settings), Kafka(settings)]
+        self.spark = SparkRuntime(settings)
+
+    def up(self) -> None:
+        """Install and start whatever is missing; raises ServiceFailedError naming the service."""
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        self.settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
+        for daemon in self.daemons:
+            daemon.up()
+        self.spark.up()
+
+    def down(self) -> list[str]:
+        """Stop what the stack started, in reverse order; returns the names stopped."""
+        return [daemon.name for daemon in reversed(self.daemons) if daemon.down()]
+
+    def status(self) -> dict[str, Any]:
+        """Health and endpoints of every service, as ``stack status --json`` prints them."""
+        services: dict[str, Any] = {}
+        for daemon in self.daemons:
+            pid = daemon.running_pid()
+            services[daemon.name] = {
+                "healthy": pid is not None and daemon.is_healthy(),
+                "pid": pid,
+                "log": str(daemon.log),
+                **daemon.endpoint(),
+            }
+        services[self.spark.name] = {"healthy": self.spark.is_healthy(), **self.spark.endpoint()}
+        return {
+            "version": STATUS_VERSION,
+            "home": str(self.settings.home),
+            "healthy": all(service["healthy"] for service in services.values()),
+            "services": services,
+        }
