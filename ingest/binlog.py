@@ -13,7 +13,7 @@ from typing import Any
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from ingest.source import BinlogPosition, SourceConnection
+from tidemark.source import BinlogPosition, SourceConnection
 from tidemark.contracts import Operation
 
 _ROW_EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent]

@@ -5,6 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tidemark.errors import TransientError
+from tidemark.stack.endpoints import (
+    CatalogEndpoint,
+    KafkaEndpoint,
+    MariaDBEndpoint,
+    SparkEndpoint,
+    StackEndpoints,
+)
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.mariadb import MariaDB
 from tidemark.stack.postgres import Postgres
@@ -13,6 +21,10 @@ from tidemark.stack.settings import StackSettings
 from tidemark.stack.spark_runtime import SparkRuntime
 
 logger = logging.getLogger(__name__)
+
+
+class StackNotHealthyError(TransientError):
+    """A service of the local stack is down."""
 
 STATUS_VERSION = 1
 
@@ -34,6 +46,31 @@ class Stack:
     def down(self) -> list[str]:
         """Stop what the stack started, in reverse order; returns the names stopped."""
         return [daemon.name for daemon in reversed(self.daemons) if daemon.down()]
+
+    def endpoints(self) -> StackEndpoints:
+        """Typed endpoints; raises StackNotHealthyError naming each service that is down."""
+        report = self.status()
+        down = [name for name, service in report["services"].items() if not service["healthy"]]
+        if down:
+            raise StackNotHealthyError(
+                f"the local stack is not healthy ({', '.join(down)} down); "
+                "run 'tidemark stack up', and see its logs under "
+                f"{self.settings.logs_dir}"
+            )
+        services = report["services"]
+        postgres = services["postgres"]
+        return StackEndpoints(
+            mariadb=MariaDBEndpoint.model_validate(services["mariadb"]),
+            catalog=CatalogEndpoint(
+                name=postgres["catalog_name"],
+                uri=postgres["jdbc_uri"],
+                user=postgres["user"],
+                password=postgres["password"],
+                warehouse=postgres["warehouse"],
+            ),
+            kafka=KafkaEndpoint.model_validate(services["kafka"]),
+            spark=SparkEndpoint.model_validate(services["spark"]),
+        )
 
     def status(self) -> dict[str, Any]:
         """Health and endpoints of every service, as ``stack status --json`` prints them."""

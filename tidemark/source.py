@@ -1,4 +1,4 @@
-"""How to reach a MySQL or MariaDB source, and where in its binlog we are."""
+"""How to reach a MySQL or MariaDB source, and where in its binlog we are; shared by all parts."""
 
 from __future__ import annotations
 

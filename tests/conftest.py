@@ -1,0 +1,62 @@
+"""Fixtures over the real local stack (``tidemark stack up``); a service that is down fails the run.
+
+Set ``TIDEMARK_HOME`` / ``TIDEMARK_<SERVICE>_PORT`` to run the suite against another stack.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pymysql
+import pytest
+
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.settings import StackSettings
+from tidemark.stack.stack import Stack, StackNotHealthyError
+
+
+@pytest.fixture(scope="session")
+def stack_settings() -> StackSettings:
+    return StackSettings.from_env()
+
+
+@pytest.fixture(scope="session")
+def stack(stack_settings: StackSettings) -> Stack:
+    return Stack(stack_settings)
+
+
+@pytest.fixture(scope="session")
+def endpoints(stack: Stack) -> StackEndpoints:
+    try:
+        return stack.endpoints()
+    except StackNotHealthyError as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A name no other test or earlier run has used: test name plus a random suffix."""
+    base = "".join(ch if ch.isalnum() else "_" for ch in request.node.name.lower())[:30]
+    return f"{base}_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def source_database(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
+    """A fresh MariaDB database for one test, dropped afterwards."""
+    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE `{unique_name}`")
+    yield unique_name
+    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{unique_name}`")
+
+
+@pytest.fixture
+def admin_connection(
+    endpoints: StackEndpoints, source_database: str
+) -> Iterator[pymysql.connections.Connection[pymysql.cursors.Cursor]]:
+    """An admin connection to the test's own database, autocommit on."""
+    conn = endpoints.mariadb.admin_source().connect()
+    conn.select_db(source_database)
+    yield conn
+    conn.close()

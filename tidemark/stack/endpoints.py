@@ -1,0 +1,85 @@
+"""Where the local stack's services listen, typed, for the tests, the demo and scripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from tidemark.source import SourceConnection
+
+
+class MariaDBEndpoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    port: int
+    server_id: int
+    admin_user: str
+    admin_password: SecretStr
+    cdc_user: str
+    cdc_password: SecretStr
+
+    def cdc_source(self, server_id: int) -> SourceConnection:
+        """The least-privilege CDC account, as a reader with replica id ``server_id``."""
+        return SourceConnection(
+            host=self.host,
+            port=self.port,
+            user=self.cdc_user,
+            password=self.cdc_password,
+            server_id=server_id,
+        )
+
+    def admin_source(self) -> SourceConnection:
+        """An account that may create databases and write rows, for workloads and tests."""
+        return SourceConnection(
+            host=self.host,
+            port=self.port,
+            user=self.admin_user,
+            password=self.admin_password,
+            server_id=self.server_id,
+        )
+
+
+class CatalogEndpoint(BaseModel):
+    """The Iceberg JDBC catalog, described with Iceberg's Java property names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    uri: str
+    user: str
+    password: SecretStr
+    warehouse: str
+
+    def properties(self) -> dict[str, str]:
+        """What a pipeline YAML puts under ``sink: catalog.properties.*``."""
+        return {
+            "type": "jdbc",
+            "uri": self.uri,
+            "jdbc.user": self.user,
+            "jdbc.password": self.password.get_secret_value(),
+            "warehouse": self.warehouse,
+        }
+
+
+class KafkaEndpoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    bootstrap_servers: str
+
+
+class SparkEndpoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    master: str
+    jars: tuple[Path, ...]
+
+
+class StackEndpoints(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mariadb: MariaDBEndpoint
+    catalog: CatalogEndpoint
+    kafka: KafkaEndpoint
+    spark: SparkEndpoint
