@@ -13,8 +13,8 @@ from typing import Any
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from tidemark.source import BinlogPosition, SourceConnection
 from tidemark.contracts import Operation
+from tidemark.source import BinlogPosition, SourceConnection
 
 _ROW_EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent]
 _OPERATIONS = {

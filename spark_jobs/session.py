@@ -41,6 +41,7 @@ def spark_conf(
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "4",
     }
     if settings.jars:

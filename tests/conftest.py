@@ -10,7 +10,11 @@ from collections.abc import Iterator
 
 import pymysql
 import pytest
+from pyiceberg.catalog import Catalog
+from pyspark.sql import SparkSession
 
+from spark_jobs.session import SparkSettings, build_session
+from tidemark.catalog import load_catalog
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack, StackNotHealthyError
@@ -60,3 +64,28 @@ def admin_connection(
     conn.select_db(source_database)
     yield conn
     conn.close()
+
+
+@pytest.fixture(scope="session")
+def catalog(endpoints: StackEndpoints) -> Catalog:
+    """PyIceberg's view of the shared JDBC catalog."""
+    return load_catalog(endpoints.catalog.name, endpoints.catalog.properties())
+
+
+@pytest.fixture(scope="session")
+def spark(endpoints: StackEndpoints) -> Iterator[SparkSession]:
+    """One local Spark session for the whole run: the JVM takes seconds to start."""
+    settings = SparkSettings(app_name="tidemark-tests", jars=endpoints.spark.jars)
+    session = build_session(settings, endpoints.catalog.name, endpoints.catalog.properties())
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def namespace(catalog: Catalog, unique_name: str) -> Iterator[str]:
+    """A fresh Iceberg namespace for one test, with its tables dropped afterwards."""
+    catalog.create_namespace(unique_name)
+    yield unique_name
+    for identifier in catalog.list_tables(unique_name):
+        catalog.purge_table(identifier)
+    catalog.drop_namespace(unique_name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import shutil
+import subprocess
 import uuid
 from importlib import resources
 from typing import Any
@@ -75,7 +76,7 @@ class Kafka(Service):
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         run(
             [
-                *self._java(),
+                *self._java(heap="256m"),
                 "kafka.tools.StorageTool",
                 "format",
                 "--cluster-id",
@@ -86,9 +87,13 @@ class Kafka(Service):
             what="formatting the Kafka log folder",
         )
 
-    def _launch(self) -> None:
-        spawn_daemon(
-            [*self._java(), "kafka.Kafka", str(self.data_dir / "server.properties")],
+    def _launch(self) -> subprocess.Popen[bytes]:
+        return spawn_daemon(
+            [
+                *self._java(heap=self.settings.kafka_heap),
+                "kafka.Kafka",
+                str(self.data_dir / "server.properties"),
+            ],
             log=self.log,
             pid_file=self.pid_file,
             cwd=self.data_dir,
@@ -112,14 +117,14 @@ class Kafka(Service):
     def bootstrap_servers(self) -> str:
         return f"{self.settings.host}:{self.port}"
 
-    def _java(self) -> list[str]:
+    def _java(self, heap: str) -> list[str]:
         java = shutil.which("java")
         if java is None:
             raise TerminalError("no 'java' on PATH; install Java 17 (openjdk-17-jre-headless)")
         return [
             java,
-            f"-Xmx{self.settings.kafka_heap}",
-            f"-Xms{self.settings.kafka_heap}",
+            f"-Xmx{heap}",
+            f"-Xms{heap}",
             f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
             "-Djava.awt.headless=true",
             "-cp",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import os
 import shutil
+import subprocess
 from typing import Any
 
 import pymysql
@@ -99,8 +100,8 @@ class MariaDB(Service):
             what="initialising the MariaDB data folder",
         )
 
-    def _launch(self) -> None:
-        spawn_daemon(
+    def _launch(self) -> subprocess.Popen[bytes]:
+        return spawn_daemon(
             ["mariadbd", f"--defaults-file={self.config_file}", f"--user={_os_user()}"],
             log=self.log,
             pid_file=self.pid_file,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,8 @@ class Postgres(Service):
             cwd=self.data_dir,
         )
 
-    def _launch(self) -> None:
-        spawn_daemon(
+    def _launch(self) -> subprocess.Popen[bytes]:
+        return spawn_daemon(
             [
                 str(_require_bin_dir() / "postgres"),
                 "-D",

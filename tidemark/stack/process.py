@@ -22,7 +22,7 @@ Clock = Callable[[], float]
 
 def spawn_daemon(
     argv: Sequence[str], *, log: Path, pid_file: Path, cwd: Path, user: str | None = None
-) -> int:
+) -> subprocess.Popen[bytes]:
     """Start ``argv`` in its own session as ``user``, appending its output to ``log``, and
     record its pid in ``pid_file``."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -37,11 +37,15 @@ def spawn_daemon(
             user=user,
         )
     pid_file.write_text(f"{process.pid}\n")
-    return process.pid
+    return process
 
 
 def owned_pid(pid_file: Path, marker: str) -> int | None:
-    """The live process named by ``pid_file`` if its command line contains ``marker``."""
+    """The live process named by ``pid_file`` if its command line contains ``marker``.
+
+    Not for a process started a moment ago: the kernel publishes the new command line a little
+    after ``exec`` returns to the parent, so watch a new child through its ``Popen`` instead.
+    """
     try:
         pid = int(pid_file.read_text().strip())
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

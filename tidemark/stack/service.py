@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import subprocess
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ class Service(ABC):
         """Install binaries and initialise the data folder; idempotent."""
 
     @abstractmethod
-    def _launch(self) -> None:
+    def _launch(self) -> subprocess.Popen[bytes]:
         """Start the daemon, which is known not to be running."""
 
     @abstractmethod
@@ -71,19 +72,15 @@ class Service(ABC):
             self.install()
         except TidemarkError as error:
             raise ServiceFailedError(self.name, f"installation failed: {error}", None) from error
-        if self.running_pid() is None:
-            if port_is_open(self.settings.host, self.port):
-                raise ServiceFailedError(
-                    self.name,
-                    f"port {self.port} on {self.settings.host} is taken by a process the stack "
-                    f"did not start; stop it or choose another port with "
-                    f"TIDEMARK_{self.name.upper()}_PORT",
-                    None,
-                )
-            logger.info("Starting %s on %s:%d", self.name, self.settings.host, self.port)
-            self._launch()
-        healthy = wait_for(self._healthy_or_dead, timeout=self.settings.start_timeout_seconds)
-        if self.running_pid() is None:
+        process = None if self.running_pid() is not None else self._start()
+
+        def alive() -> bool:
+            return self.running_pid() is not None if process is None else process.poll() is None
+
+        healthy = wait_for(
+            lambda: not alive() or self.is_healthy(), timeout=self.settings.start_timeout_seconds
+        )
+        if not alive():
             raise ServiceFailedError(self.name, "exited while starting", self.log)
         if not healthy:
             raise ServiceFailedError(
@@ -97,6 +94,18 @@ class Service(ABC):
             problem = f"set-up after start failed: {error}"
             raise ServiceFailedError(self.name, problem, self.log) from error
 
+    def _start(self) -> subprocess.Popen[bytes]:
+        if port_is_open(self.settings.host, self.port):
+            raise ServiceFailedError(
+                self.name,
+                f"port {self.port} on {self.settings.host} is taken by a process the stack "
+                f"did not start; stop it or choose another port with "
+                f"TIDEMARK_{self.name.upper()}_PORT",
+                None,
+            )
+        logger.info("Starting %s on %s:%d", self.name, self.settings.host, self.port)
+        return self._launch()
+
     def down(self) -> bool:
         """Stop the daemon if the stack started it; returns whether there was one to stop."""
         pid = self.running_pid()
@@ -106,6 +115,3 @@ class Service(ABC):
         terminate(pid, timeout=self.stop_timeout, sig=self.stop_signal)
         self.pid_file.unlink(missing_ok=True)
         return True
-
-    def _healthy_or_dead(self) -> bool:
-        return self.running_pid() is None or self.is_healthy()

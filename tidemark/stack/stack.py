@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 class StackNotHealthyError(TransientError):
     """A service of the local stack is down."""
 
+
 STATUS_VERSION = 1
 
 

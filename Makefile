@@ -1,0 +1,37 @@
+# The two commands of the README, and their parts. Every step is idempotent.
+#   make demo   set up this machine and run the main job
+#   make test   set up this machine and run the whole test suite (what CI runs)
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test setup stack lint clean-venv
+
+demo: setup
+	$(BIN)/python -m spark_jobs.smoke_pipeline
+
+test: setup lint
+	$(BIN)/pytest
+
+# A virtualenv with the project and its dev tools, then the local stack, installed and started.
+setup: $(BIN)/tidemark stack
+
+$(BIN)/tidemark: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "Tidemark needs Python 3.11 or newer: make PYTHON=python3.12 ..." >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+stack: $(BIN)/tidemark
+	$(BIN)/tidemark stack up
+
+lint: $(BIN)/tidemark
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+clean-venv:
+	rm -rf $(VENV)

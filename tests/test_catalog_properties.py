@@ -1,0 +1,78 @@
+"""One catalog description, in Iceberg's Java property names, serves PyIceberg and Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_jobs.session import SparkSettings, spark_conf
+from tidemark.catalog import pyiceberg_properties
+from tidemark.errors import ConfigError
+
+JDBC = {
+    "type": "jdbc",
+    "uri": "jdbc:postgresql://db.internal:5432/lake?sslmode=require",
+    "jdbc.user": "iceberg",
+    "jdbc.password": "p@ss/word",
+    "warehouse": "s3://bucket/warehouse",
+}
+
+
+def test_a_jdbc_catalog_becomes_a_pyiceberg_sql_catalog_with_credentials_in_the_url() -> None:
+    assert pyiceberg_properties(JDBC) == {
+        "type": "sql",
+        "uri": "postgresql+psycopg2://iceberg:p%40ss%2Fword@db.internal:5432/lake?sslmode=require",
+        "warehouse": "s3://bucket/warehouse",
+    }
+
+
+def test_a_rest_catalog_passes_through_unchanged() -> None:
+    rest = {"type": "rest", "uri": "https://catalog:8181", "warehouse": "lake", "s3.endpoint": "x"}
+
+    assert pyiceberg_properties(rest) == rest
+
+
+@pytest.mark.parametrize(
+    ("properties", "message"),
+    [
+        (
+            {"uri": "jdbc:postgresql://h/db"},
+            "catalog.properties.type must be one of glue, hadoop, hive, jdbc, rest, got: (missing)",
+        ),
+        (
+            {"type": "nessie"},
+            "catalog.properties.type must be one of glue, hadoop, hive, jdbc, rest, got: nessie",
+        ),
+        (
+            {"type": "jdbc", "uri": "postgresql://h/db"},
+            "catalog.properties.uri of a jdbc catalog must be a JDBC URL such as "
+            "jdbc:postgresql://host:5432/catalog, got: postgresql://h/db",
+        ),
+        (
+            {"type": "jdbc", "uri": "jdbc:oracle:thin:@h:1521/db"},
+            "the jdbc catalog supports the databases postgresql, sqlite in Tidemark, "
+            "got: jdbc:oracle",
+        ),
+        (
+            {"type": "hadoop", "warehouse": "hdfs://nn/lake"},
+            "catalog.properties.type 'hadoop' cannot be shared with PyIceberg, which ingest "
+            "uses: use a jdbc catalog (PostgreSQL) or a rest catalog",
+        ),
+    ],
+)
+def test_a_catalog_pyiceberg_cannot_use_is_refused_with_the_fix(
+    properties: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        pyiceberg_properties(properties)
+
+    assert str(error.value) == message
+
+
+def test_spark_gets_the_same_properties_under_the_same_catalog_name() -> None:
+    conf = spark_conf(SparkSettings(conf={"spark.sql.shuffle.partitions": "64"}), "lake", JDBC)
+
+    assert conf["spark.sql.catalog.lake"] == "org.apache.iceberg.spark.SparkCatalog"
+    assert conf["spark.sql.catalog.lake.type"] == "jdbc"
+    assert conf["spark.sql.catalog.lake.uri"] == JDBC["uri"]
+    assert conf["spark.sql.catalog.lake.jdbc.user"] == "iceberg"
+    assert conf["spark.sql.shuffle.partitions"] == "64"  # the user's settings win

@@ -1,0 +1,45 @@
+"""mysql-replication reads MariaDB's binlog from a saved position, and only from there.
+
+The MariaDB trap (DESIGN.md section 5): a reader that ignores the saved position streams from the
+first binlog and sees the rows written before it, so the test writes some before saving.
+"""
+
+from __future__ import annotations
+
+import pymysql
+
+from ingest.binlog import BinlogReader
+from tidemark.contracts import Operation
+from tidemark.source import current_position
+from tidemark.stack.endpoints import StackEndpoints
+
+READER_SERVER_ID = 4001
+
+
+def test_reading_from_a_saved_position_sees_only_later_rows(
+    endpoints: StackEndpoints,
+    source_database: str,
+    admin_connection: pymysql.connections.Connection[pymysql.cursors.Cursor],
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE people (id INT PRIMARY KEY, name VARCHAR(40))")
+        cursor.execute("INSERT INTO people VALUES (1, 'before the saved position')")
+    source = endpoints.mariadb.cdc_source(READER_SERVER_ID)
+    saved = current_position(source)
+    with admin_connection.cursor() as cursor:
+        cursor.execute("INSERT INTO people VALUES (2, 'after the saved position')")
+        cursor.execute("UPDATE people SET name = 'renamed' WHERE id = 2")
+
+    with BinlogReader(source, saved) as reader:
+        changes = [change for change in reader if change.database == source_database]
+
+    assert [(c.operation, c.before, c.after) for c in changes] == [
+        (Operation.INSERT, None, {"id": 2, "name": "after the saved position"}),
+        (
+            Operation.UPDATE,
+            {"id": 2, "name": "after the saved position"},
+            {"id": 2, "name": "renamed"},
+        ),
+    ]
+    assert all(change.position > saved for change in changes)
+    assert changes[0].position < changes[1].position

@@ -1,0 +1,150 @@
+"""`tidemark stack`: four real services, idempotent start, and it only ever stops its own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tidemark.cli import main
+from tidemark.errors import ConfigError
+from tidemark.stack.process import owned_pid, port_is_open
+from tidemark.stack.service import ServiceFailedError
+from tidemark.stack.settings import StackSettings
+from tidemark.stack.stack import Stack
+
+
+def test_status_reports_four_healthy_services_as_json(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["stack", "status", "--json"]) == 0
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["version"] == 1
+    assert report["healthy"] is True
+    assert {name: s["healthy"] for name, s in report["services"].items()} == {
+        "mariadb": True,
+        "postgres": True,
+        "kafka": True,
+        "spark": True,
+    }
+    assert report["services"]["kafka"]["bootstrap_servers"].startswith("127.0.0.1:")
+
+
+def test_up_leaves_running_services_alone(stack: Stack) -> None:
+    before = {daemon.name: daemon.running_pid() for daemon in stack.daemons}
+
+    stack.up()
+
+    assert {daemon.name: daemon.running_pid() for daemon in stack.daemons} == before
+    assert None not in before.values()
+
+
+def test_a_pid_file_naming_a_stranger_is_not_ours(tmp_path: Path) -> None:
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        pid_file = tmp_path / "kafka.pid"
+        pid_file.write_text(f"{stranger.pid}\n")
+
+        assert owned_pid(pid_file, marker=str(tmp_path)) is None
+        assert owned_pid(pid_file, marker="sleep") == stranger.pid
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_port_override_that_is_not_a_port_is_refused() -> None:
+    with pytest.raises(ConfigError, match="TIDEMARK_KAFKA_PORT must be a port number"):
+        StackSettings.from_env({"TIDEMARK_HOME": "/tmp/x", "TIDEMARK_KAFKA_PORT": "90000"})
+
+
+@pytest.fixture
+def second_home(stack_settings: StackSettings, unique_name: str) -> Iterator[Path]:
+    """A second stack's home beside the first, sharing its jars so nothing is downloaded.
+
+    Not under /tmp: PostgreSQL runs as the postgres user, who cannot enter pytest's tmp folders.
+    """
+    home = stack_settings.home / "test-stacks" / unique_name
+    home.mkdir(parents=True)
+    (home / "jars").symlink_to(stack_settings.jars_dir)
+    yield home
+    Stack(StackSettings(home=home)).down()
+    shutil.rmtree(home)
+
+
+def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first(
+    stack: Stack, second_home: Path
+) -> None:
+    ports = _free_ports(4)
+    second = Stack(
+        StackSettings(
+            home=second_home,
+            mariadb_port=ports[0],
+            postgres_port=ports[1],
+            kafka_port=ports[2],
+            kafka_controller_port=ports[3],
+        )
+    )
+
+    second.up()
+    assert second.status()["healthy"] is True
+    endpoints = second.endpoints()
+    with endpoints.mariadb.cdc_source(server_id=9).connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT @@binlog_format, @@binlog_row_image, @@binlog_row_metadata")
+        assert cursor.fetchone() == ("ROW", "FULL", "FULL")
+
+    assert sorted(second.down()) == ["kafka", "mariadb", "postgres"]
+    assert not any(port_is_open("127.0.0.1", port) for port in ports)
+    assert stack.status()["healthy"] is True
+
+
+def test_a_port_taken_by_a_stranger_is_named_with_the_fix(second_home: Path) -> None:
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.listen()
+        taken = stranger.getsockname()[1]
+        stack = Stack(StackSettings(home=second_home, mariadb_port=taken))
+
+        with pytest.raises(ServiceFailedError) as failure:
+            stack.daemons[0].up()
+
+    assert str(failure.value).startswith(
+        f"mariadb: port {taken} on 127.0.0.1 is taken by a process the stack did not start; "
+        "stop it or choose another port with TIDEMARK_MARIADB_PORT"
+    )
+
+
+def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: Path) -> None:
+    kafka_ports = _free_ports(2)
+    stack = Stack(
+        StackSettings(
+            home=second_home,
+            kafka_port=kafka_ports[0],
+            kafka_controller_port=kafka_ports[1],
+            kafka_heap="lots",
+        )
+    )
+    kafka = stack.daemons[2]
+
+    with pytest.raises(ServiceFailedError) as failure:
+        kafka.up()
+
+    message = str(failure.value)
+    assert message.startswith("kafka: exited while starting\n--- last lines of ")
+    assert "Invalid maximum heap size: -Xmxlots" in message
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
