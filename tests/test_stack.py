@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -13,7 +15,7 @@ import pytest
 
 from tidemark.cli import main
 from tidemark.errors import ConfigError
-from tidemark.stack.process import owned_pid, port_is_open
+from tidemark.stack.process import owned_pid, port_is_open, wait_for
 from tidemark.stack.service import ServiceFailedError
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
@@ -51,8 +53,9 @@ def test_a_pid_file_naming_a_stranger_is_not_ours(tmp_path: Path) -> None:
         pid_file = tmp_path / "kafka.pid"
         pid_file.write_text(f"{stranger.pid}\n")
 
+        # the kernel shows the new command line a moment after exec
+        assert wait_for(lambda: owned_pid(pid_file, marker="sleep 60") == stranger.pid, timeout=5)
         assert owned_pid(pid_file, marker=str(tmp_path)) is None
-        assert owned_pid(pid_file, marker="sleep") == stranger.pid
     finally:
         stranger.kill()
         stranger.wait()
@@ -101,6 +104,37 @@ def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first
     assert sorted(second.down()) == ["kafka", "mariadb", "postgres"]
     assert not any(port_is_open("127.0.0.1", port) for port in ports)
     assert stack.status()["healthy"] is True
+
+
+def test_a_stack_killed_with_sigkill_comes_back_on_up(second_home: Path) -> None:
+    ports = _free_ports(4)
+    stack = Stack(
+        StackSettings(
+            home=second_home,
+            mariadb_port=ports[0],
+            postgres_port=ports[1],
+            kafka_port=ports[2],
+            kafka_controller_port=ports[3],
+        )
+    )
+    stack.up()
+    for daemon in stack.daemons:
+        pid = daemon.running_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+    # After a reboot the crashed server's lock file may name a pid another process now has.
+    stranger = subprocess.Popen(["sleep", "60"])
+    lock = second_home / "postgres" / "data" / "postmaster.pid"
+    lock.write_text(f"{stranger.pid}\n" + lock.read_text().split("\n", 1)[1])
+    try:
+        assert wait_for(lambda: not stack.status()["healthy"], timeout=30)
+
+        stack.up()
+
+        assert stack.status()["healthy"] is True
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 def test_a_port_taken_by_a_stranger_is_named_with_the_fix(second_home: Path) -> None:

@@ -14,7 +14,7 @@ from psycopg2 import sql
 
 from tidemark.errors import TerminalError
 from tidemark.stack.installer import ensure_debian_packages
-from tidemark.stack.process import run, spawn_daemon
+from tidemark.stack.process import owned_pid, run, spawn_daemon
 from tidemark.stack.service import Service
 from tidemark.stack.settings import CATALOG_NAME
 
@@ -67,6 +67,7 @@ class Postgres(Service):
         )
 
     def _launch(self) -> subprocess.Popen[bytes]:
+        self._remove_stale_lock_files()
         return spawn_daemon(
             [
                 str(_require_bin_dir() / "postgres"),
@@ -90,6 +91,14 @@ class Postgres(Service):
             cwd=self.data_dir,
             user=_service_user(),
         )
+
+    def _remove_stale_lock_files(self) -> None:
+        """After a crash or a reboot the lock files may name a pid that another process now
+        has, and PostgreSQL would refuse to start; the stack knows its server is not running."""
+        for lock in ("postmaster.pid", f".s.PGSQL.{self.port}.lock"):
+            path = self.cluster_dir / lock
+            if path.exists() and owned_pid(path, str(self.cluster_dir)) is None:
+                path.unlink()
 
     def is_healthy(self) -> bool:
         try:

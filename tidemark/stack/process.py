@@ -41,13 +41,14 @@ def spawn_daemon(
 
 
 def owned_pid(pid_file: Path, marker: str) -> int | None:
-    """The live process named by ``pid_file`` if its command line contains ``marker``.
+    """The live process named by ``pid_file`` (its first line) if its command line contains
+    ``marker``.
 
     Not for a process started a moment ago: the kernel publishes the new command line a little
     after ``exec`` returns to the parent, so watch a new child through its ``Popen`` instead.
     """
     try:
-        pid = int(pid_file.read_text().strip())
+        pid = int(pid_file.read_text().split("\n", 1)[0])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except (FileNotFoundError, ValueError, ProcessLookupError):
         return None
