@@ -43,7 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TidemarkError as error:
         if args.verbose:
             logger.exception("tidemark %s failed", args.command)
-        sys.stderr.write(f"tidemark {args.command}: error: {error}\n")
+        # One line per problem: a configuration error may carry many.
+        for line in str(error).splitlines() or [""]:
+            sys.stderr.write(f"tidemark {args.command}: error: {line}\n")
         return EXIT_USAGE if isinstance(error, ConfigError) else EXIT_FAILURE
     except KeyboardInterrupt:
         sys.stderr.write(f"tidemark {args.command}: interrupted\n")

@@ -1,0 +1,87 @@
+"""The pipeline file as Flink CDC 3.x takes it: without the ``tidemark:`` block.
+
+By default the file's own text is kept, comments and ``${VAR}`` references included; only the
+block's lines go. With ``resolve``, the file is rewritten with every non-secret reference replaced
+by its value (Flink CDC has no substitution); references to secrets stay as written, so a secret
+never reaches the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tidemark.config.errors import Problems
+from tidemark.config.extension import EXTENSION_KEY
+from tidemark.config.loader import ListNode, MapNode, Node, Scalar, parse
+from tidemark.config.secrets import is_secret_key
+from tidemark.config.variables import has_references
+from tidemark.errors import ConfigError
+
+SECRETS_LEFT = (
+    "# Secrets are left as ${VAR} references: Flink CDC does not substitute them, so fill\n"
+    "# them in (for example with envsubst) before submitting this file.\n"
+)
+
+
+def export_flink_cdc(
+    text: str, path: Path, environ: Mapping[str, str], *, resolve: bool = False
+) -> str:
+    """``text`` (a valid pipeline file) minus the ``tidemark:`` block."""
+    problems = Problems(str(path))
+    root = parse(text, problems, environ)
+    problems.raise_if_errors()
+    assert root is not None
+    if resolve:
+        return _rewrite(root)
+    if root.flow:
+        raise ConfigError(
+            f"{path}: the top level is a flow mapping ({{...}}); export-flink-cdc keeps the "
+            "file's text only for block-style files: use --resolve, or write it in block style"
+        )
+    return _cut(text, root)
+
+
+def _cut(text: str, root: MapNode) -> str:
+    key = root.key(EXTENSION_KEY)
+    if key is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    start = key.mark.line - 1
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1  # the comment that introduces the block goes with it
+    keys = [k for k, _ in root]
+    following = [k for k in keys if k.mark.line > key.mark.line]
+    end = min(k.mark.line for k in following) - 1 if following else len(lines)
+    while end > key.mark.line and lines[end - 1].startswith("#"):
+        end -= 1  # a comment directly above the next block belongs to it
+    kept = lines[:start] + lines[end:]
+    return "".join(kept)
+
+
+def _rewrite(root: MapNode) -> str:
+    left: list[bool] = []
+    document = {
+        key.name: _plain(value, is_secret_key(key.name), left)
+        for key, value in root
+        if key.name != EXTENSION_KEY
+    }
+    body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+    return (SECRETS_LEFT if any(left) else "") + body
+
+
+def _plain(node: Node, secret_key: bool, left: list[bool]) -> Any:
+    if isinstance(node, MapNode):
+        return {key.name: _plain(value, is_secret_key(key.name), left) for key, value in node}
+    if isinstance(node, ListNode):
+        return [_plain(item, secret_key, left) for item in node.items]
+    assert isinstance(node, Scalar)
+    if node.raw is None:
+        return None
+    if has_references(node.raw) and (secret_key or node.secret):
+        left.append(True)
+        return node.raw
+    return node.text if has_references(node.raw) else node.raw

@@ -1,0 +1,229 @@
+"""Flat blocks of dotted options (``source``, ``sink``, ``pipeline``), checked against a registry.
+
+Upstream describes each connector's options as a list of ``ConfigOption``s plus prefixes passed
+through (``jdbc.properties.``); this module does the same, so adding an option is one line. Values
+are read as Flink reads them: text, converted by the option's kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any
+
+from pydantic import SecretStr
+
+from tidemark.config.fields import Reader, child, closest, unknown_key_message
+from tidemark.config.loader import ListNode, MapNode, Node, Scalar
+from tidemark.config.secrets import is_secret_key
+from tidemark.config.values import (
+    INT_RANGE,
+    LONG_RANGE,
+    BadValue,
+    parse_bool,
+    parse_duration,
+    parse_float,
+    parse_int,
+    parse_server_id,
+    parse_zone,
+)
+
+
+class Kind(StrEnum):
+    STRING = "string"
+    INT = "int"
+    LONG = "long"
+    BOOL = "bool"
+    DOUBLE = "double"
+    DURATION = "duration"
+    CHOICE = "choice"
+    SERVER_ID = "server-id"
+    ZONE = "zone"
+    LIST = "list"
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    kind: Kind = Kind.STRING
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    #: the value must be greater than this (upstream's "must larger than")
+    above: int | None = None
+    #: why the option has no effect in Tidemark; None when Tidemark honours it
+    no_effect: str | None = None
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """Options passed through by prefix, such as ``catalog.properties.*``."""
+
+    prefix: str
+    no_effect: str | None = None
+
+
+@dataclass(frozen=True)
+class OptionSet:
+    what: str
+    options: tuple[Option, ...]
+    prefixes: tuple[Prefix, ...] = ()
+    #: keys read elsewhere (``type``), skipped here
+    handled_elsewhere: frozenset[str] = frozenset()
+
+    def find(self, key: str) -> Option | None:
+        return next((option for option in self.options if option.key == key), None)
+
+    def prefix_of(self, key: str) -> Prefix | None:
+        return next((p for p in self.prefixes if key.startswith(p.prefix)), None)
+
+    @property
+    def keys(self) -> list[str]:
+        return sorted(self.handled_elsewhere) + [option.key for option in self.options]
+
+    def candidates(self, key: str) -> list[str]:
+        """Known keys, plus each prefix completed with the tail of ``key`` (for suggestions)."""
+        names = self.keys
+        parts = key.split(".")
+        for prefix in self.prefixes:
+            depth = prefix.prefix.count(".")
+            if len(parts) > depth:
+                names.append(prefix.prefix + ".".join(parts[depth:]))
+        return names
+
+
+OptionValue = str | int | bool | float | timedelta | tuple[int, int] | tuple[str, ...] | SecretStr
+
+
+@dataclass
+class CheckedOptions:
+    """The options of one block: typed values of known keys, and prefixed keys as text."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    prefixed: dict[str, dict[str, str | SecretStr]] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+    #: every option as text, secrets as SecretStr, in file order
+    raw: dict[str, str | SecretStr] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def has(self, key: str) -> bool:
+        return key in self.raw
+
+
+def check_options(reader: Reader, node: MapNode, path: str, spec: OptionSet) -> CheckedOptions:
+    result = CheckedOptions()
+    warned_prefixes: set[str] = set()
+    for key, value in node:
+        name, key_path = key.name, child(path, key.name)
+        if name in spec.handled_elsewhere:
+            continue
+        result.lines[name] = key.mark.line
+        if isinstance(value, MapNode):
+            reader.problems.error(key.mark.line, key_path, _nested_message(name, value))
+            continue
+        option = spec.find(name)
+        if option is not None:
+            _check_known(reader, option, value, key_path, result)
+            continue
+        prefix = spec.prefix_of(name)
+        if prefix is not None:
+            text = reader.text(value, key_path)
+            if text is not None:
+                secret = is_secret_key(name)
+                stored: str | SecretStr = SecretStr(text) if secret else text
+                result.prefixed.setdefault(prefix.prefix, {})[name[len(prefix.prefix) :]] = stored
+                result.raw[name] = stored
+            if prefix.no_effect and prefix.prefix not in warned_prefixes:
+                warned_prefixes.add(prefix.prefix)
+                reader.problems.warning(
+                    key.mark.line, key_path, f"{prefix.prefix}* {prefix.no_effect}"
+                )
+            continue
+        guess = closest(name, spec.candidates(name))
+        reader.problems.error(
+            key.mark.line, key_path, unknown_key_message(name, spec.what, spec.keys, guess)
+        )
+    for option in spec.options:
+        if option.required and node.get(option.key) is None:
+            reader.error(node, path, f"{spec.what} is missing the required key '{option.key}'")
+    return result
+
+
+def _check_known(
+    reader: Reader, option: Option, value: Node, key_path: str, result: CheckedOptions
+) -> None:
+    secret = is_secret_key(option.key)
+    if option.kind is Kind.LIST:
+        parsed: Any = _list(reader, value, key_path)
+    elif option.kind is Kind.CHOICE:
+        parsed = reader.choice(value, key_path, option.choices)
+    else:
+        parsed = reader.value(value, key_path, _parser(option), secret=secret)
+    if parsed is None:
+        return
+    if option.no_effect:
+        reader.warning(value, key_path, option.no_effect)
+    if secret and isinstance(parsed, str):
+        parsed = SecretStr(parsed)
+    result.values[option.key] = parsed
+    text = value.text if isinstance(value, Scalar) and value.text is not None else None
+    as_written = text if text is not None else ",".join(parsed)
+    result.raw[option.key] = SecretStr(as_written) if secret else as_written
+
+
+def _parser(option: Option) -> Callable[[str], Any]:
+    simple: dict[Kind, Callable[[str], Any]] = {
+        Kind.STRING: lambda text: text,
+        Kind.BOOL: parse_bool,
+        Kind.DOUBLE: parse_float,
+        Kind.DURATION: parse_duration,
+        Kind.SERVER_ID: parse_server_id,
+        Kind.ZONE: parse_zone,
+    }
+    if option.kind in simple:
+        return simple[option.kind]
+    bounds = INT_RANGE if option.kind is Kind.INT else LONG_RANGE
+
+    def number(text: str) -> int:
+        value = parse_int(text, bounds)
+        if option.above is not None and value <= option.above:
+            raise BadValue(f"must be greater than {option.above}")
+        return value
+
+    return number
+
+
+def _list(reader: Reader, value: Node, key_path: str) -> tuple[str, ...] | None:
+    if not isinstance(value, ListNode):
+        reader.error(
+            value,
+            key_path,
+            "must be a YAML list such as [add.column, drop.column], got a single value; "
+            "Flink CDC ignores a single value here",
+        )
+        return None
+    items = [reader.text(item, f"{key_path}[{i}]") for i, item in enumerate(value.items)]
+    if any(item is None for item in items):
+        return None
+    return tuple(item for item in items if item is not None)
+
+
+def _nested_message(name: str, node: MapNode) -> str:
+    flat = _flatten(name, node)
+    example = f"`{flat[0]}: ...`" if flat else f"`{name}.<key>: ...`"
+    more = f" (and {len(flat) - 1} more)" if len(flat) > 1 else ""
+    return (
+        "nested mappings are not Flink CDC options: write dotted keys at this level, "
+        f"as {example}{more}"
+    )
+
+
+def _flatten(prefix: str, node: MapNode) -> list[str]:
+    keys: list[str] = []
+    for key, value in node:
+        name = f"{prefix}.{key.name}"
+        keys.extend(_flatten(name, value) if isinstance(value, MapNode) else [name])
+    return keys

@@ -1,0 +1,255 @@
+"""Flink CDC's table patterns, reproduced exactly (DESIGN.md section 6).
+
+Two different syntaxes, as upstream has them:
+
+- **Selectors** (``source.tables``, ``tables.exclude``, ``transform[].source-table``): patterns
+  separated by commas (``\\,`` for a literal comma); in each, an unescaped ``.`` separates the
+  database from the table and ``\\.`` is the regex "any character"; each part must match the whole
+  name, case-insensitively (upstream ``Selectors`` and ``Predicates``).
+- **Route source tables** (``route[].source-table``): commas become ``|``, ``\\.`` becomes the
+  regex ``.`` and an unescaped ``.`` a literal dot; the result must match the whole ``db.table``,
+  case-sensitively; ``$1`` in ``sink-table`` takes capture groups, or ``replace-symbol`` is
+  replaced by the source table's name (upstream ``TableIdRouter``).
+
+Patterns are Java regular expressions; we run them with Python's ``re``, translating the one
+common difference (named groups ``(?<name>...)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class PatternError(ValueError):
+    """The message says what is wrong with a pattern, for a person."""
+
+
+# --- Selectors -----------------------------------------------------------------------------
+
+
+def split_unescaped(text: str, separator: str) -> list[str]:
+    """Upstream's ``RegExSplitterBy{Comma,Dot}``: split on unescaped ``separator``, drop empty
+    parts, trim each, and turn ``\\<separator>`` into ``<separator>``."""
+    parts: list[str] = []
+    start = index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            if index + 1 >= len(text):
+                raise PatternError("ends with a lone '\\': escape something, or remove it")
+            index += 2
+            continue
+        if char == separator:
+            parts.append(text[start:index])
+            start = index + 1
+        index += 1
+    parts.append(text[start:])
+    return [_java_trim(p).replace("\\" + separator, separator) for p in parts if p]
+
+
+def _java_trim(text: str) -> str:
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def java_to_python_regex(pattern: str) -> str:
+    return re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", pattern)
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    try:
+        return re.compile(java_to_python_regex(pattern), re.IGNORECASE if ignore_case else 0)
+    except re.error as error:
+        where = f" at position {error.pos}" if error.pos is not None else ""
+        message = f"{pattern!r} is not a valid regular expression: {error.msg}{where}"
+        raise PatternError(message) from None
+
+
+@dataclass(frozen=True)
+class Selector:
+    """One ``database.table`` pattern of a selector list."""
+
+    database: str
+    table: str
+
+    def matches(self, database: str, table: str) -> bool:
+        return bool(
+            compile_regex(self.database, True).fullmatch(database)
+            and compile_regex(self.table, True).fullmatch(table)
+        )
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.table}"
+
+
+def parse_selectors(expression: str) -> tuple[Selector, ...]:
+    """``tables``-style text to selectors; ``PatternError`` for anything upstream would not
+    match a MySQL table with (a pattern without a database part matches nothing upstream)."""
+    if not expression.strip():
+        raise PatternError("is empty: give at least one database.table pattern")
+    selectors = []
+    for item in split_unescaped(expression, ","):
+        parts = split_unescaped(item, ".")
+        if len(parts) == 1:
+            raise PatternError(
+                f"pattern {item!r} has no database part, so it matches no MySQL table: "
+                f"write '<database>.{item}', or '\\.*.{item}' for every database"
+            )
+        if len(parts) != 2:
+            raise PatternError(
+                f"pattern {item!r} has {len(parts)} parts; MySQL tables are database.table "
+                "(an unescaped '.' separates them; write '\\.' for the regex 'any character')"
+            )
+        for part in parts:
+            compile_regex(part, True)
+        selectors.append(Selector(parts[0], parts[1]))
+    if not selectors:
+        raise PatternError("has no pattern: give at least one database.table pattern")
+    return tuple(selectors)
+
+
+def selectors_match(selectors: Sequence[Selector], database: str, table: str) -> bool:
+    return any(selector.matches(database, table) for selector in selectors)
+
+
+# --- Routes --------------------------------------------------------------------------------
+
+
+class RouteMode(StrEnum):
+    ALL_MATCH = "ALL_MATCH"
+    FIRST_MATCH = "FIRST_MATCH"
+
+
+_DOT_PLACEHOLDER = "_dot_placeholder_"
+
+
+def route_regex(source_table: str) -> str:
+    """Upstream's ``TableIdRouter.convertTableListToRegExpPattern``."""
+    parts = source_table.split(",")
+    while parts and parts[-1] == "":  # Java's String.split drops trailing empty strings
+        parts.pop()
+    joined = "|".join(_java_trim(part) for part in parts)
+    return (
+        joined.replace("\\.", _DOT_PLACEHOLDER).replace(".", "\\.").replace(_DOT_PLACEHOLDER, ".")
+    )
+
+
+def compile_route(source_table: str) -> re.Pattern[str]:
+    try:
+        return compile_regex(route_regex(source_table), False)
+    except PatternError as error:
+        raise PatternError(
+            f"{error}; in a route, '.' separates database and table: write '\\.' for the "
+            "regex 'any character'"
+        ) from None
+
+
+@dataclass(frozen=True)
+class _Literal:
+    text: str
+
+
+@dataclass(frozen=True)
+class _Group:
+    ref: int | str
+
+
+def parse_replacement(template: str, group_count: int) -> tuple[_Literal | _Group, ...]:
+    """Java's ``Matcher.appendReplacement`` syntax: ``$1``, ``${name}``, ``\\$`` for a ``$``."""
+    parts: list[_Literal | _Group] = []
+    index = 0
+    while index < len(template):
+        char = template[index]
+        if char == "\\":
+            if index + 1 >= len(template):
+                raise PatternError("ends with a lone '\\': write '\\\\' for a backslash")
+            parts.append(_Literal(template[index + 1]))
+            index += 2
+        elif char == "$":
+            index += 1
+            if index < len(template) and template[index] == "{":
+                end = template.find("}", index)
+                if end < 0:
+                    raise PatternError("has a '${' group name without its closing '}'")
+                parts.append(_Group(template[index + 1 : end]))
+                index = end + 1
+                continue
+            if index >= len(template) or not template[index].isdigit():
+                raise PatternError(
+                    "has a '$' that is not a group reference such as $1: write '\\$' for a '$'"
+                )
+            number = int(template[index])
+            index += 1
+            while index < len(template) and template[index].isdigit():
+                longer = number * 10 + int(template[index])
+                if longer > group_count:
+                    break
+                number, index = longer, index + 1
+            if number > group_count:
+                groups = (
+                    "1 capturing group" if group_count == 1 else f"{group_count} capturing groups"
+                )
+                raise PatternError(f"refers to group ${number} but source-table has {groups}")
+            parts.append(_Group(number))
+        else:
+            parts.append(_Literal(char))
+            index += 1
+    return tuple(parts)
+
+
+def expand(parts: Sequence[_Literal | _Group], match: re.Match[str]) -> str:
+    return "".join(
+        part.text if isinstance(part, _Literal) else (match.group(part.ref) or "") for part in parts
+    )
+
+
+@dataclass(frozen=True)
+class Route:
+    """A compiled route rule; ``apply`` gives the sink table id, or None when it does not match."""
+
+    source_table: str
+    sink_table: str
+    replace_symbol: str | None = None
+
+    def matches(self, table_id: str) -> bool:
+        return compile_route(self.source_table).fullmatch(table_id) is not None
+
+    def apply(self, database: str, table: str) -> str | None:
+        table_id = f"{database}.{table}"
+        pattern = compile_route(self.source_table)
+        if pattern.fullmatch(table_id) is None:
+            return None
+        if self.replace_symbol:
+            return self.sink_table.replace(self.replace_symbol, table)
+        parts = parse_replacement(self.sink_table, pattern.groups)
+        # Java: find() then replaceAll(): every match in the id is replaced.
+        return pattern.sub(lambda match: expand(parts, match), table_id)
+
+
+def route_table(routes: Sequence[Route], mode: RouteMode, database: str, table: str) -> list[str]:
+    """Where ``database.table`` goes; itself when no route matches (upstream semantics)."""
+    targets: list[str] = []
+    for route in routes:
+        target = route.apply(database, table)
+        if target is not None:
+            targets.append(target)
+            if mode is RouteMode.FIRST_MATCH:
+                break
+    return targets or [f"{database}.{table}"]
+
+
+def split_table_id(table_id: str) -> tuple[str, str] | None:
+    """``db.table`` -> ``("db", "table")``; None unless there are exactly two parts."""
+    parts = table_id.split(".")
+    if len(parts) != 2 or not all(parts):
+        return None
+    return parts[0], parts[1]
