@@ -144,8 +144,9 @@ def round_trip(bootstrap_servers: str, report: CommitReport) -> CommitReport:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                return CommitReport.from_json(message.value())
+            payload = None if message is None or message.error() else message.value()
+            if payload is not None:
+                return CommitReport.from_json(payload)
     finally:
         consumer.close()
     raise RuntimeError("the commit report did not come back within 60 s")

@@ -70,8 +70,10 @@ class MariaDB(Service):
         return str(self.data_dir / "my.cnf")
 
     def install(self) -> None:
+        # The server binaries alone: the full mariadb-server package would also start a system
+        # MariaDB on port 3306 on machines where services start on install.
         ensure_debian_packages(
-            ["mariadb-server", "mariadb-client"], present=shutil.which("mariadbd") is not None
+            ["mariadb-server-core"], present=shutil.which("mariadb-install-db") is not None
         )
         data = self.data_dir / "data"
         (self.data_dir / "binlog").mkdir(parents=True, exist_ok=True)
