@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from tidemark import __version__
 from tidemark.commands import COMMANDS
 from tidemark.errors import ConfigError, TidemarkError
-
-logger = logging.getLogger("tidemark")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -42,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except TidemarkError as error:
         if args.verbose:
-            logger.exception("tidemark %s failed", args.command)
+            traceback.print_exc(file=sys.stderr)
         # One line per problem: a configuration error may carry many.
         for line in str(error).splitlines() or [""]:
             sys.stderr.write(f"tidemark {args.command}: error: {line}\n")
