@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import shutil
 import subprocess
 import uuid
@@ -38,6 +39,9 @@ auto.create.topics.enable=false
 """
 
 
+MINIMUM_JAVA = 17  # Kafka 4 brokers, and Spark 4
+
+
 class Kafka(Service):
     name = "kafka"
 
@@ -53,6 +57,7 @@ class Kafka(Service):
         ensure_debian_packages(
             ["openjdk-17-jre-headless"], present=shutil.which("java") is not None
         )
+        _require_java(MINIMUM_JAVA)
         resolve_maven_jars(
             "kafka-pom.xml",
             self.settings.jars_dir / "kafka",
@@ -130,3 +135,20 @@ class Kafka(Service):
             "-cp",
             self.jars,
         ]
+
+
+def _require_java(minimum: int) -> None:
+    # Java writes its settings to stderr.
+    result = subprocess.run(
+        ["java", "-XshowSettings:properties", "-version"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    match = re.search(r"java\.specification\.version = (\d+)", result.stderr)
+    if match is None or int(match.group(1)) < minimum:
+        found = match.group(1) if match else "unknown"
+        raise TerminalError(
+            f"Kafka needs Java {minimum} or newer, and 'java' on PATH is {found}: install "
+            f"openjdk-{minimum}-jre-headless and put it first on PATH"
+        )
