@@ -8,6 +8,7 @@ never reaches the output.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,10 @@ from tidemark.config.variables import has_references
 from tidemark.errors import ConfigError
 
 SECRETS_LEFT = (
-    "# Secrets are left as ${VAR} references: Flink CDC does not substitute them, so fill\n"
-    "# them in (for example with envsubst) before submitting this file.\n"
+    "# Secrets are left as ${VAR} references: Flink CDC does not substitute them, so put\n"
+    "# the values in before submitting this file.\n"
 )
+_PLAIN_INTEGER = re.compile(r"0|[1-9][0-9]*")
 
 
 def export_flink_cdc(
@@ -84,4 +86,9 @@ def _plain(node: Node, secret_key: bool, left: list[bool]) -> Any:
     if has_references(node.raw) and (secret_key or node.secret):
         left.append(True)
         return node.raw
-    return node.text if has_references(node.raw) else node.raw
+    text = node.text if has_references(node.raw) and node.text is not None else node.raw
+    if node.plain and _PLAIN_INTEGER.fullmatch(text):
+        return int(text)  # written as a plain number: keep it one, rather than quote it
+    if node.plain and text in ("true", "false"):
+        return text == "true"
+    return text

@@ -10,7 +10,7 @@ while the tree is built.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
@@ -44,6 +44,8 @@ class Scalar:
     resolved: bool = True
     #: True when a password-like variable contributed to the text
     secret: bool = False
+    #: True when written without quotes
+    plain: bool = False
 
     @property
     def kind(self) -> str:
@@ -140,7 +142,7 @@ def _syntax_problem(error: yaml.MarkedYAMLError, problems: Problems) -> None:
     started = error.context_mark
     if context and started is not None and mark is not None and started.line != mark.line:
         context = f" ({error.context} that starts at line {started.line + 1})"
-    fix = _SYNTAX_HINTS.get(what, "")
+    fix = next((hint for start, hint in _SYNTAX_HINTS.items() if what.startswith(start)), "")
     problems.error(
         mark.line + 1 if mark else None,
         "",
@@ -154,6 +156,8 @@ _SYNTAX_HINTS = {
     "mapping values are not allowed here": (
         "; a value containing ': ' must be quoted, or the indentation is off"
     ),
+    "could not find expected ':'": "; a key needs ': ' after it",
+    "expected <block end>": "; check the indentation",
 }
 
 
@@ -195,6 +199,9 @@ class _Builder:
                 )
             seen.setdefault(name, mark)
             value = self.node(value_node, child, secret_key=is_secret_key(name))
+            if isinstance(value, MapNode | ListNode) and not value.mark.line == mark.line:
+                # a block starts where its key is: `source:` is the source block's line
+                value = replace(value, mark=mark)
             entries.append((Key(name, mark), value))
         return MapNode(
             tuple(entries),
@@ -219,4 +226,5 @@ class _Builder:
             mark,
             resolved=not result.errors,
             secret=result.secret,
+            plain=not node.style,
         )

@@ -99,6 +99,8 @@ def parse_selectors(expression: str) -> tuple[Selector, ...]:
     selectors = []
     for item in split_unescaped(expression, ","):
         parts = split_unescaped(item, ".")
+        if not parts:
+            raise PatternError("has an empty pattern between commas: remove the extra comma")
         if len(parts) == 1:
             raise PatternError(
                 f"pattern {item!r} has no database part, so it matches no MySQL table: "
@@ -112,8 +114,6 @@ def parse_selectors(expression: str) -> tuple[Selector, ...]:
         for part in parts:
             compile_regex(part, True)
         selectors.append(Selector(parts[0], parts[1]))
-    if not selectors:
-        raise PatternError("has no pattern: give at least one database.table pattern")
     return tuple(selectors)
 
 

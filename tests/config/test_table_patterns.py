@@ -1,0 +1,100 @@
+"""Flink CDC's two pattern syntaxes, case by case (DESIGN.md section 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidemark.config.patterns import (
+    PatternError,
+    Route,
+    RouteMode,
+    parse_selectors,
+    route_regex,
+    route_table,
+    selectors_match,
+)
+
+
+@pytest.mark.parametrize(
+    ("expression", "table", "matches"),
+    [
+        # an unescaped `.` separates database and table; `\.` is the regex "any character"
+        ("shop.orders", "shop.orders", True),
+        ("shop.orders", "shop.orders_1", False),  # the whole name must match
+        ("shop.orders", "xshop.orders", False),
+        (r"shop.orders_\.*", "shop.orders_2024", True),
+        (r"shop.orders_\.*", "shop.orders_", True),
+        # case-insensitive, for database and table
+        ("Shop.Orders", "SHOP.orders", True),
+        # comma-separated patterns, spaces trimmed
+        ("shop.orders , crm.customers", "crm.customers", True),
+        # `\,` is a literal comma inside a pattern's regex
+        (r"shop.t{1\,2}", "shop.tt", True),
+        # regular expressions in each part
+        (r"shop_[0-9]+.orders_(eu|us)", "shop_12.orders_eu", True),
+        (r"shop_[0-9]+.orders_(eu|us)", "shop_12.orders_asia", False),
+        (r"\.*.\.*", "anything.at_all", True),
+    ],
+)
+def test_table_selectors(expression: str, table: str, matches: bool) -> None:
+    database, name = table.split(".")
+    assert selectors_match(parse_selectors(expression), database, name) is matches
+
+
+def test_an_unescaped_dot_in_a_regex_splits_it_as_upstream_does() -> None:
+    # 'shop.orders_.*' is three parts for upstream: shop / orders_ / *
+    with pytest.raises(PatternError, match="has 3 parts"):
+        parse_selectors("shop.orders_.*")
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("", "is empty: give at least one database.table pattern"),
+        ("shop.a, ,shop.b", "has an empty pattern between commas: remove the extra comma"),
+        ("orders", "pattern 'orders' has no database part"),
+        ("shop.orders\\", "ends with a lone '\\': escape something, or remove it"),
+        ("shop.(orders", "'(orders' is not a valid regular expression"),
+    ],
+)
+def test_bad_selectors(expression: str, message: str) -> None:
+    with pytest.raises(PatternError) as caught:
+        parse_selectors(expression)
+    assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("source_table", "regex"),
+    [
+        # TableIdRouter.convertTableListToRegExpPattern's own examples
+        (r"db\.*.tbl\.*", r"db.*\.tbl.*"),
+        ("a.b, c.d", r"a\.b|c\.d"),
+        (r"mydb\.*", "mydb.*"),
+    ],
+)
+def test_route_patterns_convert_like_upstream(source_table: str, regex: str) -> None:
+    assert route_regex(source_table) == regex
+
+
+@pytest.mark.parametrize(
+    ("route", "table", "sink"),
+    [
+        (Route("mydb.orders", "ods.orders"), "mydb.orders", "ods.orders"),
+        (Route("mydb.orders", "ods.orders"), "MyDb.orders", None),  # case-sensitive
+        (Route(r"mydb\.*", "ods.all"), "mydb.anything", "ods.all"),
+        (Route(r"src.\.*", "dst.<>", "<>"), "src.t1", "dst.t1"),
+        (Route(r"db_(\.*).(\.*)_tbl", "s_$1.t_$2"), "db_foo.bar_tbl", "s_foo.t_bar"),
+        (Route(r"db_(?<shard>\.*).t", "s.t_${shard}"), "db_7.t", "s.t_7"),
+        (Route(r"db.t_(\.*)", r"s.t_\$1"), "db.t_9", "s.t_$1"),  # `\$` is a literal dollar
+    ],
+)
+def test_routes(route: Route, table: str, sink: str | None) -> None:
+    database, name = table.split(".")
+    assert route.apply(database, name) == sink
+
+
+def test_route_modes_and_unrouted_tables() -> None:
+    routes = [Route(r"db.orders_\.*", "ods.orders"), Route(r"db\.*", "ods.all")]
+    assert route_table(routes, RouteMode.ALL_MATCH, "db", "orders_1") == ["ods.orders", "ods.all"]
+    assert route_table(routes, RouteMode.FIRST_MATCH, "db", "orders_1") == ["ods.orders"]
+    assert route_table(routes, RouteMode.ALL_MATCH, "other", "t") == ["other.t"]
