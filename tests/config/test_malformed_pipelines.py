@@ -359,8 +359,7 @@ CASES = [
     case(
         "unknown transform key",
         SOURCE + SINK + "transform:\n  - source-table: shop.orders\n    projections: id\n",
-        "FILE:13: transform[0].projections: unknown key in a transform; did you mean "
-        "'projection'?",
+        "FILE:13: transform[0].projections: unknown key in a transform; did you mean 'projection'?",
     ),
     case(
         "transform primary keys that are not columns",

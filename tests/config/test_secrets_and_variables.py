@@ -113,6 +113,20 @@ def test_errors_never_show_secrets(write_file: WriteFile) -> None:
     assert len(caught.value.problems) >= 6
 
 
+@pytest.mark.parametrize(
+    "line",
+    [f"password: ${{DB:{SECRET}}}", f"hostname: ${{DB_PASSWORD:{SECRET}}}"],
+    ids=["secret key", "secret variable"],
+)
+def test_a_malformed_reference_is_not_quoted_past_its_name(
+    write_file: WriteFile, line: str
+) -> None:
+    with pytest.raises(PipelineConfigError) as caught:
+        load_pipeline(write_file(f"source:\n  {line}\n"), {})
+    assert SECRET not in str(caught.value)
+    assert "...}' is not a variable reference" in str(caught.value)
+
+
 def test_a_secret_on_a_line_with_a_yaml_error_is_not_shown(write_file: WriteFile) -> None:
     path = write_file(f'source:\n  password: "{SECRET}\n')
     with pytest.raises(PipelineConfigError) as caught:

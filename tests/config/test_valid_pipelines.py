@@ -363,7 +363,8 @@ def test_partition_keys_with_every_transform(write_file: WriteFile) -> None:
 )
 def test_catalog_types_tidemark_can_write(write_file: WriteFile, catalog: str) -> None:
     config = load(write_file, source() + "sink:\n  type: iceberg\n" + catalog)
-    assert reveal(config.sink.catalog_properties)["type"].lower() in {"jdbc", "rest", "hive", "glue"}
+    catalog_type = reveal(config.sink.catalog_properties)["type"]
+    assert catalog_type.lower() in {"jdbc", "rest", "hive", "glue"}
 
 
 def test_empty_pipeline_and_tidemark_blocks_mean_defaults(write_file: WriteFile) -> None:

@@ -10,13 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
 from tidemark.commands import Command
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.config.inventory import read_tables
 from tidemark.config.plan import Plan, Refusal, build_plan
-from tidemark.config.secrets import Redactor
 from tidemark.config.values import format_duration
 
 
@@ -34,7 +31,7 @@ def _plan(args: argparse.Namespace) -> int:
     text = (
         json.dumps(plan_json(config, plan), indent=2) + "\n" if args.json else render(config, plan)
     )
-    sys.stdout.write(_redactor(config).redact(text))
+    sys.stdout.write(text)
     return 0 if plan.ok else 1
 
 
@@ -118,13 +115,6 @@ def plan_json(config: PipelineConfig, plan: Plan) -> dict[str, Any]:
         return value
 
     return {"version": 1, "file": str(config.path), "ok": plan.ok, **plain(plan)}
-
-
-def _redactor(config: PipelineConfig) -> Redactor:
-    redactor = Redactor()
-    values = [config.source.password, *config.sink.catalog_properties.values()]
-    redactor.add(v.get_secret_value() for v in values if isinstance(v, SecretStr))
-    return redactor
 
 
 COMMAND = Command(

@@ -82,7 +82,7 @@ def parse_pipeline(text: str, path: Path, environ: Mapping[str, str]) -> Pipelin
     problems.raise_if_errors()
     assert source is not None and sink is not None
     assert routes is not None and transforms is not None and tidemark is not None
-    warnings = problems.redacted_warnings()
+    warnings = problems.final_warnings()
     for warning in warnings:
         logger.debug("%s", warning)
     try:

@@ -2,7 +2,9 @@
 
 A file is checked completely before anything is reported, so the user fixes every mistake in one
 pass. Each problem names the file, the line, the key path, what is wrong and how to fix it; it
-never contains a secret (``Problems.redactor`` masks any that slipped into a message).
+never contains a secret: messages never quote the values of secret keys, values quoted from the
+file go through ``Problems.redactor`` (which knows every secret value read), and the passwords of
+URLs are masked in every message.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tidemark.config.secrets import Redactor
+from tidemark.config.secrets import Redactor, mask_url_passwords
 from tidemark.errors import ConfigError
 
 
@@ -73,26 +75,23 @@ class Problems:
     def raise_if_errors(self) -> None:
         errors = self.errors
         if errors:
-            raise PipelineConfigError(self._redacted(errors))
+            raise PipelineConfigError(self._final(errors))
 
-    def redacted_warnings(self) -> tuple[Problem, ...]:
-        return self._redacted(self.warnings)
+    def final_warnings(self) -> tuple[Problem, ...]:
+        return self._final(self.warnings)
+
+    def redact(self, text: str) -> str:
+        """``text`` quoted from the file, with every known secret value masked."""
+        return self.redactor.redact(text)
 
     def _add(self, problem: Problem) -> None:
         if problem not in self.items:
             self.items.append(problem)
 
-    def _redacted(self, problems: Iterable[Problem]) -> tuple[Problem, ...]:
-        # Messages are written not to echo secrets; this is the second line of defence.
+    def _final(self, problems: Iterable[Problem]) -> tuple[Problem, ...]:
+        """In line order, with URL passwords masked (a message may quote a URL from a library)."""
         ordered = sorted(problems, key=lambda p: (p.line is None, p.line or 0))
         return tuple(
-            Problem(
-                p.file,
-                p.line,
-                self.redactor.redact(p.key),
-                self.redactor.redact(p.message),
-                p.severity,
-                p.column,
-            )
+            Problem(p.file, p.line, p.key, mask_url_passwords(p.message), p.severity, p.column)
             for p in ordered
         )

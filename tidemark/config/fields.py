@@ -111,7 +111,8 @@ class Reader:
             return parse(text)
         except BadValue as bad:
             hidden = secret or is_secret_key(path) or (isinstance(node, Scalar) and node.secret)
-            message = f"{bad.message}, got: {shown(text, secret=hidden)}"
+            quoted = shown(self.problems.redact(text), secret=hidden)
+            message = f"{bad.message}, got: {quoted}"
             self.error(node, path, f"{message}; {bad.hint}" if bad.hint else message)
             return None
 

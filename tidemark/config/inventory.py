@@ -9,7 +9,7 @@ from typing import Any
 
 import pymysql
 
-from tidemark.config.secrets import mask_url_passwords
+from tidemark.config.secrets import Redactor
 from tidemark.errors import TerminalError, TransientError
 from tidemark.source import SourceConnection
 
@@ -70,7 +70,7 @@ def read_tables(
     except pymysql.err.MySQLError as error:
         raise TerminalError(
             f"reading information_schema on {source.host}:{source.port} failed: "
-            f"{mask_url_passwords(str(error))}"
+            f"{_masked(source, str(error))}"
         ) from None
     return _assemble(names, columns, keys)
 
@@ -130,12 +130,18 @@ def _assemble(
     return tables
 
 
+def _masked(source: SourceConnection, text: str) -> str:
+    redactor = Redactor()
+    redactor.add([source.password.get_secret_value()])
+    return redactor.redact(text)
+
+
 def _connection_error(
     source: SourceConnection, error: pymysql.err.OperationalError
 ) -> TerminalError | TransientError:
     code = error.args[0] if error.args else None
     where = f"{source.user}@{source.host}:{source.port}"
-    detail = mask_url_passwords(str(error.args[1]) if len(error.args) > 1 else str(error))
+    detail = _masked(source, str(error.args[1]) if len(error.args) > 1 else str(error))
     if code in _ACCESS_DENIED:
         return TerminalError(
             f"MySQL at {where} refused the account: {detail}; check source.username and "

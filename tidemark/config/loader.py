@@ -215,7 +215,7 @@ class _Builder:
         if node.tag == _NULL_TAG and not node.style:
             return Scalar(None, None, mark)
         raw = str(node.value)
-        result = substitute(raw, self._environ)
+        result = substitute(raw, self._environ, secret=secret_key)
         for message in result.errors:
             self._problems.error(mark.line, path, message)
         if result.secret or secret_key:

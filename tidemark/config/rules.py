@@ -75,7 +75,8 @@ def _route(reader: Reader, node: MapNode, path: str) -> RouteRule | None:
     try:
         groups = compile_route(source).groups
     except PatternError as error:
-        reader.error(node.get("source-table"), child(path, "source-table"), str(error))
+        message = reader.problems.redact(str(error))
+        reader.error(node.get("source-table"), child(path, "source-table"), message)
         return None
     sink_node, sink_path = node.get("sink-table"), child(path, "sink-table")
     if symbol:
@@ -122,7 +123,8 @@ def _transform(reader: Reader, node: MapNode, path: str) -> TransformRule | None
         try:
             selectors = parse_selectors(source)
         except PatternError as error:
-            reader.error(node.get("source-table"), child(path, "source-table"), str(error))
+            message = reader.problems.redact(str(error))
+            reader.error(node.get("source-table"), child(path, "source-table"), message)
             ok = False
     columns: dict[str, tuple[str, ...]] = {}
     for key in ("primary-keys", "partition-keys"):

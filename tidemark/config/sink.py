@@ -190,7 +190,8 @@ def _check_catalog(reader: Reader, node: MapNode, path: str, options: CheckedOpt
     try:
         pyiceberg_properties(reveal(catalog))
     except ConfigError as error:
-        reader.error(node.get("catalog.properties.uri") or type_node, path, str(error))
+        uri_node = node.get("catalog.properties.uri") or type_node
+        reader.error(uri_node, path, reader.problems.redact(str(error)))
         return False
     return True
 

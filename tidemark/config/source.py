@@ -209,7 +209,7 @@ def _tables(reader: Reader, node: MapNode, path: str, options: CheckedOptions) -
             fields[selector_field] = parse_selectors(expression)
             fields[text_field] = expression
         except PatternError as error:
-            reader.error(node.get(key), child(path, key), str(error))
+            reader.error(node.get(key), child(path, key), reader.problems.redact(str(error)))
     return fields
 
 

@@ -38,8 +38,11 @@ def has_references(text: str) -> bool:
     return "${" in text
 
 
-def substitute(text: str, environ: Mapping[str, str]) -> Substituted:
-    """Replace every reference in ``text``; problems are returned, not raised, to report all."""
+def substitute(text: str, environ: Mapping[str, str], *, secret: bool = False) -> Substituted:
+    """Replace every reference in ``text``; problems are returned, not raised, to report all.
+
+    ``secret``: the text is a secret's, so a malformed reference is not quoted past its name.
+    """
     names: list[str] = []
     errors: list[str] = []
 
@@ -52,6 +55,9 @@ def substitute(text: str, environ: Mapping[str, str]) -> Substituted:
             return match.group(0)
         parsed = _BODY.fullmatch(body)
         if parsed is None:
+            name = re.match(_NAME, body)
+            if secret or (name is not None and is_secret_variable(name.group(0))):
+                body = (name.group(0) if name else "") + "..."
             errors.append(f"'${{{body}}}' is not a variable reference: {_FORMS}")
             return match.group(0)
         name, default = parsed.group("name"), parsed.group("default")

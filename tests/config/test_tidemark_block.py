@@ -1,0 +1,167 @@
+"""The ``tidemark:`` block: mirrors, merge keys and scheduled jobs, with their defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tidemark.config import PipelineConfigError, load_pipeline, reveal
+
+WriteFile = Callable[..., Path]
+
+BASE = """\
+source:
+  type: mysql
+  hostname: db
+  username: cdc
+  password: pw
+  tables: shop.\\.*
+sink:
+  type: iceberg
+  catalog.properties.type: rest
+  catalog.properties.uri: http://catalog:8181
+"""
+
+
+def test_without_the_block_every_table_gets_a_five_minute_mirror(write_file: WriteFile) -> None:
+    config = load_pipeline(write_file(BASE), {})
+    settings = config.tidemark
+    assert config.has_extension is False
+    assert settings.catalog_name == "tidemark"
+    assert settings.window == timedelta(minutes=5)
+    assert settings.mirror_table("shop.orders") == "shop.orders"
+    assert settings.mirror_window("shop.orders") == timedelta(minutes=5)
+    assert settings.changelog_table("shop.orders") == "shop.orders_changelog"
+    assert settings.table("shop.orders").unique_key is None
+    assert settings.jobs == ()
+
+
+def test_a_full_block(write_file: WriteFile, tmp_path: Path) -> None:
+    write_file("SELECT * FROM t WHERE ts >= '${window_start}' AND r = '${region}'", "sql/a.sql")
+    write_file("SELECT 2", "sql/b.sql")
+    text = (
+        BASE
+        + """\
+tidemark:
+  catalog-name: lake
+  window: 15 min
+  tables:
+    shop.orders:
+      unique-key: [order_no, region]
+      changelog-table: raw.orders_log
+      mirror:
+        table: ods.orders
+        window: 5 min
+        deletes: keep
+        table-properties:
+          write.target-file-size-bytes: "134217728"
+    shop.audit: {mirror: false}
+  jobs:
+    per_quarter:
+      inputs: shop.orders, shop.items
+      sql: [sql/a.sql, sql/b.sql]
+      variables: {region: eu}
+      spark: {spark.sql.shuffle.partitions: "8"}
+      retries: 5
+      retry-delay: 30 s
+    daily:
+      inputs: [shop.orders]
+      window: 1 d
+      sql: sql/b.sql
+"""
+    )
+    config = load_pipeline(write_file(text), {})
+    settings = config.tidemark
+
+    assert settings.catalog_name == "lake"
+    orders = settings.table("shop.orders")
+    assert orders.unique_key == ("order_no", "region")
+    assert settings.changelog_table("shop.orders") == "raw.orders_log"
+    assert settings.mirror_table("shop.orders") == "ods.orders"
+    assert settings.mirror_window("shop.orders") == timedelta(minutes=5)
+    assert orders.mirror.deletes == "keep"
+    assert reveal(orders.mirror.table_properties) == {"write.target-file-size-bytes": "134217728"}
+    assert settings.mirror_table("shop.audit") is None
+    assert settings.mirror_window("shop.items") == timedelta(minutes=15)  # the block's window
+
+    quarter, daily = settings.jobs
+    assert quarter.inputs == ("shop.orders", "shop.items")
+    assert quarter.window == timedelta(minutes=15)  # inherited
+    assert quarter.sql == (tmp_path / "sql/a.sql", tmp_path / "sql/b.sql")
+    assert reveal(quarter.variables) == {"region": "eu"}
+    assert reveal(quarter.spark) == {"spark.sql.shuffle.partitions": "8"}
+    assert (quarter.retries, quarter.retry_delay) == (5, timedelta(seconds=30))
+    assert (daily.window, daily.retries, daily.retry_delay) == (
+        timedelta(days=1),
+        2,
+        timedelta(minutes=1),
+    )
+    assert config.warnings == ()
+
+
+def test_sql_paths_are_relative_to_the_pipeline_file_not_the_working_folder(
+    write_file: WriteFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_file("SELECT 1", "team/sql/report.sql")
+    text = BASE + "tidemark:\n  jobs:\n    r:\n      inputs: [shop.o]\n      sql: sql/report.sql\n"
+    path = write_file(text, "team/pipeline.yaml")
+    monkeypatch.chdir(tmp_path.parent)
+    (job,) = load_pipeline(path, {}).tidemark.jobs
+    assert job.sql == ((tmp_path / "team/sql/report.sql").resolve(),)
+
+
+@pytest.mark.parametrize(
+    ("window", "minutes"),
+    [("1 min", 1), ("5 min", 5), ("5min", 5), ("90 s", 1.5), ("15 minutes", 15), ("6 h", 360)]
+    + [("1 d", 1440), ("1440 min", 1440)],
+)
+def test_windows_that_divide_a_day(write_file: WriteFile, window: str, minutes: float) -> None:
+    config = load_pipeline(write_file(BASE + f"tidemark:\n  window: {window}\n"), {})
+    assert config.tidemark.window == timedelta(minutes=minutes)
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        ("7 min", "must divide a day evenly"),
+        ("2 d", "must divide a day evenly"),
+        ("61 s", "must divide a day evenly"),
+        ("30 s", "must be at least 1 min: each window is a Spark job"),
+        ("300", "must be a duration with a unit"),
+        ("five minutes", "must be a duration"),
+    ],
+)
+def test_windows_that_do_not(write_file: WriteFile, window: str, message: str) -> None:
+    with pytest.raises(PipelineConfigError) as caught:
+        load_pipeline(write_file(BASE + f"tidemark:\n  window: '{window}'\n"), {})
+    (problem,) = caught.value.problems
+    assert problem.key == "tidemark.window"
+    assert problem.message.startswith(message)
+
+
+def test_sql_that_uses_an_undefined_variable_is_a_warning(write_file: WriteFile) -> None:
+    write_file("SELECT '${window_start}', '${regoin}', '${region}'", "r.sql")
+    text = (
+        BASE + "tidemark:\n  jobs:\n    r:\n      inputs: [shop.o]\n      sql: r.sql\n"
+        "      variables: {region: eu}\n"
+    )
+    config = load_pipeline(write_file(text), {})
+    (warning,) = config.warnings
+    assert (warning.line, warning.key) == (15, "tidemark.jobs.r.sql")
+    assert warning.message == (
+        "r.sql uses ${regoin}, which this job does not define under variables (Tidemark sets "
+        "window_start, window_end, window_start_ms, window_end_ms, job_name)"
+    )
+
+
+def test_a_literal_dollar_brace_in_yaml_is_written_with_two_dollars(write_file: WriteFile) -> None:
+    write_file("SELECT '${since}'", "r.sql")
+    text = (
+        BASE + "tidemark:\n  jobs:\n    r:\n      inputs: [shop.o]\n      sql: r.sql\n"
+        '      variables: {since: "$${window_start}"}\n'
+    )
+    (job,) = load_pipeline(write_file(text), {}).tidemark.jobs
+    assert reveal(job.variables) == {"since": "${window_start}"}
