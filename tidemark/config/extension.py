@@ -64,7 +64,14 @@ TABLE_KEYS = ("unique-key", "changelog-table", "mirror")
 MIRROR_KEYS = ("enabled", "table", "window", "deletes", "table-properties")
 JOB_KEYS = ("inputs", "window", "sql", "variables", "spark", "retries", "retry-delay")
 #: variables Tidemark sets for every window run; user variables may not start with ``window_``
-BUILT_IN_VARIABLES = ("window_start", "window_end", "window_start_ms", "window_end_ms", "job_name")
+BUILT_IN_VARIABLES = (
+    "window_start",
+    "window_end",
+    "window_start_ms",
+    "window_end_ms",
+    "dt",
+    "job_name",
+)
 
 DAY = timedelta(days=1)
 MIN_WINDOW = timedelta(minutes=1)
