@@ -1,52 +1,107 @@
 """The boundary with ``mysql-replication``: the only module that imports it.
 
-It turns the library's events into Tidemark's own typed ``RowChange`` records.
+It turns the library's events into Tidemark's own typed events: transactions, row changes and
+statements, each with the binlog position just after it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+import pymysql
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    XidEvent,
+)
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from tidemark.contracts import Operation
+from tidemark.errors import TransientError
 from tidemark.source import BinlogPosition, SourceConnection
 
-_ROW_EVENTS = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent]
 _OPERATIONS = {
     WriteRowsEvent: Operation.INSERT,
     UpdateRowsEvent: Operation.UPDATE,
     DeleteRowsEvent: Operation.DELETE,
 }
+_EVENTS = [*_OPERATIONS, XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent]
+
+Row = dict[str, Any]
+
+
+class StreamInterruptedError(TransientError):
+    """The replication connection broke; resume from the last transaction boundary."""
 
 
 @dataclass(frozen=True)
-class RowChange:
+class TransactionStarted:
+    """A GTID event: a transaction (or a standalone statement such as DDL) begins."""
+
+    gtid: str | None
+    position: BinlogPosition
+
+
+@dataclass(frozen=True)
+class RowsChanged:
+    """The rows of one row event, each as (before image, after image)."""
+
     database: str
     table: str
     operation: Operation
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-    #: the position just after the event that carried this row
+    rows: list[tuple[Row | None, Row | None]]
+    #: just after this event; rows of one event share it
     position: BinlogPosition
     event_time_ms: int
 
 
+@dataclass(frozen=True)
+class TransactionCommitted:
+    """XID or COMMIT: everything since the last ``TransactionStarted`` is durable at the source."""
+
+    position: BinlogPosition
+    event_time_ms: int
+
+
+@dataclass(frozen=True)
+class StatementExecuted:
+    """A statement logged as text that is not BEGIN or COMMIT: DDL, mostly."""
+
+    database: str
+    statement: str
+    position: BinlogPosition
+    event_time_ms: int
+
+
+BinlogEvent = TransactionStarted | RowsChanged | TransactionCommitted | StatementExecuted
+
+
 class BinlogReader:
-    """Reads row changes from ``start`` on; stops at the current end unless ``follow``.
+    """Reads the binlog from ``start`` on; stops at the current end unless ``follow``.
 
     MariaDB trap (DESIGN.md section 5): with ``is_mariadb=True`` and no GTID the library ignores
     the file and offset and streams from the first binlog, and without ``resume_stream`` it
     restarts at offset 4. So a file/offset start is always a plain ``COM_BINLOG_DUMP`` with
-    ``resume_stream``, which MariaDB serves like MySQL.
+    ``resume_stream``, which MariaDB serves like MySQL (GTID events included).
+
+    The library reconnects by itself in the middle of a transaction; Tidemark resumes only at
+    transaction boundaries, so a second stream connection raises ``StreamInterruptedError``
+    instead, and the caller reopens a reader at its last boundary.
     """
 
     def __init__(
-        self, source: SourceConnection, start: BinlogPosition, *, follow: bool = False
+        self,
+        source: SourceConnection,
+        start: BinlogPosition,
+        *,
+        follow: bool = False,
+        databases: Collection[str] | None = None,
+        heartbeat_seconds: float | None = None,
     ) -> None:
         self._stream = BinLogStreamReader(
             connection_settings=source.pymysql_settings(),
@@ -55,25 +110,24 @@ class BinlogReader:
             log_pos=start.offset,
             resume_stream=True,
             blocking=follow,
-            only_events=_ROW_EVENTS,
+            only_events=_EVENTS,
+            only_schemas=list(databases) if databases is not None else None,
             is_mariadb=False,
+            slave_heartbeat=heartbeat_seconds,
+            pymysql_wrapper=_SingleStreamConnection(),
         )
 
-    def __iter__(self) -> Iterator[RowChange]:
-        for event in self._stream:
-            operation = _OPERATIONS[type(event)]
-            position = BinlogPosition(self._stream.log_file, self._stream.log_pos)
-            for row in event.rows:
-                before, after = _images(operation, row)
-                yield RowChange(
-                    database=event.schema,
-                    table=event.table,
-                    operation=operation,
-                    before=before,
-                    after=after,
-                    position=position,
-                    event_time_ms=event.timestamp * 1000,
-                )
+    def events(self) -> Iterator[BinlogEvent]:
+        try:
+            for event in self._stream:
+                converted = self._convert(event)
+                if converted is not None:
+                    yield converted
+        except (pymysql.OperationalError, pymysql.InterfaceError) as error:
+            raise StreamInterruptedError(f"the binlog stream broke: {error}") from error
+
+    def __iter__(self) -> Iterator[BinlogEvent]:
+        return self.events()
 
     def close(self) -> None:
         self._stream.close()
@@ -89,11 +143,59 @@ class BinlogReader:
     ) -> None:
         self.close()
 
+    def _convert(self, event: Any) -> BinlogEvent | None:
+        position = BinlogPosition(self._stream.log_file, self._stream.log_pos)
+        time_ms = event.timestamp * 1000
+        operation = _OPERATIONS.get(type(event))
+        if operation is not None:
+            return RowsChanged(
+                database=event.schema,
+                table=event.table,
+                operation=operation,
+                rows=[_images(operation, row) for row in event.rows],
+                position=position,
+                event_time_ms=time_ms,
+            )
+        if isinstance(event, XidEvent):
+            return TransactionCommitted(position, time_ms)
+        if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+            return TransactionStarted(str(event.gtid), position)
+        if isinstance(event, QueryEvent):
+            return _query(event, position, time_ms)
+        return None
 
-def _images(operation: Operation, row: dict[str, Any]) -> tuple[dict[str, Any] | None, ...]:
-    """The (before, after) row images of one row of a row event."""
+
+def _query(event: Any, position: BinlogPosition, time_ms: int) -> BinlogEvent | None:
+    statement = event.query if isinstance(event.query, str) else event.query.decode()
+    keyword = statement.strip().upper()
+    if keyword == "BEGIN":
+        return None
+    if keyword == "COMMIT":  # non-transactional engines end their "transaction" so
+        return TransactionCommitted(position, time_ms)
+    schema = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
+    return StatementExecuted(schema, statement, position, time_ms)
+
+
+def _images(operation: Operation, row: dict[str, Any]) -> tuple[Row | None, Row | None]:
     if operation is Operation.UPDATE:
         return row["before_values"], row["after_values"]
     if operation is Operation.INSERT:
         return None, row["values"]
     return row["values"], None
+
+
+class _SingleStreamConnection:
+    """Connection factory for the library: one stream connection, never a silent second."""
+
+    def __init__(self) -> None:
+        self._streams = 0
+
+    def __call__(self, **settings: Any) -> pymysql.connections.Connection[Any]:
+        is_stream = "cursorclass" not in settings  # the library's control connection sets one
+        if is_stream:
+            self._streams += 1
+            if self._streams > 1:
+                raise StreamInterruptedError(
+                    "the binlog stream connection was lost; resuming from the last transaction"
+                )
+        return pymysql.connect(**settings)

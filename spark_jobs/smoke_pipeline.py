@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from ingest.binlog import BinlogReader, RowChange
+from ingest.binlog import BinlogReader, Row, RowsChanged
 from spark_jobs.session import SparkSettings, build_session
 from tidemark.catalog import load_catalog
 from tidemark.contracts import CommitReport, SummaryKey
@@ -69,14 +69,15 @@ def main() -> int:
 
     step(f"binlog from {start} as the least-privilege CDC user")
     with BinlogReader(cdc, start) as reader:
-        changes = [change for change in reader if change.database == DATABASE]
+        events = [e for e in reader if isinstance(e, RowsChanged) and e.database == DATABASE]
+    changes = [(event, before, after) for event in events for before, after in event.rows]
     say(f"    {len(changes)} row changes")
 
     step(f"Iceberg: append to {NAMESPACE}.orders_changelog with watermark and position")
     catalog = load_catalog(endpoints.catalog.name, endpoints.catalog.properties())
     catalog.create_namespace(NAMESPACE)
     changelog = catalog.create_table(f"{NAMESPACE}.orders_changelog", schema=CHANGELOG_SCHEMA)
-    watermark, position = changes[-1].event_time_ms, str(changes[-1].position)
+    watermark, position = events[-1].event_time_ms, str(events[-1].position)
     changelog.append(
         pa.Table.from_pylist(
             [changelog_row(order, c) for order, c in enumerate(changes)], schema=CHANGELOG_SCHEMA
@@ -121,11 +122,12 @@ def main() -> int:
     return 0
 
 
-def changelog_row(order: int, change: RowChange) -> dict[str, object]:
-    image = change.after if change.after is not None else change.before
+def changelog_row(order: int, change: tuple[RowsChanged, Row | None, Row | None]) -> Row:
+    event, before, after = change
+    image = after if after is not None else before
     assert image is not None
     # Binlog order is commit order, so the read order sorts the changes of each key.
-    return {**image, "_tm_op": change.operation.value, "_tm_order": order}
+    return {**image, "_tm_op": event.operation.value, "_tm_order": order}
 
 
 def round_trip(bootstrap_servers: str, report: CommitReport) -> CommitReport:
