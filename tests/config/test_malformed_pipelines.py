@@ -284,6 +284,12 @@ CASES = [
         "ingest uses: use a jdbc catalog (PostgreSQL) or a rest catalog",
     ),
     case(
+        "rest catalog without its address",
+        SOURCE + "sink:\n  type: iceberg\n  catalog.properties.type: rest\n",
+        "FILE:9: sink.catalog.properties.type: a rest catalog needs catalog.properties.uri (the "
+        "catalog server's address)",
+    ),
+    case(
         "jdbc catalog without a JDBC URL",
         SOURCE
         + "sink:\n  type: iceberg\n  catalog.properties.type: jdbc\n"

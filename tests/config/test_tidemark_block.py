@@ -142,6 +142,29 @@ def test_windows_that_do_not(write_file: WriteFile, window: str, message: str) -
     assert problem.message.startswith(message)
 
 
+def test_names_the_pipeline_cannot_produce_are_warnings(write_file: WriteFile) -> None:
+    text = BASE + (
+        "  partition.key: shop.orders:id;shpo.orders:id\n"
+        "route:\n  - source-table: shop.users_\\.*\n    sink-table: crm.users\n"
+        "tidemark:\n  tables:\n    shop.orders: {}\n    crm.users: {}\n    shop.users_1: {}\n"
+    )
+    config = load_pipeline(write_file(text), {})
+    assert [(w.line, w.key, w.message) for w in config.warnings] == [
+        (
+            11,
+            "sink.partition.key",
+            "shpo.orders is neither a table source.tables captures nor a route's sink-table: "
+            "check the name",
+        ),
+        (
+            19,
+            'tidemark.tables."shop.users_1"',
+            "shop.users_1 is neither a table source.tables captures nor a route's sink-table: "
+            "check the name",
+        ),
+    ]
+
+
 def test_sql_that_uses_an_undefined_variable_is_a_warning(write_file: WriteFile) -> None:
     write_file("SELECT '${window_start}', '${regoin}', '${region}'", "r.sql")
     text = (

@@ -12,13 +12,17 @@ from pydantic import ValidationError
 from tidemark.config.errors import PipelineConfigError, Problem, Problems
 from tidemark.config.extension import EXTENSION_KEY, read_extension
 from tidemark.config.fields import Reader
-from tidemark.config.loader import MapNode, Scalar, parse
+from tidemark.config.loader import MapNode, Node, Scalar, parse
 from tidemark.config.model import (
+    IcebergSink,
     MySqlSource,
     PipelineConfig,
     PipelineSettings,
+    RouteRule,
     StartupMode,
+    TidemarkSettings,
 )
+from tidemark.config.patterns import split_table_id
 from tidemark.config.pipeline_block import read_pipeline
 from tidemark.config.rules import read_routes, read_transforms
 from tidemark.config.sink import read_sink
@@ -79,6 +83,8 @@ def parse_pipeline(text: str, path: Path, environ: Mapping[str, str]) -> Pipelin
     tidemark = read_extension(reader, extension, path.parent)
     if source is not None:
         _check_across(reader, root, source, pipeline)
+    if source is not None and routes is not None and tidemark is not None and sink is not None:
+        _check_table_names(reader, root, source, routes, tidemark, sink)
     problems.raise_if_errors()
     assert source is not None and sink is not None
     assert routes is not None and transforms is not None and tidemark is not None
@@ -109,6 +115,58 @@ def _block(reader: Reader, root: MapNode, name: str, *, optional: bool = False) 
     if node is None or (optional and isinstance(node, Scalar) and node.text is None):
         return None
     return reader.mapping(node, name)
+
+
+def _check_table_names(
+    reader: Reader,
+    root: MapNode,
+    source: MySqlSource,
+    routes: tuple[RouteRule, ...],
+    tidemark: TidemarkSettings,
+    sink: IcebergSink,
+) -> None:
+    """Warn about sink table names the pipeline cannot produce: most likely typos. Offline we
+    know the names only when no route computes them (with $1 or replace-symbol)."""
+    if any(rule.replace_symbol or "$" in rule.sink_table for rule in routes):
+        return
+    routed = {rule.sink_table for rule in routes}
+
+    def produced(name: str) -> bool:
+        parts = split_table_id(name)
+        if name in routed or parts is None:
+            return True
+        unrouted = not any(rule.route.matches(name) for rule in routes)
+        return unrouted and source.captures(*parts)
+
+    named: list[tuple[str, str, Node | None]] = [
+        (table, f'tidemark.tables."{table}"', _at(root, EXTENSION_KEY, "tables", table))
+        for table in tidemark.tables
+    ]
+    for job in tidemark.jobs:
+        path = f"tidemark.jobs.{job.name}.inputs"
+        named += [
+            (t, path, _at(root, EXTENSION_KEY, "jobs", job.name, "inputs")) for t in job.inputs
+        ]
+    named += [
+        (p.table, "sink.partition.key", _at(root, "sink", "partition.key"))
+        for p in sink.partitioning
+    ]
+    for table, path, node in named:
+        if not produced(table):
+            reader.warning(
+                node,
+                path,
+                f"{table} is neither a table source.tables captures nor a route's sink-table: "
+                "check the name",
+            )
+
+
+def _at(node: Node | None, *keys: str) -> Node | None:
+    for key in keys:
+        if not isinstance(node, MapNode):
+            return None
+        node = node.get(key)
+    return node
 
 
 def _check_across(

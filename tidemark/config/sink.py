@@ -187,6 +187,13 @@ def _check_catalog(reader: Reader, node: MapNode, path: str, options: CheckedOpt
             f"which cannot use it: use one of {', '.join(TIDEMARK_CATALOG_TYPES)}",
         )
         return False
+    if lowered in ("rest", "hive") and "uri" not in catalog:
+        reader.error(
+            type_node,
+            type_path,
+            f"a {lowered} catalog needs catalog.properties.uri (the catalog server's address)",
+        )
+        return False
     try:
         pyiceberg_properties(reveal(catalog))
     except ConfigError as error:

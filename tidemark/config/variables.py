@@ -55,9 +55,9 @@ def substitute(text: str, environ: Mapping[str, str], *, secret: bool = False) -
             return match.group(0)
         parsed = _BODY.fullmatch(body)
         if parsed is None:
-            name = re.match(_NAME, body)
-            if secret or (name is not None and is_secret_variable(name.group(0))):
-                body = (name.group(0) if name else "") + "..."
+            prefix = re.match(_NAME, body)
+            if secret or (prefix is not None and is_secret_variable(prefix.group(0))):
+                body = (prefix.group(0) if prefix else "") + "..."
             errors.append(f"'${{{body}}}' is not a variable reference: {_FORMS}")
             return match.group(0)
         name, default = parsed.group("name"), parsed.group("default")
