@@ -109,6 +109,16 @@ CASES = [
         "FILE:1: the top level is missing the required key 'sink'",
     ),
     case(
+        "YAML merge key",
+        "defaults: &db\n  hostname: db\n"
+        + SOURCE.replace("source:\n", "source:\n  <<: *db\n")
+        + SINK,
+        "FILE:1: defaults: unknown key in the top level; the allowed keys are: source, sink, "
+        "route, transform, pipeline, tidemark",
+        "FILE:4: source.<<: YAML merge keys (<<) are not supported by Flink CDC: write the keys "
+        "out",
+    ),
+    case(
         "duplicate key",
         SOURCE + "  hostname: db2.example\n" + SINK,
         "FILE:7: source.hostname: duplicate key (first at line 3); Flink CDC would silently keep "

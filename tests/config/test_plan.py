@@ -137,6 +137,34 @@ def test_a_unique_key_onboards_a_table_without_a_primary_key(
     assert plan.ok
 
 
+def test_keys_must_name_columns_the_table_has(
+    endpoints: StackEndpoints,
+    admin_connection: Connection,
+    source_database: str,
+    write_file: WriteFile,
+    env: dict[str, str],
+) -> None:
+    db = source_database
+    execute(
+        admin_connection,
+        "CREATE TABLE events (event_id BIGINT NOT NULL)",
+        "CREATE TABLE contacts (email VARCHAR(100) NOT NULL)",
+    )
+    rest = (
+        f"transform:\n  - source-table: {db}.events\n    primary-keys: id\n"
+        f'tidemark:\n  tables:\n    "{db}.contacts":\n      unique-key: mail\n'
+    )
+    plan = plan_of(load_pipeline(write_file(pipeline(endpoints, f"{db}.\\.*", rest)), env))
+    assert sorted((r.table, r.reason) for r in plan.refused) == [
+        (
+            f"{db}.contacts",
+            f'tidemark.tables."{db}.contacts".unique-key names mail, which {db}.contacts does '
+            "not have",
+        ),
+        (f"{db}.events", f"transform[0].primary-keys names id, which {db}.events does not have"),
+    ]
+
+
 def test_sharded_tables_in_two_databases_merge_by_route(
     endpoints: StackEndpoints,
     admin_connection: Connection,

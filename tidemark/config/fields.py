@@ -33,6 +33,8 @@ def closest(name: str, candidates: Iterable[str]) -> str | None:
 
 
 def unknown_key_message(name: str, what: str, allowed: Sequence[str], guess: str | None) -> str:
+    if name == "<<":
+        return "YAML merge keys (<<) are not supported by Flink CDC: write the keys out"
     if guess is not None:
         return f"unknown key in {what}; did you mean '{guess}'?"
     if len(allowed) <= _MAX_LISTED:

@@ -121,6 +121,10 @@ def check_options(reader: Reader, node: MapNode, path: str, spec: OptionSet) -> 
         if name in spec.handled_elsewhere:
             continue
         result.lines[name] = key.mark.line
+        if name == "<<":
+            message = unknown_key_message(name, spec.what, spec.keys, None)
+            reader.problems.error(key.mark.line, key_path, message)
+            continue
         if isinstance(value, MapNode):
             reader.problems.error(key.mark.line, key_path, _nested_message(name, value))
             continue

@@ -174,7 +174,15 @@ def _key(
         return unique_key, f"{options_path}.unique-key", None
     if transform is not None and transform.primary_keys:
         position = config.transforms.index(transform)
-        return transform.primary_keys, f"transform[{position}].primary-keys", None
+        origin = f"transform[{position}].primary-keys"
+        missing = [c for c in transform.primary_keys if table.column(c) is None]
+        if missing and transform.projection is None:
+            return (
+                (),
+                "",
+                f"{origin} names {', '.join(missing)}, which {table.table_id} does not have",
+            )
+        return transform.primary_keys, origin, None
     if table.primary_key:
         return table.primary_key, "primary key", None
     hint = ""
