@@ -111,13 +111,10 @@ def read_extension(reader: Reader, node: Node | None, base: Path) -> TidemarkSet
     jobs = _jobs(reader, block.get("jobs"), child(path, "jobs"), base, fields["window"])
     if tables is None or jobs is None:
         return None
-    fields["tables"] = tables
-    settings = TidemarkSettings(**fields)
-    jobs_ok = _check_jobs(reader, block.get("jobs"), settings, jobs)
+    settings = TidemarkSettings(**fields, tables=tables, jobs=tuple(jobs))
+    jobs_ok = _check_jobs(reader, block.get("jobs"), settings)
     _check_names(reader, block.get("tables"), settings)
-    if not jobs_ok:
-        return None
-    return settings.model_copy(update={"jobs": tuple(jobs)})
+    return settings if jobs_ok else None
 
 
 def _identifier(text: str) -> str:
@@ -393,12 +390,10 @@ def _check_sql_references(
             )
 
 
-def _check_jobs(
-    reader: Reader, node: Node | None, settings: TidemarkSettings, jobs: list[JobConfig]
-) -> bool:
+def _check_jobs(reader: Reader, node: Node | None, settings: TidemarkSettings) -> bool:
     ok = True
     block = node if isinstance(node, MapNode) else None
-    for job in jobs:
+    for job in settings.jobs:
         job_node = block.get(job.name) if block else None
         path = child("tidemark.jobs", job.name, quote=True)
         for table in job.inputs:

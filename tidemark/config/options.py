@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -93,16 +92,12 @@ class OptionSet:
         return names
 
 
-OptionValue = str | int | bool | float | timedelta | tuple[int, int] | tuple[str, ...] | SecretStr
-
-
 @dataclass
 class CheckedOptions:
     """The options of one block: typed values of known keys, and prefixed keys as text."""
 
     values: dict[str, Any] = field(default_factory=dict)
     prefixed: dict[str, dict[str, str | SecretStr]] = field(default_factory=dict)
-    lines: dict[str, int] = field(default_factory=dict)
     #: every option as text, secrets as SecretStr, in file order
     raw: dict[str, str | SecretStr] = field(default_factory=dict)
 
@@ -120,7 +115,6 @@ def check_options(reader: Reader, node: MapNode, path: str, spec: OptionSet) -> 
         name, key_path = key.name, child(path, key.name)
         if name in spec.handled_elsewhere:
             continue
-        result.lines[name] = key.mark.line
         if name == "<<":
             message = unknown_key_message(name, spec.what, spec.keys, None)
             reader.problems.error(key.mark.line, key_path, message)
