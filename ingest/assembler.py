@@ -1,0 +1,313 @@
+"""Turns binlog events into changelog rows and per-table progress, exactly once.
+
+Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to commit. Rules:
+
+- Rows are buffered per transaction and reach a flush only when the transaction has committed,
+  so a flush's position is always a transaction boundary (DESIGN.md 3.2). A transaction larger
+  than ``max_transaction_rows`` is flushed in parts, each recording how many of its rows the
+  table already holds (``partial_rows``), and the position stays at the transaction's start.
+- On resume from the smallest position of all tables, each table skips what its own progress
+  says it already has: whole transactions before its position, and the first ``partial_rows``
+  rows of the transaction starting at it.
+- The watermark (epoch ms) after a transaction that committed in second S is ``S*1000 - 1``:
+  binlog timestamps are whole seconds taken at statement start, and every transaction not yet
+  read commits later than the last one read, so no later transaction can have committed before
+  second S. A caught-up reader learns more from the server's clock (``observe_caught_up``).
+  Watermarks only ever grow.
+- A statement that changes the structure of an onboarded table stops the assembler: rows after
+  it would be decoded with the wrong schema.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from ingest.binlog import (
+    BinlogEvent,
+    Row,
+    RowsChanged,
+    StatementExecuted,
+    TransactionCommitted,
+    TransactionStarted,
+)
+from ingest.ddl import changed_tables
+from ingest.errors import SchemaChangeStopError
+from ingest.progress import TableProgress
+from tidemark.contracts import MetadataColumn, Operation
+from tidemark.source import BinlogPosition
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where the rows of one physical source table go, and how they are converted."""
+
+    sink: str
+    key_columns: tuple[str, ...]
+    convert: Callable[[Row], Row] = lambda row: row
+
+
+Router = Callable[[str, str], Binding | None]
+
+
+@dataclass
+class _Buffer:
+    rows: list[Row] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TableFlush:
+    sink: str
+    rows: list[Row]
+    progress: TableProgress
+
+
+@dataclass(frozen=True)
+class Flush:
+    tables: list[TableFlush]
+
+    @property
+    def row_count(self) -> int:
+        return sum(len(table.rows) for table in self.tables)
+
+
+class ChangeAssembler:
+    def __init__(
+        self,
+        *,
+        router: Router,
+        progress: Mapping[str, TableProgress],
+        start: BinlogPosition,
+        source: str,
+        initial_watermark_ms: int,
+        max_transaction_rows: int = 100_000,
+    ) -> None:
+        self._router = router
+        self._progress = dict(progress)
+        self._source = source
+        self._max_transaction_rows = max_transaction_rows
+        self._boundary = start
+        self._last_seen = start
+        self._gtid: str | None = None
+        self._watermark_ms = max(
+            [initial_watermark_ms, *(p.watermark_ms for p in progress.values())]
+        )
+        self._last_order = {sink: p.last_order for sink, p in progress.items()}
+        self._pending: dict[str, list[Row]] = {}
+        self._in_transaction = False
+        self._transaction: dict[str, list[Row]] = {}
+        self._transaction_rows = 0
+        # rows of the in-flight transaction each table already holds (committed parts or skipped)
+        self._transaction_held: dict[str, int] = {}
+        self._transaction_seen: dict[str, int] = {}
+        self._stopped: SchemaChangeStopError | None = None
+
+    # --- feeding -------------------------------------------------------------------------
+
+    def on_event(self, event: BinlogEvent) -> Flush | None:
+        """Take one event; returns a forced flush when a transaction outgrew the buffer."""
+        if self._stopped is not None:
+            raise self._stopped
+        self._last_seen = max(self._last_seen, event.position)
+        if isinstance(event, TransactionStarted):
+            self._begin(event.gtid)
+        elif isinstance(event, RowsChanged):
+            return self._on_rows(event)
+        elif isinstance(event, TransactionCommitted):
+            self._commit(event.position, event.event_time_ms)
+        elif isinstance(event, StatementExecuted):
+            self._on_statement(event)
+        return None
+
+    def observe_caught_up(self, server_position: BinlogPosition, server_time_ms: int) -> None:
+        """The server's binlog ended at ``server_position`` at ``server_time_ms`` (read in that
+        order: time first); if everything up to there has been read, nothing committed before
+        that time is missing."""
+        if not self._in_transaction and server_position <= self._last_seen:
+            self._watermark_ms = max(self._watermark_ms, server_time_ms - 1)
+
+    # --- taking --------------------------------------------------------------------------
+
+    @property
+    def pending_rows(self) -> int:
+        return sum(len(rows) for rows in self._pending.values())
+
+    @property
+    def watermark_ms(self) -> int:
+        return self._watermark_ms
+
+    @property
+    def boundary(self) -> BinlogPosition:
+        return self._boundary
+
+    def flush(self, idle_tables: bool = False) -> Flush:
+        """Every table with rows of committed transactions; with ``idle_tables``, every other
+        known table too (empty commits move their watermark and position)."""
+        sinks = set(self._pending)
+        if idle_tables:
+            sinks |= set(self._progress)
+        tables = [self._table_flush(sink, self._pending.pop(sink, [])) for sink in sorted(sinks)]
+        return Flush(tables)
+
+    def progress(self, sink: str) -> TableProgress | None:
+        return self._progress.get(sink)
+
+    def stop_error(self) -> SchemaChangeStopError | None:
+        return self._stopped
+
+    def abandon_transaction(self) -> None:
+        """The stream broke mid-transaction: forget it; the reader resumes at the boundary."""
+        # Parts already committed are in each table's partial_rows: re-reading the transaction
+        # from the boundary skips exactly those.
+        self._reset_transaction()
+        self._last_seen = self._boundary
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _begin(self, gtid: str | None) -> None:
+        self._reset_transaction()
+        self._in_transaction = True
+        self._gtid = gtid
+
+    def _on_rows(self, event: RowsChanged) -> Flush | None:
+        binding = self._router(event.database, event.table)
+        if binding is None:
+            return None
+        self._in_transaction = True
+        buffer = self._transaction.setdefault(binding.sink, [])
+        for before, after in event.rows:
+            for operation, image in _split(event.operation, before, after, binding.key_columns):
+                if self._already_held(binding.sink):
+                    continue
+                row = binding.convert(image)
+                row.update(
+                    {
+                        MetadataColumn.OPERATION: operation.value,
+                        MetadataColumn.EVENT_TIME: datetime.fromtimestamp(
+                            event.event_time_ms / 1000, UTC
+                        ),
+                        MetadataColumn.POSITION: str(event.position),
+                        MetadataColumn.SOURCE_DATABASE: event.database,
+                        MetadataColumn.SOURCE_TABLE: event.table,
+                        MetadataColumn.SCHEMA_VERSION: SCHEMA_VERSION,
+                    }
+                )
+                buffer.append(row)
+                self._transaction_rows += 1
+        if self._transaction_rows > self._max_transaction_rows:
+            return self._flush_transaction_part()
+        return None
+
+    def _already_held(self, sink: str) -> bool:
+        """Count one row of the in-flight transaction for ``sink``; True if it holds it."""
+        seen = self._transaction_seen.get(sink, 0) + 1
+        self._transaction_seen[sink] = seen
+        progress = self._progress.get(sink)
+        if progress is None:
+            return False
+        if self._boundary < progress.position:
+            return True  # the whole transaction committed before the table's position
+        if self._boundary == progress.position and seen <= progress.partial_rows:
+            self._transaction_held[sink] = seen
+            return True
+        return False
+
+    def _commit(self, position: BinlogPosition, event_time_ms: int) -> None:
+        for sink, rows in self._transaction.items():
+            self._pending.setdefault(sink, []).extend(self._ordered(sink, rows))
+        self._boundary = position
+        second_start = event_time_ms - event_time_ms % 1000
+        self._watermark_ms = max(self._watermark_ms, second_start - 1)
+        self._reset_transaction()
+
+    def _on_statement(self, event: StatementExecuted) -> None:
+        onboarded = [
+            (database, table)
+            for database, table in changed_tables(event.statement, event.database)
+            if self._router(database, table) is not None
+        ]
+        if onboarded:
+            names = ", ".join(f"{database}.{table}" for database, table in onboarded)
+            self._stopped = SchemaChangeStopError(
+                f"the binlog changes the structure of onboarded table {names} at "
+                f"{event.position}: {event.statement.strip()[:300]!r}. Tidemark cannot evolve "
+                "schemas yet, so it stopped before that statement with everything earlier "
+                "committed. Re-bootstrap the table(s) with scan.startup.mode: initial, or "
+                "remove them from 'tables'"
+            )
+            return
+        if not any(self._transaction.values()):
+            # DDL and other standalone statements are transactions of their own
+            self._boundary = event.position
+            self._reset_transaction()
+
+    def _flush_transaction_part(self) -> Flush:
+        parts: dict[str, list[Row]] = {}
+        for sink, rows in self._transaction.items():
+            self._transaction_held[sink] = self._transaction_held.get(sink, 0) + len(rows)
+            parts[sink] = self._ordered(sink, rows)
+        self._transaction = {}
+        self._transaction_rows = 0
+        logger.info(
+            "A transaction at %s outgrew %d rows: committing it in parts",
+            self._boundary,
+            self._max_transaction_rows,
+        )
+        sinks = set(parts) | set(self._pending)
+        tables = [
+            self._table_flush(sink, self._pending.pop(sink, []) + parts.get(sink, []))
+            for sink in sorted(sinks)
+        ]
+        return Flush(tables)
+
+    def _table_flush(self, sink: str, rows: list[Row]) -> TableFlush:
+        previous = self._progress.get(sink) or TableProgress(
+            position=self._boundary,
+            watermark_ms=self._watermark_ms,
+            last_order=0,
+            source=self._source,
+        )
+        progress = previous.advanced(
+            position=self._boundary,
+            watermark_ms=self._watermark_ms,
+            last_order=self._last_order.get(sink, 0),
+            gtid=self._gtid,
+            partial_rows=self._transaction_held.get(sink, 0) if self._in_transaction else 0,
+        )
+        self._progress[sink] = progress
+        return TableFlush(sink, rows, progress)
+
+    def _ordered(self, sink: str, rows: list[Row]) -> list[Row]:
+        order = self._last_order.get(sink, 0)
+        for row in rows:
+            order += 1
+            row[MetadataColumn.ORDER_KEY] = order
+        self._last_order[sink] = order
+        return rows
+
+    def _reset_transaction(self) -> None:
+        self._in_transaction = False
+        self._transaction = {}
+        self._transaction_rows = 0
+        self._transaction_held = {}
+        self._transaction_seen = {}
+
+
+def _split(
+    operation: Operation, before: Row | None, after: Row | None, key: tuple[str, ...]
+) -> list[tuple[Operation, Row]]:
+    """An update that moves a row to another key is a delete of the old key and an insert of
+    the new one, so a merge by key applies both."""
+    if operation is Operation.UPDATE and before is not None and after is not None:
+        if key and any(before.get(column) != after.get(column) for column in key):
+            return [(Operation.DELETE, dict(before)), (Operation.INSERT, dict(after))]
+        return [(Operation.UPDATE, dict(after))]
+    image = after if after is not None else before
+    assert image is not None
+    return [(operation, dict(image))]

@@ -1,0 +1,100 @@
+"""Changelog tables: append-only Iceberg tables holding every change of one sink table.
+
+Each row is a source row image (the after image; the before image for a delete) plus the
+metadata columns of DESIGN.md section 4. Tables are created on first use, format v2,
+partitioned by day of event time. Ingest only ever appends (DESIGN.md 3.1).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.transforms import DayTransform
+
+from ingest.progress import TableProgress
+from tidemark.contracts import MetadataColumn
+
+logger = logging.getLogger(__name__)
+
+METADATA_FIELDS = (
+    pa.field(MetadataColumn.OPERATION, pa.string(), nullable=False),
+    pa.field(MetadataColumn.EVENT_TIME, pa.timestamp("us", tz="UTC"), nullable=False),
+    pa.field(MetadataColumn.POSITION, pa.string(), nullable=False),
+    pa.field(MetadataColumn.SOURCE_DATABASE, pa.string(), nullable=False),
+    pa.field(MetadataColumn.SOURCE_TABLE, pa.string(), nullable=False),
+    pa.field(MetadataColumn.ORDER_KEY, pa.int64(), nullable=False),
+    pa.field(MetadataColumn.SCHEMA_VERSION, pa.int32(), nullable=False),
+)
+METADATA_NAMES = frozenset(field.name for field in METADATA_FIELDS)
+DEFAULT_PROPERTIES = {"format-version": "2", "write.parquet.compression-codec": "zstd"}
+
+
+def changelog_schema(data: pa.Schema) -> pa.Schema:
+    """Data columns (all nullable: a delete or a narrow shard may lack values) then metadata."""
+    clash = METADATA_NAMES.intersection(data.names)
+    if clash:
+        raise ValueError(f"source columns {sorted(clash)} clash with Tidemark's metadata columns")
+    fields = [field.with_nullable(True) for field in data]
+    return pa.schema([*fields, *METADATA_FIELDS])
+
+
+class ChangelogTable:
+    """One changelog table; ``commit`` appends rows and progress in one Iceberg commit."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self.schema = table.schema().as_arrow()
+
+    @property
+    def identifier(self) -> str:
+        return ".".join(self._table.name())
+
+    def progress(self) -> TableProgress | None:
+        """The progress recorded by the newest Tidemark commit (compactions are skipped)."""
+        metadata = self._table.metadata
+        current = metadata.current_snapshot()
+        if current is None:
+            return None
+        for snapshot in ancestors_of(current, metadata):
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            progress = TableProgress.from_summary(summary)
+            if progress is not None:
+                return progress
+        return None
+
+    def commit(self, rows: pa.Table, progress: TableProgress) -> int:
+        """Append ``rows`` (possibly none) with ``progress``; returns the new snapshot's id."""
+        self._table.append(rows, snapshot_properties=progress.summary())
+        snapshot = self._table.current_snapshot()
+        assert snapshot is not None  # an append always leaves one
+        return snapshot.snapshot_id
+
+
+def open_changelog(
+    catalog: Catalog,
+    identifier: str,
+    data: pa.Schema,
+    properties: Mapping[str, str],
+) -> ChangelogTable:
+    """The changelog table ``identifier`` (``namespace.name``), created if it does not exist."""
+    try:
+        return ChangelogTable(catalog.load_table(identifier))
+    except NoSuchTableError:
+        pass
+    namespace = identifier.rsplit(".", 1)[0]
+    catalog.create_namespace_if_not_exists(namespace)
+    logger.info("Creating changelog table %s", identifier)
+    with catalog.create_table_transaction(
+        identifier,
+        schema=changelog_schema(data),
+        properties={**DEFAULT_PROPERTIES, **properties},
+    ) as transaction:
+        with transaction.update_spec() as spec:
+            spec.add_field(MetadataColumn.EVENT_TIME, DayTransform(), "event_day")
+    return ChangelogTable(catalog.load_table(identifier))

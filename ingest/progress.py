@@ -1,0 +1,99 @@
+"""What a changelog table knows about itself, stored in each commit's snapshot summary.
+
+The rows and this record are one Iceberg commit, so after any crash a table's last commit says
+exactly which source transactions it holds (DESIGN.md 3.2). Keys (DESIGN.md section 4):
+
+- ``tidemark.watermark``: epoch ms; every source change committed at or before it is in the table.
+- ``tidemark.position``: JSON ``{"v": 1, "file", "pos", "gtid", "partial_rows"}``. ``file``/``pos``
+  is a transaction boundary: every transaction that committed before it is in the table. When
+  ``partial_rows`` > 0, the first ``partial_rows`` rows this table receives from the transaction
+  that starts at the boundary are in too (a transaction too large to buffer is committed in
+  parts). ``gtid`` is the last GTID seen before the boundary, for people and GTID-based tools.
+- ``tidemark.source``: which source the rows came from (``host:port``).
+- ``tidemark.order``: the last ``_tm_order`` value written; the next row gets the next one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from tidemark.contracts import SummaryKey
+from tidemark.errors import TerminalError
+from tidemark.source import BinlogPosition
+
+ORDER_KEY = "tidemark.order"
+POSITION_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TableProgress:
+    position: BinlogPosition
+    watermark_ms: int
+    last_order: int
+    source: str
+    gtid: str | None = None
+    partial_rows: int = 0
+
+    def summary(self) -> dict[str, str]:
+        position = {
+            "v": POSITION_FORMAT_VERSION,
+            "file": self.position.file,
+            "pos": self.position.offset,
+            "gtid": self.gtid,
+            "partial_rows": self.partial_rows,
+        }
+        return {
+            SummaryKey.WATERMARK: str(self.watermark_ms),
+            SummaryKey.POSITION: json.dumps(position, separators=(",", ":")),
+            SummaryKey.SOURCE: self.source,
+            ORDER_KEY: str(self.last_order),
+        }
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, str]) -> TableProgress | None:
+        """The progress a snapshot records, or None for a snapshot Tidemark did not write
+        (compaction, a user's own commit)."""
+        if SummaryKey.POSITION not in summary:
+            return None
+        try:
+            position = json.loads(summary[SummaryKey.POSITION])
+            version = int(position["v"])
+            if version > POSITION_FORMAT_VERSION:
+                raise TerminalError(
+                    f"the changelog was written by a newer Tidemark (position format {version}); "
+                    "upgrade Tidemark before resuming this pipeline"
+                )
+            return cls(
+                position=BinlogPosition(str(position["file"]), int(position["pos"])),
+                watermark_ms=int(summary[SummaryKey.WATERMARK]),
+                last_order=int(summary[ORDER_KEY]),
+                source=summary[SummaryKey.SOURCE],
+                gtid=position.get("gtid"),
+                partial_rows=int(position.get("partial_rows", 0)),
+            )
+        except (KeyError, ValueError, TypeError) as error:
+            raise TerminalError(
+                f"a changelog snapshot has a malformed {SummaryKey.POSITION} ({error}); "
+                "it was not written by Tidemark: re-bootstrap the table"
+            ) from error
+
+    def advanced(
+        self,
+        *,
+        position: BinlogPosition,
+        watermark_ms: int,
+        last_order: int,
+        gtid: str | None,
+        partial_rows: int = 0,
+    ) -> TableProgress:
+        """The next progress: the watermark never goes backwards."""
+        return replace(
+            self,
+            position=position,
+            watermark_ms=max(self.watermark_ms, watermark_ms),
+            last_order=last_order,
+            gtid=gtid,
+            partial_rows=partial_rows,
+        )

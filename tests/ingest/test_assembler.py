@@ -1,0 +1,247 @@
+"""How binlog events become changelog rows and progress: transactions whole, each change once."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.assembler import Binding, ChangeAssembler
+from ingest.binlog import (
+    BinlogEvent,
+    RowsChanged,
+    StatementExecuted,
+    TransactionCommitted,
+    TransactionStarted,
+)
+from ingest.errors import SchemaChangeStopError
+from ingest.progress import TableProgress
+from tidemark.contracts import MetadataColumn, Operation
+from tidemark.source import BinlogPosition
+
+START = BinlogPosition("bin.000001", 100)
+T0 = 1_767_225_600_000  # a whole second
+
+
+def at(offset: int) -> BinlogPosition:
+    return BinlogPosition("bin.000001", offset)
+
+
+def route(database: str, table: str) -> Binding | None:
+    if database == "shop" and table in {"orders", "users"}:
+        return Binding(sink=f"lake.{table}", key_columns=("id",))
+    return None
+
+
+def assembler(**progress: TableProgress) -> ChangeAssembler:
+    return ChangeAssembler(
+        router=route,
+        progress={f"lake.{name}": p for name, p in progress.items()},
+        start=START,
+        source="db:3306",
+        initial_watermark_ms=0,
+        max_transaction_rows=5,
+    )
+
+
+def transaction(
+    offset: int, *rows: tuple[int, str], table: str = "orders", seconds: int = 0
+) -> list[BinlogEvent]:
+    """A transaction of single-row inserts at ``offset`` .. ``offset + len(rows) + 1``."""
+    events: list[BinlogEvent] = [TransactionStarted(f"0-1-{offset}", at(offset))]
+    for index, (key, name) in enumerate(rows, start=1):
+        events.append(
+            RowsChanged(
+                "shop",
+                table,
+                Operation.INSERT,
+                [(None, {"id": key, "name": name})],
+                at(offset + index),
+                T0 + seconds * 1000,
+            )
+        )
+    events.append(TransactionCommitted(at(offset + len(rows) + 1), T0 + seconds * 1000))
+    return events
+
+
+def feed(assembler: ChangeAssembler, events: list[BinlogEvent]) -> list[int]:
+    """Feed events; returns the row counts of any forced flushes."""
+    forced = []
+    for event in events:
+        flush = assembler.on_event(event)
+        if flush is not None:
+            forced.append(flush.row_count)
+    return forced
+
+
+def keys(rows: list[dict[str, object]]) -> list[tuple[object, object, object]]:
+    return [(r[MetadataColumn.OPERATION], r["id"], r[MetadataColumn.ORDER_KEY]) for r in rows]
+
+
+def test_rows_wait_for_their_transaction_to_commit() -> None:
+    events = transaction(200, (1, "a"), (2, "b"))
+    changes = assembler()
+
+    feed(changes, events[:-1])
+    assert changes.pending_rows == 0
+
+    feed(changes, events[-1:])
+    flush = changes.flush()
+
+    [orders] = flush.tables
+    assert keys(orders.rows) == [("c", 1, 1), ("c", 2, 2)]
+    assert orders.progress.position == at(203)
+    assert orders.progress.watermark_ms == T0 - 1
+    assert orders.progress.partial_rows == 0
+    assert orders.rows[0][MetadataColumn.SOURCE_TABLE] == "orders"
+
+
+def test_tables_not_onboarded_are_ignored_but_move_the_boundary() -> None:
+    changes = assembler()
+
+    feed(changes, transaction(200, (1, "a"), table="audit_log"))
+
+    assert changes.pending_rows == 0
+    assert changes.boundary == at(202)
+
+
+def test_order_keys_continue_from_the_tables_progress() -> None:
+    changes = assembler(orders=TableProgress(START, 0, last_order=41, source="db:3306"))
+
+    feed(changes, transaction(200, (1, "a")))
+
+    assert keys(changes.flush().tables[0].rows) == [("c", 1, 42)]
+
+
+def test_on_resume_a_table_skips_the_transactions_it_already_holds() -> None:
+    # orders holds everything before 202; users only what came before 100 (the resume start)
+    changes = assembler(
+        orders=TableProgress(at(202), T0 - 1, last_order=2, source="db:3306"),
+        users=TableProgress(START, 0, last_order=0, source="db:3306"),
+    )
+    events = [
+        *transaction(100, (1, "a"), (2, "b")),  # 100..103: orders has it
+        *transaction(103, (7, "u"), table="users"),  # 103..105: users needs it
+        *transaction(200, (3, "c")),  # 200..202: orders has it
+        *transaction(202, (4, "d")),  # 202..204: new for orders
+    ]
+
+    feed(changes, events)
+    flush = {table.sink: table for table in changes.flush().tables}
+
+    assert keys(flush["lake.orders"].rows) == [("c", 4, 3)]
+    assert keys(flush["lake.users"].rows) == [("c", 7, 1)]
+
+
+def test_a_transaction_too_large_to_buffer_is_committed_in_parts_that_resume_exactly() -> None:
+    rows = [(key, f"r{key}") for key in range(1, 13)]
+    events = transaction(200, *rows)
+    changes = assembler()
+
+    assert feed(changes, events[:-1]) == [6, 6]
+    parts_progress = changes.progress("lake.orders")
+    assert parts_progress is not None
+    assert parts_progress.position == START  # still the transaction's start
+    assert parts_progress.partial_rows == 12
+
+    # A crash now, then a restart from the recorded progress: nothing is read twice.
+    resumed = assembler(orders=parts_progress)
+    feed(resumed, events)
+    [orders] = resumed.flush().tables
+    assert orders.rows == []
+    assert orders.progress.position == at(213)
+    assert orders.progress.partial_rows == 0
+    assert orders.progress.last_order == 12
+
+
+def test_a_crash_between_parts_resumes_after_the_rows_already_committed() -> None:
+    rows = [(key, f"r{key}") for key in range(1, 10)]
+    events = transaction(200, *rows)
+    first = assembler()
+    feed(first, events[:7])  # six rows: one part of six committed
+    committed = first.progress("lake.orders")
+    assert committed is not None and committed.partial_rows == 6
+
+    resumed = assembler(orders=committed)
+    feed(resumed, events)
+    [orders] = resumed.flush().tables
+
+    assert [row["id"] for row in orders.rows] == [7, 8, 9]
+    assert [row[MetadataColumn.ORDER_KEY] for row in orders.rows] == [7, 8, 9]
+
+
+def test_an_update_that_changes_the_key_is_a_delete_and_an_insert() -> None:
+    changes = assembler()
+    update = RowsChanged(
+        "shop",
+        "orders",
+        Operation.UPDATE,
+        [
+            ({"id": 1, "name": "a"}, {"id": 9, "name": "a"}),
+            ({"id": 2, "name": "b"}, {"id": 2, "name": "B"}),
+        ],
+        at(201),
+        T0,
+    )
+
+    feed(changes, [TransactionStarted(None, at(200)), update, TransactionCommitted(at(202), T0)])
+
+    assert keys(changes.flush().tables[0].rows) == [("d", 1, 1), ("c", 9, 2), ("u", 2, 3)]
+
+
+def test_the_watermark_never_goes_backwards() -> None:
+    changes = assembler()
+
+    feed(changes, transaction(200, (1, "a"), seconds=10))
+    feed(changes, transaction(300, (2, "b"), seconds=3))  # started earlier, committed later
+
+    assert changes.flush().tables[0].progress.watermark_ms == T0 + 10_000 - 1
+
+
+def test_a_caught_up_reader_takes_the_servers_clock_as_watermark() -> None:
+    changes = assembler()
+    feed(changes, transaction(200, (1, "a")))
+
+    changes.observe_caught_up(at(150), T0 + 60_000)
+
+    assert changes.watermark_ms == T0 + 60_000 - 1
+
+
+def test_a_reader_behind_the_server_does_not_take_its_clock() -> None:
+    changes = assembler()
+    feed(changes, transaction(200, (1, "a")))
+
+    changes.observe_caught_up(at(999), T0 + 60_000)
+
+    assert changes.watermark_ms == T0 - 1
+
+
+def test_idle_tables_are_flushed_on_request_with_empty_rows() -> None:
+    changes = assembler(users=TableProgress(START, 0, last_order=5, source="db:3306"))
+    feed(changes, transaction(200, (1, "a")))
+
+    flush = {table.sink: table for table in changes.flush(idle_tables=True).tables}
+
+    assert flush["lake.users"].rows == []
+    assert flush["lake.users"].progress.position == at(202)
+    assert flush["lake.users"].progress.last_order == 5
+
+
+def test_ddl_on_an_onboarded_table_stops_with_the_statement() -> None:
+    changes = assembler()
+    feed(changes, transaction(200, (1, "a")))
+    alter = StatementExecuted("shop", "ALTER TABLE orders ADD COLUMN x INT", at(210), T0)
+
+    changes.on_event(TransactionStarted("0-1-9", at(205)))
+    changes.on_event(alter)
+
+    assert changes.flush().row_count == 1  # everything before the statement still commits
+    with pytest.raises(SchemaChangeStopError, match="ALTER TABLE orders ADD COLUMN x INT"):
+        changes.on_event(TransactionStarted("0-1-10", at(211)))
+
+
+def test_ddl_on_other_tables_moves_the_boundary() -> None:
+    changes = assembler()
+
+    changes.on_event(TransactionStarted("0-1-9", at(205)))
+    changes.on_event(StatementExecuted("shop", "CREATE INDEX i ON audit_log (x)", at(210), T0))
+
+    assert changes.boundary == at(210)
