@@ -15,6 +15,7 @@ import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
+    HeartbeatLogEvent,
     MariadbGtidEvent,
     QueryEvent,
     XidEvent,
@@ -30,7 +31,7 @@ _OPERATIONS = {
     UpdateRowsEvent: Operation.UPDATE,
     DeleteRowsEvent: Operation.DELETE,
 }
-_EVENTS = [*_OPERATIONS, XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent]
+_EVENTS = [*_OPERATIONS, XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent]
 
 Row = dict[str, Any]
 
@@ -78,7 +79,16 @@ class StatementExecuted:
     event_time_ms: int
 
 
-BinlogEvent = TransactionStarted | RowsChanged | TransactionCommitted | StatementExecuted
+@dataclass(frozen=True)
+class Heartbeat:
+    """The server has nothing new; sent every ``heartbeat_seconds`` while the binlog is idle."""
+
+    position: BinlogPosition
+
+
+BinlogEvent = (
+    TransactionStarted | RowsChanged | TransactionCommitted | StatementExecuted | Heartbeat
+)
 
 
 class BinlogReader:
@@ -162,6 +172,8 @@ class BinlogReader:
             return TransactionStarted(str(event.gtid), position)
         if isinstance(event, QueryEvent):
             return _query(event, position, time_ms)
+        if isinstance(event, HeartbeatLogEvent):
+            return Heartbeat(position)
         return None
 
 
