@@ -19,6 +19,7 @@ class SourceConnection(BaseModel):
     user: str
     password: SecretStr
     server_id: int = Field(description="unique among the source's replicas", gt=0)
+    connect_timeout_seconds: float = Field(default=30.0, gt=0)
 
     def pymysql_settings(self) -> dict[str, Any]:
         return {
@@ -27,6 +28,7 @@ class SourceConnection(BaseModel):
             "user": self.user,
             "password": self.password.get_secret_value(),
             "charset": "utf8mb4",
+            "connect_timeout": self.connect_timeout_seconds,
         }
 
     def connect(self) -> pymysql.connections.Connection[Any]:
@@ -55,3 +57,18 @@ def current_position(source: SourceConnection) -> BinlogPosition:
             "configuration and restart it"
         )
     return BinlogPosition(str(row[0]), int(row[1]))
+
+
+def server_clock(source: SourceConnection) -> tuple[BinlogPosition, int]:
+    """The server's time (epoch ms) and then where its binlog ends, in that order: everything
+    committed before that time is before that position."""
+    with source.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS SIGNED)")
+        row = cursor.fetchone()
+        assert row is not None
+        time_ms = int(row[0])
+        cursor.execute("SHOW MASTER STATUS")
+        status = cursor.fetchone()
+    if status is None:
+        raise TerminalError(f"the binlog is off on {source.host}:{source.port}")
+    return BinlogPosition(str(status[0]), int(status[1])), time_ms

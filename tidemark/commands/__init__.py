@@ -16,9 +16,15 @@ class Command:
 
 def _registry() -> list[Command]:
     # Imported here so that each command module may import this one for `Command`.
-    from tidemark.commands import export_flink_cdc, plan, stack, validate
+    from tidemark.commands import export_flink_cdc, ingest, plan, stack, validate
 
-    return [stack.COMMAND, validate.COMMAND, plan.COMMAND, export_flink_cdc.COMMAND]
+    return [
+        stack.COMMAND,
+        validate.COMMAND,
+        plan.COMMAND,
+        ingest.COMMAND,
+        export_flink_cdc.COMMAND,
+    ]
 
 
 COMMANDS: list[Command] = _registry()

@@ -115,6 +115,7 @@ class MySqlSource(_Frozen):
             user=self.username,
             password=self.password,
             server_id=server_id,
+            connect_timeout_seconds=self.connect_timeout.total_seconds(),
         )
 
 

@@ -1,0 +1,22 @@
+"""How ingest paces itself. Defaults keep the lake within seconds of the source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    #: commit what is buffered at least this often
+    flush_interval_seconds: float = 2.0
+    #: ... or as soon as this many rows wait
+    flush_rows: int = 50_000
+    #: a transaction with more rows than this is committed in parts (memory stays bounded)
+    max_transaction_rows: int = 100_000
+    #: tables without changes get an empty commit this often, so their watermark moves
+    idle_commit_seconds: float = 10.0
+    #: the server sends a heartbeat when the binlog has been idle this long
+    heartbeat_seconds: float = 1.0
+    #: reconnect attempts in a row before giving up
+    max_reconnects: int = 5
+    progress_log_seconds: float = 30.0

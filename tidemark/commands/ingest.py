@@ -1,0 +1,54 @@
+"""``tidemark ingest FILE``: stream the source's binlog into the pipeline's changelog tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tidemark.commands import Command
+from tidemark.source import BinlogPosition
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE", help="the pipeline YAML file")
+    parser.add_argument(
+        "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
+    )
+    parser.add_argument(
+        "--until-position",
+        type=_position,
+        metavar="FILE:POS",
+        help="stop once every transaction before this binlog position is committed",
+    )
+    parser.set_defaults(handler=_ingest)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    # Imported here: `tidemark validate` must not pay for pyarrow and the binlog library.
+    from ingest.pipeline import build_runner
+    from ingest.runner import StopWhen
+    from ingest.settings import IngestSettings
+    from tidemark.catalog import load_catalog
+    from tidemark.config import load_pipeline
+    from tidemark.config.model import reveal
+
+    config = load_pipeline(args.file)
+    catalog = load_catalog(config.tidemark.catalog_name, reveal(config.sink.catalog_properties))
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    summary = runner.run(StopWhen(args.max_seconds, args.until_position))
+    sys.stdout.write(
+        f"ingest stopped ({summary.stopped_because}) at {summary.position}: {summary.rows} rows "
+        f"in {summary.commits} commits, {summary.reconnects} reconnects\n"
+    )
+    return 0
+
+
+def _position(text: str) -> BinlogPosition:
+    file, _, offset = text.rpartition(":")
+    if not file or not offset.isdigit():
+        raise argparse.ArgumentTypeError(f"must look like mariadb-bin.000002:1234, got: {text!r}")
+    return BinlogPosition(file, int(offset))
+
+
+COMMAND = Command("ingest", "stream the binlog into the changelog tables", _configure)
