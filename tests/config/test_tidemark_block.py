@@ -188,3 +188,60 @@ def test_a_literal_dollar_brace_in_yaml_is_written_with_two_dollars(write_file: 
     )
     (job,) = load_pipeline(write_file(text), {}).tidemark.jobs
     assert reveal(job.variables) == {"since": "${window_start}"}
+
+
+def test_reports_and_ingest_pacing(write_file: WriteFile) -> None:
+    text = BASE + (
+        "tidemark:\n"
+        "  reports:\n"
+        "    kafka.bootstrap.servers: k1:9092,k2:9092\n"
+        "    kafka.sasl.password: hunter2\n"
+        "  ingest:\n"
+        "    flush-interval: 500 ms\n"
+        "    flush-rows: 1000\n"
+    )
+
+    settings = load_pipeline(write_file(text), {}).tidemark
+
+    assert settings.reports is not None
+    assert settings.reports.topic == "tidemark.commit-reports"
+    assert reveal(settings.reports.kafka) == {
+        "bootstrap.servers": "k1:9092,k2:9092",
+        "sasl.password": "hunter2",
+    }
+    assert "hunter2" not in repr(settings.reports)
+    assert settings.ingest.flush_interval == timedelta(milliseconds=500)
+    assert settings.ingest.flush_rows == 1000
+    assert settings.ingest.max_transaction_rows == 100_000  # the default
+
+
+def test_without_reports_nothing_is_published(write_file: WriteFile) -> None:
+    assert load_pipeline(write_file(BASE), {}).tidemark.reports is None
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        (
+            "  reports:\n    topic: t\n",
+            ":12: tidemark.reports: the reports block is missing the required key "
+            "'kafka.bootstrap.servers' (where Kafka is, e.g. kafka.bootstrap.servers: kafka:9092)",
+        ),
+        (
+            "  reports:\n    bootstrap.servers: k:9092\n",
+            ":12: tidemark.reports.bootstrap.servers: is not a reports option: use 'topic', or "
+            "'kafka.' followed by a librdkafka property such as kafka.bootstrap.servers",
+        ),
+        (
+            "  ingest:\n    flush-rows: 0\n",
+            ":13: tidemark.ingest.flush-rows: must be at least 1, got: '0'",
+        ),
+    ],
+)
+def test_bad_reports_and_ingest_options_are_named(
+    write_file: WriteFile, block: str, message: str
+) -> None:
+    with pytest.raises(PipelineConfigError) as error:
+        load_pipeline(write_file(BASE + "tidemark:\n" + block), {})
+
+    assert message in str(error.value)

@@ -7,6 +7,14 @@ merge keys, and scheduled Spark SQL jobs. Flink CDC 3.6+ rejects unknown top-lev
     tidemark:
       catalog-name: tidemark          # the Iceberg catalog's name on every client
       window: 5 min                   # default window of mirrors and jobs; divides a day
+      reports:                        # commit reports to Kafka, for the scheduler
+        topic: tidemark.commit-reports
+        kafka.bootstrap.servers: 127.0.0.1:47092    # any librdkafka property after kafka.
+      ingest:
+        flush-interval: 2 s           # commit at least this often ...
+        flush-rows: 50000             # ... or when this many rows wait
+        max-transaction-rows: 100000  # larger transactions are committed in parts
+        idle-commit-interval: 10 s    # empty commits move idle tables' watermarks
       tables:
         shop.orders:                  # a sink table, as routed
           unique-key: order_no        # merge key when it is not the primary key
@@ -40,10 +48,13 @@ from pydantic import SecretStr
 from tidemark.config.fields import Reader, child
 from tidemark.config.loader import MapNode, Node, Scalar
 from tidemark.config.model import (
+    DEFAULT_REPORTS_TOPIC,
     DEFAULT_WINDOW,
+    IngestOptions,
     JobConfig,
     MirrorOptions,
     Properties,
+    ReportsSettings,
     TableOptions,
     TidemarkSettings,
 )
@@ -59,7 +70,8 @@ from tidemark.config.values import (
 )
 
 EXTENSION_KEY = "tidemark"
-EXTENSION_KEYS = ("catalog-name", "window", "tables", "jobs")
+EXTENSION_KEYS = ("catalog-name", "window", "reports", "ingest", "tables", "jobs")
+INGEST_KEYS = ("flush-interval", "flush-rows", "max-transaction-rows", "idle-commit-interval")
 TABLE_KEYS = ("unique-key", "changelog-table", "mirror")
 MIRROR_KEYS = ("enabled", "table", "window", "deletes", "table-properties")
 JOB_KEYS = ("inputs", "window", "sql", "variables", "spark", "retries", "retry-delay")
@@ -109,12 +121,91 @@ def read_extension(reader: Reader, node: Node | None, base: Path) -> TidemarkSet
     fields["window"] = window or DEFAULT_WINDOW
     tables = _tables(reader, block.get("tables"), child(path, "tables"))
     jobs = _jobs(reader, block.get("jobs"), child(path, "jobs"), base, fields["window"])
-    if tables is None or jobs is None:
+    reports = _reports(reader, block.get("reports"), child(path, "reports"))
+    ingest = _ingest(reader, block.get("ingest"), child(path, "ingest"))
+    if tables is None or jobs is None or reports is False or ingest is None:
         return None
+    fields["reports"] = reports
+    fields["ingest"] = ingest
     settings = TidemarkSettings(**fields, tables=tables, jobs=tuple(jobs))
     jobs_ok = _check_jobs(reader, block.get("jobs"), settings)
     _check_names(reader, block.get("tables"), settings)
     return settings if jobs_ok else None
+
+
+def _reports(reader: Reader, node: Node | None, path: str) -> ReportsSettings | None | bool:
+    """The reports block; ``False`` when it is malformed (None means absent)."""
+    if node is None:
+        return None
+    plain = reader.string_map(node, path)
+    if plain is None:
+        return False
+    unknown = [k for k in plain if k != "topic" and not k.startswith("kafka.")]
+    for key in unknown:
+        reader.error(
+            node,
+            child(path, key),
+            "is not a reports option: use 'topic', or 'kafka.' followed by a librdkafka "
+            "property such as kafka.bootstrap.servers",
+        )
+    kafka: Properties = {
+        key.removeprefix("kafka."): SecretStr(value) if is_secret_key(key) else value
+        for key, value in plain.items()
+        if key.startswith("kafka.")
+    }
+    if "bootstrap.servers" not in kafka:
+        reader.error(
+            node,
+            path,
+            "the reports block is missing the required key 'kafka.bootstrap.servers' "
+            "(where Kafka is, e.g. kafka.bootstrap.servers: kafka:9092)",
+        )
+    if unknown or "bootstrap.servers" not in kafka:
+        return False
+    return ReportsSettings(topic=plain.get("topic", DEFAULT_REPORTS_TOPIC), kafka=kafka)
+
+
+def _ingest(reader: Reader, node: Node | None, path: str) -> IngestOptions | None:
+    if node is None:
+        return IngestOptions()
+    block = reader.mapping(node, path)
+    if block is None:
+        return None
+    reader.check_keys(block, path, "ingest options", INGEST_KEYS)
+    values: dict[str, Any] = {
+        "flush_interval": reader.value(
+            block.get("flush-interval"), child(path, "flush-interval"), _positive_duration
+        ),
+        "flush_rows": reader.value(
+            block.get("flush-rows"), child(path, "flush-rows"), _positive_int
+        ),
+        "max_transaction_rows": reader.value(
+            block.get("max-transaction-rows"), child(path, "max-transaction-rows"), _positive_int
+        ),
+        "idle_commit_interval": reader.value(
+            block.get("idle-commit-interval"),
+            child(path, "idle-commit-interval"),
+            _positive_duration,
+        ),
+    }
+    given = {key: value for key, value in values.items() if value is not None}
+    if len(given) != sum(block.get(key.replace("_", "-")) is not None for key in values):
+        return None
+    return IngestOptions(**given)
+
+
+def _positive_duration(text: str) -> timedelta:
+    duration = parse_duration(text, unit_required=True)
+    if duration <= timedelta(0):
+        raise BadValue("must be longer than zero")
+    return duration
+
+
+def _positive_int(text: str) -> int:
+    number = parse_int(text)
+    if number < 1:
+        raise BadValue("must be at least 1")
+    return number
 
 
 def _identifier(text: str) -> str:

@@ -248,9 +248,31 @@ class JobConfig(_Frozen):
     retry_delay: timedelta = timedelta(minutes=1)
 
 
+DEFAULT_REPORTS_TOPIC = "tidemark.commit-reports"
+
+
+class ReportsSettings(_Frozen):
+    """Where ingest publishes a commit report after each changelog commit."""
+
+    topic: str = DEFAULT_REPORTS_TOPIC
+    #: librdkafka properties, ``kafka.`` prefix removed (``bootstrap.servers`` at least)
+    kafka: Properties = {}
+
+
+class IngestOptions(_Frozen):
+    """How ingest paces its commits; the defaults keep the lake within seconds of the source."""
+
+    flush_interval: timedelta = timedelta(seconds=2)
+    flush_rows: int = 50_000
+    max_transaction_rows: int = 100_000
+    idle_commit_interval: timedelta = timedelta(seconds=10)
+
+
 class TidemarkSettings(_Frozen):
     catalog_name: str = DEFAULT_CATALOG_NAME
     window: timedelta = DEFAULT_WINDOW
+    reports: ReportsSettings | None = None
+    ingest: IngestOptions = IngestOptions()
     tables: dict[str, TableOptions] = {}
     jobs: tuple[JobConfig, ...] = ()
 
