@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tidemark.config.model import IngestOptions
+
 
 @dataclass(frozen=True)
 class IngestSettings:
@@ -20,3 +22,15 @@ class IngestSettings:
     #: reconnect attempts in a row before giving up
     max_reconnects: int = 5
     progress_log_seconds: float = 30.0
+
+    @classmethod
+    def from_options(cls, options: IngestOptions) -> IngestSettings:
+        flush_interval = options.flush_interval.total_seconds()
+        return cls(
+            flush_interval_seconds=flush_interval,
+            flush_rows=options.flush_rows,
+            max_transaction_rows=options.max_transaction_rows,
+            idle_commit_seconds=options.idle_commit_interval.total_seconds(),
+            # heartbeats are how an idle stream hands control back for timed flushes
+            heartbeat_seconds=min(1.0, flush_interval),
+        )

@@ -35,7 +35,8 @@ def _ingest(args: argparse.Namespace) -> int:
 
     config = load_pipeline(args.file)
     catalog = load_catalog(config.tidemark.catalog_name, reveal(config.sink.catalog_properties))
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    settings = IngestSettings.from_options(config.tidemark.ingest)
+    runner = build_runner(config, catalog, reports=None, settings=settings)
     summary = runner.run(StopWhen(args.max_seconds, args.until_position))
     sys.stdout.write(
         f"ingest stopped ({summary.stopped_because}) at {summary.position}: {summary.rows} rows "

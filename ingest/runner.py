@@ -1,0 +1,197 @@
+"""The ingest loop: binlog events in, changelog commits and commit reports out.
+
+Owns reconnects (at transaction boundaries only), flush timing, idle-table heartbeats and the
+stop conditions. The decisions about rows live in ``ingest.assembler``; the commits in
+``ingest.changelog``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pyarrow as pa
+
+from ingest.assembler import ChangeAssembler, Flush
+from ingest.binlog import BinlogReader, Heartbeat, StreamInterruptedError
+from ingest.changelog import ChangelogTable
+from ingest.errors import SchemaChangeStopError
+from ingest.settings import IngestSettings
+from tidemark.contracts import CommitReport
+from tidemark.source import BinlogPosition, SourceConnection
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class ReportSink(Protocol):
+    """Where commit reports go after each commit (Kafka in production)."""
+
+    def publish(self, report: CommitReport) -> None: ...
+
+
+@dataclass(frozen=True)
+class StopWhen:
+    """When a run ends by itself; by default it runs until interrupted."""
+
+    max_seconds: float | None = None
+    until_position: BinlogPosition | None = None
+
+
+@dataclass
+class RunSummary:
+    rows: int = 0
+    commits: int = 0
+    reconnects: int = 0
+    position: BinlogPosition | None = None
+    stopped_because: str = ""
+    snapshots: dict[str, int] = field(default_factory=dict)
+
+
+class IngestRunner:
+    def __init__(
+        self,
+        *,
+        source: SourceConnection,
+        databases: list[str],
+        tables: Mapping[str, ChangelogTable],
+        assembler: ChangeAssembler,
+        reports: ReportSink | None,
+        settings: IngestSettings,
+        server_clock: Callable[[], tuple[BinlogPosition, int]],
+        clock: Clock = time.monotonic,
+        wall_clock: Clock = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._source = source
+        self._databases = databases
+        self._tables = tables
+        self._assembler = assembler
+        self._reports = reports
+        self._settings = settings
+        self._server_clock = server_clock
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._sleep = sleep
+        self._summary = RunSummary()
+        self._rows_at_last_log = 0
+        self._last_flush = clock()
+        self._last_idle_commit = clock()
+        self._last_progress_log = clock()
+
+    def run(self, stop: StopWhen) -> RunSummary:
+        started = self._clock()
+        failures = 0
+        while True:
+            try:
+                reason = self._stream(stop, started)
+            except StreamInterruptedError as error:
+                failures += 1
+                if failures > self._settings.max_reconnects:
+                    raise
+                logger.warning(
+                    "%s; committing what is complete and reconnecting at %s (attempt %d of %d)",
+                    error,
+                    self._assembler.boundary,
+                    failures,
+                    self._settings.max_reconnects,
+                )
+                self._commit(self._assembler.flush())
+                self._assembler.abandon_transaction()
+                self._summary.reconnects += 1
+                self._sleep(min(2.0**failures, 30.0))
+                continue
+            except SchemaChangeStopError:
+                self._commit(self._assembler.flush(idle_tables=True))
+                raise
+            break
+        self._commit(self._assembler.flush(idle_tables=True))
+        self._summary.position = self._assembler.boundary
+        self._summary.stopped_because = reason
+        return self._summary
+
+    def _stream(self, stop: StopWhen, started: float) -> str:
+        start = self._assembler.boundary
+        logger.info(
+            "Reading the binlog of %s:%d from %s", self._source.host, self._source.port, start
+        )
+        with BinlogReader(
+            self._source,
+            start,
+            follow=True,
+            databases=self._databases,
+            heartbeat_seconds=self._settings.heartbeat_seconds,
+        ) as reader:
+            for event in reader:
+                forced = self._assembler.on_event(event)
+                if forced is not None:
+                    self._commit(forced)
+                if isinstance(event, Heartbeat) or self._due():
+                    self._tick()
+                if (
+                    stop.until_position is not None
+                    and self._assembler.boundary >= stop.until_position
+                ):
+                    return f"reached {stop.until_position}"
+                if stop.max_seconds is not None and self._clock() - started >= stop.max_seconds:
+                    return f"ran {stop.max_seconds:g} s"
+        return "the binlog ended"
+
+    def _due(self) -> bool:
+        now = self._clock()
+        return (
+            self._assembler.pending_rows >= self._settings.flush_rows
+            or now - self._last_flush >= self._settings.flush_interval_seconds
+        )
+
+    def _tick(self) -> None:
+        now = self._clock()
+        idle_due = now - self._last_idle_commit >= self._settings.idle_commit_seconds
+        if idle_due:
+            position, server_time_ms = self._server_clock()
+            self._assembler.observe_caught_up(position, server_time_ms)
+        if self._assembler.pending_rows or idle_due:
+            self._commit(self._assembler.flush(idle_tables=idle_due))
+            self._last_flush = now
+            if idle_due:
+                self._last_idle_commit = now
+        if now - self._last_progress_log >= self._settings.progress_log_seconds:
+            self._log_progress(now)
+
+    def _commit(self, flush: Flush) -> None:
+        for table_flush in flush.tables:
+            table = self._tables[table_flush.sink]
+            rows = pa.Table.from_pylist(table_flush.rows, schema=table.schema)
+            snapshot_id = table.commit(rows, table_flush.progress)
+            self._summary.rows += len(table_flush.rows)
+            self._summary.commits += 1
+            self._summary.snapshots[table_flush.sink] = snapshot_id
+            if self._reports is not None:
+                self._reports.publish(
+                    CommitReport(
+                        table=table.identifier,
+                        snapshot_id=snapshot_id,
+                        watermark_ms=table_flush.progress.watermark_ms,
+                        position=str(table_flush.progress.position),
+                        rows_added=len(table_flush.rows),
+                        committed_at_ms=int(self._wall_clock() * 1000),
+                    )
+                )
+
+    def _log_progress(self, now: float) -> None:
+        elapsed = now - self._last_progress_log
+        lag_s = self._wall_clock() - self._assembler.watermark_ms / 1000
+        logger.info(
+            "%d rows in %d commits so far; %.0f rows/s lately; position %s; watermark lag %.1f s",
+            self._summary.rows,
+            self._summary.commits,
+            (self._summary.rows - self._rows_at_last_log) / max(elapsed, 1e-9),
+            self._assembler.boundary,
+            lag_s,
+        )
+        self._rows_at_last_log = self._summary.rows
+        self._last_progress_log = now

@@ -1,0 +1,79 @@
+"""`tidemark ingest` against the real stack: rows, metadata and progress land in one commit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pymysql
+import pytest
+from pyiceberg.catalog import Catalog
+
+from ingest.pipeline import build_runner
+from ingest.runner import StopWhen
+from ingest.settings import IngestSettings
+from tests.ingest.pipelines import write_pipeline
+from tidemark.config import load_pipeline
+from tidemark.contracts import SummaryKey
+from tidemark.source import current_position
+from tidemark.stack.endpoints import StackEndpoints
+
+if TYPE_CHECKING:
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+
+@pytest.fixture
+def orders(admin_connection: Connection) -> Connection:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
+    return admin_connection
+
+
+def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    config = load_pipeline(
+        write_pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            database=source_database,
+            tables="orders",
+            namespace=namespace,
+            server_id=4301,
+        )
+    )
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    with orders.cursor() as cursor:
+        cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1), (2, 'teapot', 2)")
+        cursor.execute("UPDATE orders SET qty = 5 WHERE id = 1")
+        cursor.execute("UPDATE orders SET id = 3 WHERE id = 2")
+        cursor.execute("DELETE FROM orders WHERE id = 1")
+    end = current_position(endpoints.mariadb.cdc_source(4301))
+
+    summary = runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    assert summary.stopped_because == f"reached {end}"
+    table = catalog.load_table(f"{namespace}.orders_changelog")
+    rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda row: row["_tm_order"])
+    assert [(r["_tm_op"], r["id"], r["item"], r["qty"], r["_tm_order"]) for r in rows] == [
+        ("c", 1, "kettle", 1, 1),
+        ("c", 2, "teapot", 2, 2),
+        ("u", 1, "kettle", 5, 3),
+        ("d", 2, "teapot", 2, 4),
+        ("c", 3, "teapot", 2, 5),
+        ("d", 1, "kettle", 5, 6),
+    ]
+    assert {(r["_tm_source_db"], r["_tm_source_table"]) for r in rows} == {
+        (source_database, "orders")
+    }
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and snapshot.summary is not None
+    summary_keys = snapshot.summary.additional_properties
+    assert '"file":"' + end.file + '"' in summary_keys[SummaryKey.POSITION]
+    assert int(summary_keys[SummaryKey.WATERMARK]) > 0
+    assert summary_keys[SummaryKey.SOURCE] == f"{endpoints.mariadb.host}:{endpoints.mariadb.port}"
