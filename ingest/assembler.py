@@ -33,7 +33,7 @@ from ingest.binlog import (
     TransactionCommitted,
     TransactionStarted,
 )
-from ingest.ddl import changed_tables
+from ingest.ddl import ChangedTable, TableChange, changed_tables
 from ingest.errors import SchemaChangeStopError
 from ingest.progress import TableProgress
 from tidemark.contracts import MetadataColumn, Operation
@@ -42,6 +42,13 @@ from tidemark.source import BinlogPosition
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+_CANNOT_EVOLVE = (
+    "Tidemark cannot evolve schemas yet: re-bootstrap the table with scan.startup.mode: "
+    "initial, or remove it from 'tables'"
+)
+_RESTART_TO_ONBOARD = (
+    "Start ingest again: it onboards the table and reads it from this point, losing nothing"
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ class ChangeAssembler:
         self,
         *,
         router: Router,
+        captures: Callable[[str, str], bool],
         progress: Mapping[str, TableProgress],
         start: BinlogPosition,
         source: str,
@@ -89,6 +97,7 @@ class ChangeAssembler:
         max_transaction_rows: int = 100_000,
     ) -> None:
         self._router = router
+        self._captures = captures
         self._progress = dict(progress)
         self._source = source
         self._max_transaction_rows = max_transaction_rows
@@ -227,25 +236,33 @@ class ChangeAssembler:
         self._reset_transaction()
 
     def _on_statement(self, event: StatementExecuted) -> None:
-        onboarded = [
-            (database, table)
-            for database, table in changed_tables(event.statement, event.database)
-            if self._router(database, table) is not None
-        ]
-        if onboarded:
-            names = ", ".join(f"{database}.{table}" for database, table in onboarded)
+        stop = self._stop_reason(changed_tables(event.statement, event.database))
+        if stop is not None:
+            reason, fix = stop
             self._stopped = SchemaChangeStopError(
-                f"the binlog changes the structure of onboarded table {names} at "
-                f"{event.position}: {event.statement.strip()[:300]!r}. Tidemark cannot evolve "
-                "schemas yet, so it stopped before that statement with everything earlier "
-                "committed. Re-bootstrap the table(s) with scan.startup.mode: initial, or "
-                "remove them from 'tables'"
+                f"{reason} at {event.position}: {event.statement.strip()[:300]!r}. Ingest "
+                f"stopped before it, with everything earlier committed. {fix}"
             )
             return
         if not any(self._transaction.values()):
             # DDL and other standalone statements are transactions of their own
             self._boundary = event.position
             self._reset_transaction()
+
+    def _stop_reason(self, changes: list[ChangedTable]) -> tuple[str, str] | None:
+        """Why the statement stops ingest, and what the user should do; None to go on."""
+        for change in changes:
+            name = f"{change.database}.{change.table}"
+            onboarded = self._router(change.database, change.table) is not None
+            if change.change is TableChange.CREATE:
+                # A known table's creation is history the current schema already covers (rows
+                # are checked against it); a new table the patterns select must be onboarded.
+                if not onboarded and self._captures(change.database, change.table):
+                    return f"new table {name} matches 'tables'", _RESTART_TO_ONBOARD
+            elif onboarded:
+                reason = f"the binlog changes the structure of onboarded table {name}"
+                return reason, _CANNOT_EVOLVE
+        return None
 
     def _flush_transaction_part(self) -> Flush:
         parts: dict[str, list[Row]] = {}

@@ -7,13 +7,15 @@ onboarded table rather than decode rows with the wrong schema.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from enum import StrEnum
 
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _QUALIFIED = rf"({_NAME}(?:\s*\.\s*{_NAME})?)"
 _COMMENTS = re.compile(r"/\*.*?\*/|(?:--|#)[^\n]*", re.DOTALL)
 _SINGLE_TABLE = re.compile(
-    rf"^\s*(?:ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE|TRUNCATE(?:\s+TABLE)?"
-    rf"|CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE)"
+    rf"^\s*(?:(?P<alter>ALTER)\s+(?:ONLINE\s+|IGNORE\s+)*TABLE|(?P<truncate>TRUNCATE)(?:\s+TABLE)?"
+    rf"|(?P<create>CREATE)\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE)"
     rf"(?:\s+IF\s+(?:NOT\s+)?EXISTS)?\s+{_QUALIFIED}",
     re.IGNORECASE,
 )
@@ -25,22 +27,42 @@ _RENAME = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
 _NAME_LIST_ITEM = re.compile(_QUALIFIED)
 
 
-def changed_tables(statement: str, default_database: str) -> list[tuple[str, str]]:
-    """The (database, table) pairs whose structure ``statement`` changes; empty for others."""
+class TableChange(StrEnum):
+    CREATE = "create"
+    ALTER = "alter"
+    TRUNCATE = "truncate"
+    DROP = "drop"
+    RENAME = "rename"
+
+
+@dataclass(frozen=True)
+class ChangedTable:
+    change: TableChange
+    database: str
+    table: str
+
+
+def changed_tables(statement: str, default_database: str) -> list[ChangedTable]:
+    """The tables whose structure or existence ``statement`` changes; empty for others."""
     text = _COMMENTS.sub(" ", statement).strip()
     single = _SINGLE_TABLE.match(text)
     if single:
-        return [_qualify(single.group(1), default_database)]
+        change = next(
+            TableChange(kind) for kind in ("alter", "truncate", "create") if single.group(kind)
+        )
+        return [ChangedTable(change, *_qualify(single.group(4), default_database))]
     drop = _DROP.match(text)
     if drop:
-        return [_qualify(name, default_database) for name in _names(drop.group(1))]
+        names = _names(drop.group(1))
+        return [ChangedTable(TableChange.DROP, *_qualify(n, default_database)) for n in names]
     rename = _RENAME.match(text)
     if rename:
-        return [
-            _qualify(name, default_database)
+        names = [
+            name
             for pair in rename.group(1).split(",")
             for name in _names(re.sub(r"\s+TO\s+", ",", pair, flags=re.IGNORECASE))
         ]
+        return [ChangedTable(TableChange.RENAME, *_qualify(n, default_database)) for n in names]
     return []
 
 

@@ -16,6 +16,7 @@ def write_pipeline(
     namespace: str,
     server_id: int,
     startup: str = "latest-offset",
+    extra: str = "",
 ) -> Path:
     """A pipeline reading ``database``'s ``tables`` pattern into ``namespace``."""
     mariadb, catalog = endpoints.mariadb, endpoints.catalog
@@ -47,6 +48,6 @@ route:
 
 pipeline:
   name: test pipeline {namespace}
-"""
+{extra}"""
     )
     return path

@@ -34,6 +34,7 @@ def route(database: str, table: str) -> Binding | None:
 def assembler(**progress: TableProgress) -> ChangeAssembler:
     return ChangeAssembler(
         router=route,
+        captures=lambda database, table: database == "shop",
         progress={f"lake.{name}": p for name, p in progress.items()},
         start=START,
         source="db:3306",
@@ -244,4 +245,29 @@ def test_ddl_on_other_tables_moves_the_boundary() -> None:
     changes.on_event(TransactionStarted("0-1-9", at(205)))
     changes.on_event(StatementExecuted("shop", "CREATE INDEX i ON audit_log (x)", at(210), T0))
 
+    assert changes.boundary == at(210)
+
+
+def test_a_new_table_the_patterns_select_stops_ingest_to_be_onboarded() -> None:
+    changes = assembler()
+    create = StatementExecuted("shop", "CREATE TABLE payments (id INT PRIMARY KEY)", at(210), T0)
+
+    changes.on_event(TransactionStarted("0-1-9", at(205)))
+    changes.on_event(create)
+
+    error = changes.stop_error()
+    assert error is not None
+    assert str(error).startswith("new table shop.payments matches 'tables' at bin.000001:210")
+    assert str(error).endswith("it onboards the table and reads it from this point, losing nothing")
+    assert changes.boundary == START  # restarting reads the CREATE and the rows again
+
+
+def test_the_creation_of_an_onboarded_table_is_history() -> None:
+    changes = assembler()
+    create = StatementExecuted("shop", "CREATE TABLE orders (id INT PRIMARY KEY)", at(210), T0)
+
+    changes.on_event(TransactionStarted("0-1-9", at(205)))
+    changes.on_event(create)
+
+    assert changes.stop_error() is None
     assert changes.boundary == at(210)

@@ -9,12 +9,15 @@ import pymysql
 import pytest
 from pyiceberg.catalog import Catalog
 
+from ingest.errors import SchemaChangeStopError
 from ingest.pipeline import build_runner
 from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import write_pipeline
-from tidemark.config import load_pipeline
+from tidemark.cli import main
+from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts import SummaryKey
+from tidemark.errors import ConfigError
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 
@@ -77,3 +80,102 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
     assert '"file":"' + end.file + '"' in summary_keys[SummaryKey.POSITION]
     assert int(summary_keys[SummaryKey.WATERMARK]) > 0
     assert summary_keys[SummaryKey.SOURCE] == f"{endpoints.mariadb.host}:{endpoints.mariadb.port}"
+
+
+def _pipeline(
+    tmp_path: Path, endpoints: StackEndpoints, database: str, namespace: str, **options: str
+) -> PipelineConfig:
+    return load_pipeline(
+        write_pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            database=database,
+            tables="orders",
+            namespace=namespace,
+            server_id=4302,
+            **options,
+        )
+    )
+
+
+def test_ddl_on_an_onboarded_table_stops_ingest_after_committing_what_came_before(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    config = _pipeline(tmp_path, endpoints, source_database, namespace)
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    with orders.cursor() as cursor:
+        cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
+        cursor.execute("ALTER TABLE orders ADD COLUMN note TEXT")
+        cursor.execute("INSERT INTO orders VALUES (2, 'teapot', 2, 'after the change')")
+    end = current_position(endpoints.mariadb.cdc_source(4302))
+
+    with pytest.raises(SchemaChangeStopError) as stop:
+        runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    assert "ALTER TABLE orders ADD COLUMN note TEXT" in str(stop.value)
+    assert f"onboarded table {source_database}.orders" in str(stop.value)
+    rows = catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
+    assert [row["id"] for row in rows] == [1]
+
+
+def test_earliest_offset_replays_the_binlog_the_server_still_has(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    with orders.cursor() as cursor:
+        cursor.execute("INSERT INTO orders VALUES (1, 'written before the pipeline existed', 1)")
+    config = _pipeline(tmp_path, endpoints, source_database, namespace, startup="earliest-offset")
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    end = current_position(endpoints.mariadb.cdc_source(4302))
+
+    runner.run(StopWhen(until_position=end, max_seconds=120))
+
+    rows = catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
+    assert [(row["_tm_op"], row["id"]) for row in rows] == [("c", 1)]
+
+
+def test_initial_mode_is_refused_until_the_bootstrap_exists(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    config = _pipeline(tmp_path, endpoints, source_database, namespace, startup="initial")
+
+    with pytest.raises(ConfigError, match="scan.startup.mode 'initial' snapshots the existing"):
+        build_runner(config, catalog, reports=None, settings=IngestSettings())
+
+
+def test_status_shows_each_tables_watermark_and_position(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = _pipeline(tmp_path, endpoints, source_database, namespace)
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    with orders.cursor() as cursor:
+        cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
+    end = current_position(endpoints.mariadb.cdc_source(4302))
+    runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    assert main(["status", str(config.path)]) == 0
+
+    [header, line] = capsys.readouterr().out.splitlines()
+    assert header.split() == ["sink", "table", "watermark", "lag", "rows", "position"]
+    assert line.startswith(f"{namespace}.orders ")
+    assert line.endswith(f" 1  {end}")

@@ -16,13 +16,14 @@ class Command:
 
 def _registry() -> list[Command]:
     # Imported here so that each command module may import this one for `Command`.
-    from tidemark.commands import export_flink_cdc, ingest, plan, stack, validate
+    from tidemark.commands import export_flink_cdc, ingest, plan, stack, status, validate
 
     return [
         stack.COMMAND,
         validate.COMMAND,
         plan.COMMAND,
         ingest.COMMAND,
+        status.COMMAND,
         export_flink_cdc.COMMAND,
     ]
 

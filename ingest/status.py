@@ -1,0 +1,49 @@
+"""What each changelog table of a pipeline has reached, for ``tidemark status``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+
+from ingest.changelog import ChangelogTable
+from ingest.progress import TableProgress
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    sink: str
+    changelog: str
+    exists: bool
+    progress: TableProgress | None = None
+    snapshot_id: int | None = None
+    committed_at: datetime | None = None
+    total_rows: int | None = None
+
+    def watermark_lag_seconds(self, now: datetime) -> float | None:
+        if self.progress is None or self.progress.watermark_ms <= 0:
+            return None
+        return now.timestamp() - self.progress.watermark_ms / 1000
+
+
+def table_status(catalog: Catalog, sink: str, changelog: str) -> TableStatus:
+    try:
+        table = catalog.load_table(changelog)
+    except NoSuchTableError:
+        return TableStatus(sink, changelog, exists=False)
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return TableStatus(sink, changelog, exists=True)
+    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+    total = summary.get("total-records")
+    return TableStatus(
+        sink,
+        changelog,
+        exists=True,
+        progress=ChangelogTable(table).progress(),
+        snapshot_id=snapshot.snapshot_id,
+        committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
+        total_rows=int(total) if total is not None else None,
+    )
