@@ -11,3 +11,15 @@ class IngestError(TidemarkError):
 
 class SchemaChangeStopError(IngestError, TerminalError):
     """The binlog changes the structure of an onboarded table; ingest stopped before it."""
+
+
+class StartupCheckError(IngestError, TerminalError):
+    """The source is not ready for change data capture; names every problem with its fix."""
+
+    def __init__(self, source: str, problems: tuple[str, ...]) -> None:
+        lines = "\n".join(f"- {problem}" for problem in problems)
+        super().__init__(
+            f"the source {source} is not ready for change data capture; "
+            f"fix these {len(problems)} problem(s) and start again:\n{lines}"
+        )
+        self.problems = problems
