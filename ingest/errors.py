@@ -23,3 +23,23 @@ class StartupCheckError(IngestError, TerminalError):
             f"fix these {len(problems)} problem(s) and start again:\n{lines}"
         )
         self.problems = problems
+
+
+class SourceSchemaError(IngestError, TerminalError):
+    """A source table's structure cannot be read or has a column Tidemark cannot map."""
+
+
+class UnconvertibleValueError(IngestError):
+    """One value of one row cannot be represented in the lake; the row goes to the error table.
+
+    Not transient (it fails the same way every time) and not terminal for the pipeline: only the
+    row is refused.
+    """
+
+    def __init__(self, table: str, column: str, raw: str, reason: str) -> None:
+        super().__init__(f"{table}.{column}: cannot convert the value {raw}: {reason}")
+        self.table = table
+        self.column = column
+        #: ``repr`` of the value as the binlog decoding produced it
+        self.raw = raw
+        self.reason = reason
