@@ -22,6 +22,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+from ingest import binlog_decoding
 from tidemark.contracts import Operation
 from tidemark.errors import TransientError
 from tidemark.source import BinlogPosition, SourceConnection
@@ -211,3 +212,10 @@ class _SingleStreamConnection:
                     "the binlog stream connection was lost; resuming from the last transaction"
                 )
         return pymysql.connect(**settings)
+
+
+# --- Decoding corrections ------------------------------------------------------------------
+# mysql-replication 1.0.17 decodes several column types wrongly (DESIGN.md section 5);
+# ingest/binlog_decoding.py replaces its per-column decoder. Row values then follow
+# ingest/values.py.
+binlog_decoding.install()
