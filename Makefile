@@ -6,13 +6,18 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test setup stack lint clean-venv
+.PHONY: demo test bench setup stack lint clean-venv
 
 demo: setup
 	$(BIN)/python -m spark_jobs.smoke_pipeline
 
 test: setup lint
 	$(BIN)/pytest
+
+# Benchmarks on the local stack; figures go to the README, never into assertions.
+bench: setup
+	@command -v sysbench >/dev/null || apt-get install -y -q sysbench
+	$(BIN)/python -m bench.ingest_bench
 
 # A virtualenv with the project and its dev tools, then the local stack, installed and started.
 setup: $(BIN)/tidemark stack

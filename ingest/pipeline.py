@@ -91,8 +91,9 @@ def build_runner(
         if progress[sink] is None:
             # Make the starting point durable before reading: a crash before the first real
             # commit must resume here, not at a new "latest" position.
-            progress[sink] = TableProgress(start, watermark_ms=0, last_order=0, source=source_id)
-            table.commit(table.schema.empty_table(), progress[sink])
+            initial = TableProgress(start, watermark_ms=0, last_order=0, source=source_id)
+            table.commit(table.schema.empty_table(), initial)
+            progress[sink] = initial
     assembler = ChangeAssembler(
         router=onboarding.route,
         captures=config.source.captures,

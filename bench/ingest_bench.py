@@ -1,0 +1,251 @@
+"""Ingest benchmark: throughput against the plain library's decode, and lag under sysbench.
+
+Run by ``make bench`` against the local stack. For each thread count it:
+
+1. loads ``oltp_write_only`` with sysbench for ``--seconds`` while ``tidemark ingest`` follows
+   the binlog live, and records the lag of every commit (commit time minus the watermark it
+   published: how far the lake trails the source);
+2. replays the binlog that load wrote twice, from a saved start to a saved end: once with the
+   plain ``mysql-replication`` decode (rows counted, nothing else), once with the full ingest
+   (decode, conversion, Iceberg commits), into a fresh changelog table.
+
+Prints a markdown table. Figures, not assertions: nothing here fails on a slow machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from ingest.pipeline import build_runner
+from ingest.runner import StopWhen
+from ingest.settings import IngestSettings
+from tidemark.catalog import load_catalog
+from tidemark.config import load_pipeline
+from tidemark.contracts import CommitReport
+from tidemark.source import BinlogPosition, SourceConnection, current_position
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.settings import StackSettings
+from tidemark.stack.stack import Stack
+
+TABLE_SIZE = 100_000
+
+
+@dataclass
+class Result:
+    threads: int
+    load_rows_per_s: float
+    tps: float
+    plain_rows_per_s: float
+    ingest_rows_per_s: float
+    rows: int
+    lag_p50_s: float
+    lag_p99_s: float
+
+
+class LagRecorder:
+    """A report sink that keeps how far each commit trails the source."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+
+    def publish(self, report: CommitReport) -> None:
+        if report.rows_added and report.watermark_ms > 0:
+            self.lags.append((report.committed_at_ms - report.watermark_ms) / 1000)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=int, default=30, help="sysbench load per round")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    endpoints = Stack(StackSettings.from_env()).endpoints()
+    database = f"bench_{uuid.uuid4().hex[:6]}"
+    admin = endpoints.mariadb.admin_source()
+    with admin.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {database}")
+    sysbench(endpoints, database, "prepare", threads=1, seconds=0)
+    results = [round_(endpoints, database, threads, args.seconds) for threads in args.threads]
+    print(table(results))  # noqa: T201
+    return 0
+
+
+def round_(endpoints: StackEndpoints, database: str, threads: int, seconds: int) -> Result:
+    cdc = endpoints.mariadb.cdc_source(server_id=4900 + threads)
+    with tempfile.TemporaryDirectory() as folder:
+        live = pipeline(Path(folder), endpoints, database, f"{database}_live{threads}")
+        config = load_pipeline(live)
+        catalog = load_catalog(config.tidemark.catalog_name, catalog_properties(endpoints))
+        lag = LagRecorder()
+        follower = build_runner(config, catalog, reports=lag, settings=IngestSettings())
+        start = current_position(cdc)
+        load = sysbench_async(endpoints, database, threads, seconds)
+        ingest_thread = threading.Thread(
+            target=follower.run, args=(StopWhen(max_seconds=seconds + 15),)
+        )
+        ingest_thread.start()
+        transactions = parse_transactions(load.communicate()[0])
+        end = current_position(cdc)
+        ingest_thread.join()
+
+        plain_rows, plain_s = plain_decode(cdc, start, end, database)
+        replay = load_pipeline(
+            pipeline(Path(folder), endpoints, database, f"{database}_replay{threads}", start=start)
+        )
+        runner = build_runner(replay, catalog, reports=None, settings=IngestSettings())
+        began = time.perf_counter()
+        summary = runner.run(StopWhen(until_position=end))
+        ingest_s = time.perf_counter() - began
+    lags = sorted(lag.lags) or [float("nan")]
+    return Result(
+        threads=threads,
+        load_rows_per_s=plain_rows / seconds,
+        tps=transactions / seconds,
+        plain_rows_per_s=plain_rows / plain_s,
+        ingest_rows_per_s=summary.rows / ingest_s,
+        rows=summary.rows,
+        lag_p50_s=statistics.median(lags),
+        lag_p99_s=lags[min(len(lags) - 1, int(len(lags) * 0.99))],
+    )
+
+
+def plain_decode(
+    source: SourceConnection, start: BinlogPosition, end: BinlogPosition, database: str
+) -> tuple[int, float]:
+    """Rows/s of the library alone: decode every row event between two positions."""
+    stream = BinLogStreamReader(
+        connection_settings=source.pymysql_settings(),
+        server_id=source.server_id + 100,
+        log_file=start.file,
+        log_pos=start.offset,
+        resume_stream=True,
+        blocking=False,
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        only_schemas=[database],
+    )
+    rows = 0
+    began = time.perf_counter()
+    for event in stream:
+        rows += len(event.rows)
+        if BinlogPosition(stream.log_file, stream.log_pos) >= end:
+            break
+    elapsed = time.perf_counter() - began
+    stream.close()
+    return rows, elapsed
+
+
+def sysbench_args(endpoints: StackEndpoints, database: str, threads: int) -> list[str]:
+    mariadb = endpoints.mariadb
+    return [
+        "sysbench",
+        "oltp_write_only",
+        f"--mysql-host={mariadb.host}",
+        f"--mysql-port={mariadb.port}",
+        f"--mysql-user={mariadb.admin_user}",
+        f"--mysql-password={mariadb.admin_password.get_secret_value()}",
+        f"--mysql-db={database}",
+        "--tables=1",
+        f"--table-size={TABLE_SIZE}",
+        f"--threads={threads}",
+    ]
+
+
+def sysbench(endpoints: StackEndpoints, database: str, command: str, **kw: int) -> None:
+    subprocess.run(
+        [*sysbench_args(endpoints, database, kw["threads"]), command],
+        check=True,
+        capture_output=True,
+    )
+
+
+def sysbench_async(
+    endpoints: StackEndpoints, database: str, threads: int, seconds: int
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*sysbench_args(endpoints, database, threads), f"--time={seconds}", "run"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def parse_transactions(output: str) -> int:
+    for line in output.splitlines():
+        if line.strip().startswith("transactions:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"sysbench printed no transaction count:\n{output}")
+
+
+def catalog_properties(endpoints: StackEndpoints) -> dict[str, str]:
+    return endpoints.catalog.properties()
+
+
+def pipeline(
+    folder: Path,
+    endpoints: StackEndpoints,
+    database: str,
+    namespace: str,
+    start: BinlogPosition | None = None,
+) -> Path:
+    mariadb, catalog = endpoints.mariadb, endpoints.catalog
+    startup = (
+        "  scan.startup.mode: latest-offset\n"
+        if start is None
+        else "  scan.startup.mode: specific-offset\n"
+        f"  scan.startup.specific-offset.file: {start.file}\n"
+        f"  scan.startup.specific-offset.pos: {start.offset}\n"
+    )
+    path = folder / f"{namespace}.yaml"
+    path.write_text(
+        f"""\
+source:
+  type: mysql
+  hostname: {mariadb.host}
+  port: {mariadb.port}
+  username: {mariadb.cdc_user}
+  password: {mariadb.cdc_password.get_secret_value()}
+  tables: {database}.sbtest1
+  server-id: {4950 + len(namespace) % 40}
+{startup}
+sink:
+  type: iceberg
+  catalog.properties.type: jdbc
+  catalog.properties.uri: {catalog.uri}
+  catalog.properties.jdbc.user: {catalog.user}
+  catalog.properties.jdbc.password: {catalog.password.get_secret_value()}
+  catalog.properties.warehouse: {catalog.warehouse}
+route:
+  - source-table: {database}.sbtest1
+    sink-table: {namespace}.sbtest1
+"""
+    )
+    return path
+
+
+def table(results: list[Result]) -> str:
+    header = (
+        "| sysbench threads | TPS | row changes/s written | plain library decode rows/s "
+        "| Tidemark ingest rows/s (decode + Iceberg) | ingest / plain | live lag p50 | "
+        "live lag p99 |\n|---|---|---|---|---|---|---|---|"
+    )
+    lines = [
+        f"| {r.threads} | {r.tps:,.0f} | {r.load_rows_per_s:,.0f} | {r.plain_rows_per_s:,.0f} "
+        f"| {r.ingest_rows_per_s:,.0f} | {r.ingest_rows_per_s / r.plain_rows_per_s:.0%} "
+        f"| {r.lag_p50_s:.1f} s | {r.lag_p99_s:.1f} s |"
+        for r in results
+    ]
+    return "\n".join([header, *lines])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
