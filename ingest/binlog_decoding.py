@@ -40,6 +40,7 @@ from typing import Any
 
 from pymysqlreplication.bitmap import BitGet
 from pymysqlreplication.constants import FIELD_TYPE
+from pymysqlreplication.json_binary import parse_json
 from pymysqlreplication.row_event import RowsEvent
 
 from ingest.charsets import charset_of_collation, decoder
@@ -81,17 +82,19 @@ def _read_value(
     unsigned: bool,
     i: int,
 ) -> Any:
-    """The library's ``__read_values_name`` with our readers for the types they cover."""
-    args = (column, null_bitmap, null_bitmap_index, is_partial, cols_bitmap, unsigned, i)
+    """The library's ``__read_values_name`` with our readers for the types they cover; NULLs,
+    partial JSON updates (the library's JsonDiff) and other types go to the library."""
     reader = _READERS.get(column.type)
-    if reader is None:
-        value = _library_read(event, *args)
-        if column.type == FIELD_TYPE.JSON and value is not None and not is_partial:
-            return mysql_json_text(value)
-        return value
-    if BitGet(cols_bitmap, i) == 0 or event._is_null(null_bitmap, null_bitmap_index):
-        return _library_read(event, *args)  # None; the library records why
-    return reader(event.packet, column)
+    if (
+        reader is not None
+        and not is_partial
+        and BitGet(cols_bitmap, i)
+        and not event._is_null(null_bitmap, null_bitmap_index)
+    ):
+        return reader(event.packet, column)
+    return _library_read(
+        event, column, null_bitmap, null_bitmap_index, is_partial, cols_bitmap, unsigned, i
+    )
 
 
 # --- numbers and bits ---------------------------------------------------------------------
@@ -236,6 +239,18 @@ def _text_decoder(collation: str | None) -> Callable[[bytes], str | bytes | Unde
 # --- MySQL JSON ---------------------------------------------------------------------------
 
 
+def _json(packet: Any, column: Any) -> str:
+    return mysql_json_document(packet.read(packet.read_uint_by_size(column.length_size)))
+
+
+def mysql_json_document(data: bytes) -> str:
+    """A MySQL binary JSON value (``json_binary.cc``) as JSON text; MySQL reads an empty value
+    as the JSON null literal."""
+    if not data:
+        return "null"
+    return mysql_json_text(parse_json(data[0], data[1:]))
+
+
 def mysql_json_text(value: Any) -> str:
     """The library's parse of a MySQL binary JSON document as JSON text, laid out as MySQL
     prints JSON (``{"a": 1, "b": [true, null]}``), keys in their stored order."""
@@ -283,4 +298,5 @@ _READERS: dict[int, Reader] = {
     FIELD_TYPE.VARCHAR: _varchar,
     FIELD_TYPE.STRING: _varchar,
     FIELD_TYPE.BLOB: _blob,
+    FIELD_TYPE.JSON: _json,
 }

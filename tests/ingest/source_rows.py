@@ -1,0 +1,59 @@
+"""Write rows on the real MariaDB and read them back as the binlog carries them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ingest.binlog import BinlogReader, RowsChanged
+from tidemark.contracts import Operation
+from tidemark.source import current_position
+from tidemark.stack.endpoints import StackEndpoints
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+Row = dict[str, Any]
+
+
+def binlog_images(
+    endpoints: StackEndpoints,
+    connection: Connection,
+    database: str,
+    server_id: int,
+    statements: Sequence[str],
+) -> list[tuple[Operation, Row | None, Row | None]]:
+    """Run ``statements`` and return every row change they logged in ``database``, in order, as
+    (operation, before image, after image) decoded by ``ingest.binlog``."""
+    source = endpoints.mariadb.cdc_source(server_id)
+    start = current_position(source)
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+    with BinlogReader(source, start, databases=[database]) as reader:
+        return [
+            (event.operation, before, after)
+            for event in reader
+            if isinstance(event, RowsChanged) and event.database == database
+            for before, after in event.rows
+        ]
+
+
+def inserted_rows(
+    endpoints: StackEndpoints,
+    connection: Connection,
+    database: str,
+    server_id: int,
+    statements: Sequence[str],
+) -> list[Row]:
+    """The after images of the rows ``statements`` inserted in ``database``."""
+    images = binlog_images(endpoints, connection, database, server_id, statements)
+    return [after for operation, _, after in images if operation is Operation.INSERT and after]
+
+
+def select(connection: Connection, query: str) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(query)
+        return list(cursor.fetchall())
