@@ -20,7 +20,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 
 from ingest.errors import SourceSchemaError, UnconvertibleValueError
-from ingest.schema import SourceTable, read_source_tables
+from ingest.schema import SourceColumn, SourceTable, read_source_tables
 from ingest.types import arrow_schema, row_converter
 from tests.ingest.source_rows import Row, inserted_rows, select
 from tidemark.stack.endpoints import StackEndpoints
@@ -791,3 +791,31 @@ def _column_definitions(family: Family) -> list[tuple[str, str]]:
             pieces.append((name, definition))
             start = i + 1
     return pieces
+
+
+# --- server-time-zone ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("zone", "utc"),
+    [
+        ("UTC", dt.datetime(2024, 1, 1, 12, 0, tzinfo=UTC)),
+        ("+08:00", dt.datetime(2024, 1, 1, 4, 0, tzinfo=UTC)),
+        ("UTC-0530", dt.datetime(2024, 1, 1, 17, 30, tzinfo=UTC)),
+        ("America/New_York", dt.datetime(2024, 1, 1, 17, 0, tzinfo=UTC)),
+        (None, dt.datetime(2024, 1, 1, 12, 0, tzinfo=UTC)),
+    ],
+)
+def test_server_time_zone_reads_naive_timestamps_and_leaves_binlog_ones_alone(
+    zone: str | None, utc: dt.datetime
+) -> None:
+    """A SELECT returns TIMESTAMP as a naive wall-clock time in the session's zone; the binlog
+    decoding returns UTC datetimes, which no zone moves."""
+    table = SourceTable(
+        "db", "t", (SourceColumn("ts", 1, "timestamp", "timestamp", nullable=True),)
+    )
+    convert = row_converter(table, zone)
+
+    assert convert({"ts": dt.datetime(2024, 1, 1, 12, 0)}) == {"ts": utc}
+    binlog_value = dt.datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
+    assert convert({"ts": binlog_value}) == {"ts": binlog_value}
