@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.cli import main
 from tidemark.errors import ConfigError
 from tidemark.stack.process import owned_pid, port_is_open, wait_for
@@ -68,22 +68,15 @@ def test_a_port_override_that_is_not_a_port_is_refused() -> None:
 
 @pytest.fixture
 def second_home(stack_settings: StackSettings, unique_name: str) -> Iterator[Path]:
-    """A second stack's home beside the first, sharing its jars so nothing is downloaded.
-
-    Not under /tmp: PostgreSQL runs as the postgres user, who cannot enter pytest's tmp folders.
-    """
-    home = stack_settings.home / "test-stacks" / unique_name
-    home.mkdir(parents=True)
-    (home / "jars").symlink_to(stack_settings.jars_dir)
-    yield home
-    Stack(StackSettings(home=home)).down()
-    shutil.rmtree(home)
+    """A second stack's home beside the first (see ``second_stack_home``)."""
+    with second_stack_home(stack_settings, unique_name) as home:
+        yield home
 
 
 def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first(
     stack: Stack, second_home: Path
 ) -> None:
-    ports = _free_ports(4)
+    ports = free_ports(4)
     second = Stack(
         StackSettings(
             home=second_home,
@@ -107,7 +100,7 @@ def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first
 
 
 def test_a_stack_killed_with_sigkill_comes_back_on_up(second_home: Path) -> None:
-    ports = _free_ports(4)
+    ports = free_ports(4)
     stack = Stack(
         StackSettings(
             home=second_home,
@@ -154,7 +147,7 @@ def test_a_port_taken_by_a_stranger_is_named_with_the_fix(second_home: Path) -> 
 
 
 def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: Path) -> None:
-    kafka_ports = _free_ports(2)
+    kafka_ports = free_ports(2)
     stack = Stack(
         StackSettings(
             home=second_home,
@@ -171,14 +164,3 @@ def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: P
     message = str(failure.value)
     assert message.startswith("kafka: exited while starting\n--- last lines of ")
     assert "Invalid maximum heap size: -Xmxlots" in message
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()

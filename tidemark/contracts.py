@@ -47,7 +47,13 @@ COMMIT_REPORT_VERSION = "1.0"
 
 
 class CommitReport(BaseModel):
-    """Published to Kafka after each changelog commit, keyed by table; at least once."""
+    """Published to Kafka after each changelog commit, keyed by table; at least once.
+
+    Consumers deduplicate by ``table`` and ``snapshot_id``: a report can arrive twice (it is
+    republished from the table's snapshot history after a Kafka outage or a restart), and on
+    first arrival reports of one table come in commit order. Fields added after 1.0 are
+    optional, so readers of 1.0 reports keep working.
+    """
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -58,6 +64,14 @@ class CommitReport(BaseModel):
     position: str
     rows_added: int = Field(ge=0)
     committed_at_ms: int
+    source: str | None = Field(
+        default=None, description="the source the rows came from (summary tidemark.source)"
+    )
+    partial: bool = Field(
+        default=False,
+        description="the commit holds only the first rows of a transaction too large to "
+        "buffer; the watermark does not move until the rest is committed",
+    )
 
     def to_json(self) -> bytes:
         return self.model_dump_json().encode()
