@@ -45,6 +45,7 @@ TABLE_SIZE = 100_000
 @dataclass
 class Result:
     threads: int
+    rate: int
     load_rows_per_s: float
     tps: float
     plain_rows_per_s: float
@@ -64,11 +65,19 @@ class LagRecorder:
         if report.rows_added and report.watermark_ms > 0:
             self.lags.append((report.committed_at_ms - report.watermark_ms) / 1000)
 
+    def tick(self) -> None:
+        pass
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=30, help="sysbench load per round")
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--loads",
+        nargs="+",
+        default=["1", "2", "1@500"],
+        help="sysbench rounds: THREADS, or THREADS@TPS for a rate-limited load",
+    )
     args = parser.parse_args()
     endpoints = Stack(StackSettings.from_env()).endpoints()
     database = f"bench_{uuid.uuid4().hex[:6]}"
@@ -76,21 +85,25 @@ def main() -> int:
     with admin.connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {database}")
     sysbench(endpoints, database, "prepare", threads=1, seconds=0)
-    results = [round_(endpoints, database, threads, args.seconds) for threads in args.threads]
+    loads = [tuple(int(part) for part in (load.split("@") + ["0"])[:2]) for load in args.loads]
+    results = [round_(endpoints, database, threads, rate, args.seconds) for threads, rate in loads]
     print(table(results))  # noqa: T201
     return 0
 
 
-def round_(endpoints: StackEndpoints, database: str, threads: int, seconds: int) -> Result:
+def round_(
+    endpoints: StackEndpoints, database: str, threads: int, rate: int, seconds: int
+) -> Result:
     cdc = endpoints.mariadb.cdc_source(server_id=4900 + threads)
+    name = f"{threads}t{rate}"
     with tempfile.TemporaryDirectory() as folder:
-        live = pipeline(Path(folder), endpoints, database, f"{database}_live{threads}")
+        live = pipeline(Path(folder), endpoints, database, f"{database}_live{name}")
         config = load_pipeline(live)
         catalog = load_catalog(config.tidemark.catalog_name, catalog_properties(endpoints))
         lag = LagRecorder()
         follower = build_runner(config, catalog, reports=lag, settings=IngestSettings())
         start = current_position(cdc)
-        load = sysbench_async(endpoints, database, threads, seconds)
+        load = sysbench_async(endpoints, database, threads, seconds, rate)
         ingest_thread = threading.Thread(
             target=follower.run, args=(StopWhen(max_seconds=seconds + 15),)
         )
@@ -101,7 +114,7 @@ def round_(endpoints: StackEndpoints, database: str, threads: int, seconds: int)
 
         plain_rows, plain_s = plain_decode(cdc, start, end, database)
         replay = load_pipeline(
-            pipeline(Path(folder), endpoints, database, f"{database}_replay{threads}", start=start)
+            pipeline(Path(folder), endpoints, database, f"{database}_replay{name}", start=start)
         )
         runner = build_runner(replay, catalog, reports=None, settings=IngestSettings())
         began = time.perf_counter()
@@ -110,6 +123,7 @@ def round_(endpoints: StackEndpoints, database: str, threads: int, seconds: int)
     lags = sorted(lag.lags) or [float("nan")]
     return Result(
         threads=threads,
+        rate=rate,
         load_rows_per_s=plain_rows / seconds,
         tps=transactions / seconds,
         plain_rows_per_s=plain_rows / plain_s,
@@ -170,10 +184,15 @@ def sysbench(endpoints: StackEndpoints, database: str, command: str, **kw: int) 
 
 
 def sysbench_async(
-    endpoints: StackEndpoints, database: str, threads: int, seconds: int
+    endpoints: StackEndpoints, database: str, threads: int, seconds: int, rate: int = 0
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*sysbench_args(endpoints, database, threads), f"--time={seconds}", "run"],
+        [
+            *sysbench_args(endpoints, database, threads),
+            f"--time={seconds}",
+            f"--rate={rate}",
+            "run",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -234,17 +253,22 @@ route:
 
 def table(results: list[Result]) -> str:
     header = (
-        "| sysbench threads | TPS | row changes/s written | plain library decode rows/s "
+        "| sysbench load | TPS | row changes/s written | plain library decode rows/s "
         "| Tidemark ingest rows/s (decode + Iceberg) | ingest / plain | live lag p50 | "
         "live lag p99 |\n|---|---|---|---|---|---|---|---|"
     )
     lines = [
-        f"| {r.threads} | {r.tps:,.0f} | {r.load_rows_per_s:,.0f} | {r.plain_rows_per_s:,.0f} "
+        f"| {_load(r)} | {r.tps:,.0f} | {r.load_rows_per_s:,.0f} | {r.plain_rows_per_s:,.0f} "
         f"| {r.ingest_rows_per_s:,.0f} | {r.ingest_rows_per_s / r.plain_rows_per_s:.0%} "
         f"| {r.lag_p50_s:.1f} s | {r.lag_p99_s:.1f} s |"
         for r in results
     ]
     return "\n".join([header, *lines])
+
+
+def _load(result: Result) -> str:
+    threads = f"{result.threads} thread{'s' if result.threads > 1 else ''}"
+    return f"{threads}, capped at {result.rate} TPS" if result.rate else threads
 
 
 if __name__ == "__main__":

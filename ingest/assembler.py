@@ -99,6 +99,9 @@ class ChangeAssembler:
         self._router = router
         self._captures = captures
         self._progress = dict(progress)
+        # What each table held when reading (re)started: rows of the transactions before
+        # these positions are skipped. Live progress moves on; this only on a re-read.
+        self._held_at_start = dict(progress)
         self._source = source
         self._max_transaction_rows = max_transaction_rows
         self._boundary = start
@@ -174,6 +177,7 @@ class ChangeAssembler:
         """The stream broke mid-transaction: forget it; the reader resumes at the boundary."""
         # Parts already committed are in each table's partial_rows: re-reading the transaction
         # from the boundary skips exactly those.
+        self._held_at_start = dict(self._progress)
         self._reset_transaction()
         self._last_seen = self._boundary
 
@@ -189,35 +193,43 @@ class ChangeAssembler:
         if binding is None:
             return None
         self._in_transaction = True
-        buffer = self._transaction.setdefault(binding.sink, [])
+        sink, convert = binding.sink, binding.convert
+        buffer = self._transaction.setdefault(sink, [])
+        metadata: Row = {
+            MetadataColumn.EVENT_TIME: datetime.fromtimestamp(event.event_time_ms / 1000, UTC),
+            MetadataColumn.POSITION: str(event.position),
+            MetadataColumn.SOURCE_DATABASE: event.database,
+            MetadataColumn.SOURCE_TABLE: event.table,
+            MetadataColumn.SCHEMA_VERSION: SCHEMA_VERSION,
+        }
+        check_held = self._may_hold(sink)
         for before, after in event.rows:
             for operation, image in _split(event.operation, before, after, binding.key_columns):
-                if self._already_held(binding.sink):
+                if check_held and self._already_held(sink):
                     continue
-                row = binding.convert(image)
-                row.update(
-                    {
-                        MetadataColumn.OPERATION: operation.value,
-                        MetadataColumn.EVENT_TIME: datetime.fromtimestamp(
-                            event.event_time_ms / 1000, UTC
-                        ),
-                        MetadataColumn.POSITION: str(event.position),
-                        MetadataColumn.SOURCE_DATABASE: event.database,
-                        MetadataColumn.SOURCE_TABLE: event.table,
-                        MetadataColumn.SCHEMA_VERSION: SCHEMA_VERSION,
-                    }
-                )
+                row = convert(image)
+                row.update(metadata)
+                row[MetadataColumn.OPERATION] = operation.value
                 buffer.append(row)
                 self._transaction_rows += 1
         if self._transaction_rows > self._max_transaction_rows:
             return self._flush_transaction_part()
         return None
 
+    def _may_hold(self, sink: str) -> bool:
+        """Whether ``sink`` may already hold rows of the in-flight transaction (only right
+        after a resume); the common case skips the per-row bookkeeping."""
+        progress = self._held_at_start.get(sink)
+        return progress is not None and (
+            self._boundary < progress.position
+            or (self._boundary == progress.position and progress.partial_rows > 0)
+        )
+
     def _already_held(self, sink: str) -> bool:
         """Count one row of the in-flight transaction for ``sink``; True if it holds it."""
         seen = self._transaction_seen.get(sink, 0) + 1
         self._transaction_seen[sink] = seen
-        progress = self._progress.get(sink)
+        progress = self._held_at_start.get(sink)
         if progress is None:
             return False
         if self._boundary < progress.position:
@@ -323,8 +335,8 @@ def _split(
     the new one, so a merge by key applies both."""
     if operation is Operation.UPDATE and before is not None and after is not None:
         if key and any(before.get(column) != after.get(column) for column in key):
-            return [(Operation.DELETE, dict(before)), (Operation.INSERT, dict(after))]
-        return [(Operation.UPDATE, dict(after))]
+            return [(Operation.DELETE, before), (Operation.INSERT, after)]
+        return [(Operation.UPDATE, after)]
     image = after if after is not None else before
     assert image is not None
-    return [(operation, dict(image))]
+    return [(operation, image)]

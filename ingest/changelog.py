@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
-from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from pyiceberg.transforms import DayTransform
 
 from ingest.progress import TableProgress
@@ -68,12 +68,12 @@ class ChangelogTable:
                 return progress
         return None
 
-    def commit(self, rows: pa.Table, progress: TableProgress) -> int:
-        """Append ``rows`` (possibly none) with ``progress``; returns the new snapshot's id."""
+    def commit(self, rows: pa.Table, progress: TableProgress) -> Snapshot:
+        """Append ``rows`` (possibly none) with ``progress``; returns the new snapshot."""
         self._table.append(rows, snapshot_properties=progress.summary())
         snapshot = self._table.current_snapshot()
         assert snapshot is not None  # an append always leaves one
-        return snapshot.snapshot_id
+        return snapshot
 
 
 def open_changelog(

@@ -13,6 +13,7 @@ from pyiceberg.catalog import Catalog
 from ingest.assembler import Binding, ChangeAssembler
 from ingest.binlog import Row
 from ingest.changelog import ChangelogTable, open_changelog
+from ingest.checks import run_startup_checks
 from ingest.errors import SchemaChangeStopError
 from ingest.progress import TableProgress
 from ingest.runner import IngestRunner, ReportSink
@@ -59,11 +60,12 @@ def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
     with source.connect() as conn:
         sources = read_source_tables(conn, names)
     time_zone = config.source.server_time_zone
+    booleans = config.source.treat_tinyint1_as_boolean
     tables: dict[str, ChangelogTable] = {}
     bindings: dict[tuple[str, str], Binding] = {}
     for sink in plan.sinks:
         members = [sources[_split(name)] for name in sink.sources]
-        schema = _shared_schema(sink.name, members)
+        schema = _shared_schema(sink.name, members, booleans)
         tables[sink.name] = open_changelog(
             catalog, sink.changelog, schema, reveal(config.sink.table_properties)
         )
@@ -71,7 +73,9 @@ def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
             bindings[(member.database, member.name)] = Binding(
                 sink=sink.name,
                 key_columns=sink.key,
-                convert=_checked(member, row_converter(member, time_zone)),
+                convert=_checked(
+                    member, row_converter(member, time_zone, tinyint1_as_boolean=booleans)
+                ),
             )
     return Onboarding(plan, sources, tables, bindings)
 
@@ -86,6 +90,8 @@ def build_runner(
     source = config.source.connection()
     progress = {sink: table.progress() for sink, table in onboarding.tables.items()}
     start = start_position(source, config.source.startup, progress)
+    databases = sorted({database for database, _ in onboarding.bindings})
+    run_startup_checks(source, databases=databases, resume=start)
     source_id = f"{source.host}:{source.port}"
     for sink, table in onboarding.tables.items():
         if progress[sink] is None:
@@ -105,7 +111,7 @@ def build_runner(
     )
     return IngestRunner(
         source=source,
-        databases=sorted({database for database, _ in onboarding.bindings}),
+        databases=databases,
         tables=onboarding.tables,
         assembler=assembler,
         reports=reports,
@@ -114,8 +120,8 @@ def build_runner(
     )
 
 
-def _shared_schema(sink: str, members: list[SourceTable]) -> pa.Schema:
-    schemas = [arrow_schema(member) for member in members]
+def _shared_schema(sink: str, members: list[SourceTable], booleans: bool) -> pa.Schema:
+    schemas = [arrow_schema(member, tinyint1_as_boolean=booleans) for member in members]
     for member, schema in zip(members[1:], schemas[1:], strict=True):
         if not schema.equals(schemas[0]):
             raise ConfigError(

@@ -27,7 +27,6 @@ topic, and the refused one follows them when it is republished.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -41,8 +40,9 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
 from ingest.errors import IngestError
+from ingest.progress import TableProgress
 from tidemark.config.model import ReportsSettings, reveal
-from tidemark.contracts import CommitReport, SummaryKey
+from tidemark.contracts import CommitReport
 from tidemark.errors import ConfigError, TransientError
 
 logger = logging.getLogger(__name__)
@@ -103,29 +103,19 @@ class PublisherSettings:
 def report_from_snapshot(table: str, snapshot: Snapshot) -> CommitReport | None:
     """The report for a snapshot ingest wrote; None for others (compaction, users' commits)."""
     summary = snapshot.summary.additional_properties if snapshot.summary else {}
-    if SummaryKey.WATERMARK not in summary or SummaryKey.POSITION not in summary:
+    progress = TableProgress.from_summary(summary)
+    if progress is None:
         return None
-    position, partial = _position(summary[SummaryKey.POSITION])
     return CommitReport(
         table=table,
         snapshot_id=snapshot.snapshot_id,
-        watermark_ms=int(summary[SummaryKey.WATERMARK]),
-        position=position,
+        watermark_ms=progress.watermark_ms,
+        position=str(progress.position),
         rows_added=int(summary.get("added-records", 0)),
         committed_at_ms=snapshot.timestamp_ms,
-        source=summary.get(SummaryKey.SOURCE),
-        partial=partial,
+        source=progress.source,
+        partial=progress.partial_rows > 0,
     )
-
-
-def _position(text: str) -> tuple[str, bool]:
-    """``file:offset`` and whether the commit holds part of a transaction, from the summary's
-    position (``ingest.progress``: JSON with ``file``, ``pos``, ``partial_rows``)."""
-    try:
-        position = json.loads(text)
-        return f"{position['file']}:{position['pos']}", int(position.get("partial_rows", 0)) > 0
-    except (ValueError, KeyError, TypeError):
-        return text, False
 
 
 def table_history(catalog: Catalog, table: str) -> list[CommitReport]:
@@ -492,3 +482,31 @@ def _offset(message: Message) -> int | None:
     if error is not None:
         raise KafkaException(error)
     return message.offset()
+
+
+class KafkaReports:
+    """The ingest loop's view of the publisher: publish after a commit, retry on each tick."""
+
+    def __init__(self, publisher: CommitReportPublisher, catalog: Catalog) -> None:
+        self._publisher = publisher
+        self._catalog = catalog
+
+    def start(self, tables: Iterable[str]) -> None:
+        """Republish what earlier runs committed but did not publish; Kafka being down is no
+        reason not to ingest: the tables stay behind and ``tick`` retries."""
+        try:
+            count = self._publisher.catch_up(self._catalog, tables)
+        except ReportsUnavailableError as error:
+            logger.warning("Kafka is not reachable; commit reports will follow: %s", error)
+            return
+        if count:
+            logger.info("Republished %d commit report(s) an earlier run had not sent", count)
+
+    def publish(self, report: CommitReport) -> None:
+        self._publisher.publish(report)
+
+    def tick(self) -> None:
+        self._publisher.recover(self._catalog)
+
+    def close(self, timeout: float = 10.0) -> int:
+        return self._publisher.close(timeout)

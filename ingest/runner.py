@@ -19,6 +19,7 @@ from ingest.assembler import ChangeAssembler, Flush
 from ingest.binlog import BinlogReader, Heartbeat, StreamInterruptedError
 from ingest.changelog import ChangelogTable
 from ingest.errors import SchemaChangeStopError
+from ingest.reports import report_from_snapshot
 from ingest.settings import IngestSettings
 from tidemark.contracts import CommitReport
 from tidemark.source import BinlogPosition, SourceConnection
@@ -29,9 +30,13 @@ Clock = Callable[[], float]
 
 
 class ReportSink(Protocol):
-    """Where commit reports go after each commit (Kafka in production)."""
+    """Where commit reports go after each commit (Kafka in production). Neither call may
+    block the loop for long."""
 
     def publish(self, report: CommitReport) -> None: ...
+
+    def tick(self) -> None:
+        """Called on every tick of the loop: a chance to retry what could not be sent."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,9 @@ class IngestRunner:
         self._last_flush = clock()
         self._last_idle_commit = clock()
         self._last_progress_log = clock()
+
+    def changelog_identifiers(self) -> list[str]:
+        return sorted(table.identifier for table in self._tables.values())
 
     def run(self, stop: StopWhen) -> RunSummary:
         started = self._clock()
@@ -159,6 +167,8 @@ class IngestRunner:
             self._last_flush = now
             if idle_due:
                 self._last_idle_commit = now
+        if self._reports is not None:
+            self._reports.tick()
         if now - self._last_progress_log >= self._settings.progress_log_seconds:
             self._log_progress(now)
 
@@ -166,21 +176,13 @@ class IngestRunner:
         for table_flush in flush.tables:
             table = self._tables[table_flush.sink]
             rows = pa.Table.from_pylist(table_flush.rows, schema=table.schema)
-            snapshot_id = table.commit(rows, table_flush.progress)
+            snapshot = table.commit(rows, table_flush.progress)
             self._summary.rows += len(table_flush.rows)
             self._summary.commits += 1
-            self._summary.snapshots[table_flush.sink] = snapshot_id
-            if self._reports is not None:
-                self._reports.publish(
-                    CommitReport(
-                        table=table.identifier,
-                        snapshot_id=snapshot_id,
-                        watermark_ms=table_flush.progress.watermark_ms,
-                        position=str(table_flush.progress.position),
-                        rows_added=len(table_flush.rows),
-                        committed_at_ms=int(self._wall_clock() * 1000),
-                    )
-                )
+            self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id
+            report = report_from_snapshot(table.identifier, snapshot)
+            if self._reports is not None and report is not None:
+                self._reports.publish(report)
 
     def _log_progress(self, now: float) -> None:
         elapsed = now - self._last_progress_log

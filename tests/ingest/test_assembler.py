@@ -271,3 +271,17 @@ def test_the_creation_of_an_onboarded_table_is_history() -> None:
 
     assert changes.stop_error() is None
     assert changes.boundary == at(210)
+
+
+def test_a_stream_break_after_a_committed_part_rereads_without_duplicates() -> None:
+    rows = [(key, f"r{key}") for key in range(1, 10)]
+    events = transaction(200, *rows)
+    changes = assembler()
+    assert feed(changes, events[:7]) == [6]  # one part of six rows committed
+
+    changes.abandon_transaction()  # the connection broke; the reader restarts at the boundary
+    feed(changes, events)
+    [orders] = changes.flush().tables
+
+    assert [row["id"] for row in orders.rows] == [7, 8, 9]
+    assert orders.progress.last_order == 9

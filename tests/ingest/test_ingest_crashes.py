@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pyiceberg.catalog import Catalog
 
+from ingest.progress import TableProgress
 from tests.ingest.pipelines import write_pipeline
 from tidemark.source import SourceConnection, current_position
 from tidemark.stack.endpoints import StackEndpoints
@@ -27,7 +28,16 @@ Change = tuple[str, int | None]  # (operation, qty after the change; None for a 
 class Workload:
     """Single-threaded, so the order of its commits is the binlog's: the ground truth."""
 
-    def __init__(self, source: SourceConnection, database: str, seed: int) -> None:
+    def __init__(
+        self,
+        source: SourceConnection,
+        database: str,
+        seed: int,
+        statements: tuple[int, int],
+        pause: float,
+    ) -> None:
+        self._statements = statements
+        self._pause = pause
         self._source = source
         self._database = database
         self._random = random.Random(seed)
@@ -42,11 +52,13 @@ class Workload:
             conn.select_db(self._database)
             conn.autocommit(False)
             while not self._stop.is_set():
-                changes = [self._statement(cursor) for _ in range(self._random.randint(1, 20))]
+                count = self._random.randint(*self._statements)
+                changes = [self._statement(cursor) for _ in range(count)]
                 conn.commit()
                 for key, change in changes:
                     self.truth[key].append(change)
                 self.transactions += 1
+                self._stop.wait(self._pause)  # paces the load; returns at once when stopped
 
     def stop(self) -> None:
         self._stop.set()
@@ -81,7 +93,22 @@ def ingest(pipeline: Path, *extra: str) -> subprocess.Popen[str]:
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    ("statements", "pause", "extra"),
+    [
+        pytest.param((1, 20), 0.0, "", id="small transactions"),
+        pytest.param(
+            (300, 700),
+            0.5,
+            "tidemark:\n  ingest:\n    max-transaction-rows: 250\n",
+            id="transactions committed in parts",
+        ),
+    ],
+)
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
+    statements: tuple[int, int],
+    pause: float,
+    extra: str,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -98,12 +125,13 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
         tables="stock",
         namespace=namespace,
         server_id=SERVER_ID,
+        extra=extra,
     )
     changelog = f"{namespace}.stock_changelog"
     # The first run picks its start (latest-offset) and commits it before any write.
     first = ingest(pipeline)
     assert wait_for(lambda: _has_snapshot(catalog, changelog), timeout=120), first
-    workload = Workload(admin, source_database, seed=20261122)
+    workload = Workload(admin, source_database, 20261122, statements, pause)
     writer = threading.Thread(target=workload.run)
     writer.start()
     chance = random.Random(7)
@@ -125,16 +153,24 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     final = ingest(pipeline, "--until-position", f"{end}", "--max-seconds", "300")
     output, _ = final.communicate(timeout=400)
     assert final.returncode == 0, output
-    assert f"reached {end}" in output
+    assert f"reached {end}" in output, output
 
-    rows = catalog.load_table(changelog).scan().to_arrow().to_pylist()
+    table = catalog.load_table(changelog)
+    rows = table.scan().to_arrow().to_pylist()
+    partial_commits = sum(
+        progress.partial_rows > 0
+        for snapshot in table.snapshots()
+        if snapshot.summary is not None
+        and (progress := TableProgress.from_summary(snapshot.summary.additional_properties))
+    )
+    assert (partial_commits > 0) == bool(extra), "transactions were (not) committed in parts"
     orders = sorted(row["_tm_order"] for row in rows)
     assert orders == list(range(1, len(rows) + 1)), "order keys are not unique and dense"
     seen: dict[int, list[Change]] = defaultdict(list)
     for row in sorted(rows, key=lambda row: row["_tm_order"]):
         qty = None if row["_tm_op"] == "d" else row["qty"]
         seen[row["id"]].append((row["_tm_op"], qty))
-    assert workload.transactions > 50
+    assert workload.transactions > 20
     assert dict(seen) == dict(workload.truth)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pymysql
 import pytest
+from confluent_kafka import Consumer
 from pyiceberg.catalog import Catalog
 
 from ingest.errors import SchemaChangeStopError
@@ -16,7 +18,7 @@ from ingest.settings import IngestSettings
 from tests.ingest.pipelines import write_pipeline
 from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
-from tidemark.contracts import SummaryKey
+from tidemark.contracts import CommitReport, SummaryKey
 from tidemark.errors import ConfigError
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
@@ -179,3 +181,64 @@ def test_status_shows_each_tables_watermark_and_position(
     assert header.split() == ["sink", "table", "watermark", "lag", "rows", "position"]
     assert line.startswith(f"{namespace}.orders ")
     assert line.endswith(f" 1  {end}")
+
+
+def test_each_commit_is_reported_to_kafka_in_order(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+    unique_name: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    reports_block = (
+        "tidemark:\n"
+        "  reports:\n"
+        f"    topic: {unique_name}\n"
+        f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
+        "  ingest:\n"
+        "    flush-rows: 2\n"
+    )
+    config = _pipeline(tmp_path, endpoints, source_database, namespace, extra=reports_block)
+    # a first short run fixes the start (latest-offset) before the writes; the second resumes
+    assert main(["ingest", str(config.path), "--max-seconds", "0"]) == 0
+    with orders.cursor() as cursor:
+        for key in range(1, 7):
+            cursor.execute(f"INSERT INTO orders VALUES ({key}, 'item', {key})")
+    end = current_position(endpoints.mariadb.cdc_source(4302))
+
+    assert main(["ingest", str(config.path), "--until-position", str(end)]) == 0
+
+    table = catalog.load_table(f"{namespace}.orders_changelog")
+    history = [snapshot.snapshot_id for snapshot in table.snapshots()]
+    reports = consume_reports(endpoints, unique_name, count=len(history))
+    assert [report.snapshot_id for report in reports] == history
+    assert {report.table for report in reports} == {f"{namespace}.orders_changelog"}
+    assert sum(report.rows_added for report in reports) == 6
+    watermarks = [report.watermark_ms for report in reports]
+    assert watermarks == sorted(watermarks)
+    assert "ingest stopped (reached" in capsys.readouterr().out
+
+
+def consume_reports(endpoints: StackEndpoints, topic: str, count: int) -> list[CommitReport]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": endpoints.kafka.bootstrap_servers,
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    reports: list[CommitReport] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(reports) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            payload = None if message is None or message.error() else message.value()
+            if payload is not None:
+                reports.append(CommitReport.from_json(payload))
+    finally:
+        consumer.close()
+    return reports

@@ -87,9 +87,7 @@ class Changelog:
             source="127.0.0.1:47306",
             partial_rows=partial_rows,
         )
-        snapshot_id = self._table.commit(pa.Table.from_pylist([row], self._table.schema), progress)
-        snapshot = self._catalog.load_table(self.identifier).snapshot_by_id(snapshot_id)
-        assert snapshot is not None
+        snapshot = self._table.commit(pa.Table.from_pylist([row], self._table.schema), progress)
         report = report_from_snapshot(self.identifier, snapshot)
         assert report is not None
         self.reports.append(report)

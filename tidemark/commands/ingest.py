@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _ingest(args: argparse.Namespace) -> int:
     # Imported here: `tidemark validate` must not pay for pyarrow and the binlog library.
     from ingest.pipeline import build_runner
+    from ingest.reports import CommitReportPublisher, KafkaReports, PublisherSettings
     from ingest.runner import StopWhen
     from ingest.settings import IngestSettings
     from tidemark.catalog import load_catalog
@@ -36,8 +38,23 @@ def _ingest(args: argparse.Namespace) -> int:
     config = load_pipeline(args.file)
     catalog = load_catalog(config.tidemark.catalog_name, reveal(config.sink.catalog_properties))
     settings = IngestSettings.from_options(config.tidemark.ingest)
-    runner = build_runner(config, catalog, reports=None, settings=settings)
-    summary = runner.run(StopWhen(args.max_seconds, args.until_position))
+    reports = None
+    if config.tidemark.reports is None:
+        logging.getLogger(__name__).warning(
+            "The pipeline has no tidemark.reports block: commit reports are not published, "
+            "and the scheduler cannot see this pipeline's progress"
+        )
+    else:
+        publisher = CommitReportPublisher(PublisherSettings.from_reports(config.tidemark.reports))
+        reports = KafkaReports(publisher, catalog)
+    runner = build_runner(config, catalog, reports=reports, settings=settings)
+    if reports is not None:
+        reports.start(runner.changelog_identifiers())
+    try:
+        summary = runner.run(StopWhen(args.max_seconds, args.until_position))
+    finally:
+        if reports is not None:
+            reports.close()
     sys.stdout.write(
         f"ingest stopped ({summary.stopped_because}) at {summary.position}: {summary.rows} rows "
         f"in {summary.commits} commits, {summary.reconnects} reconnects\n"
