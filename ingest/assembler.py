@@ -156,7 +156,14 @@ class ChangeAssembler:
 
     @property
     def boundary(self) -> BinlogPosition:
+        """The last transaction boundary: everything committed before it has been read."""
         return self._boundary
+
+    @property
+    def read_through(self) -> BinlogPosition:
+        """How far the binlog has been read completely: past the boundary when the events
+        after it (heartbeats, rotations) belong to no transaction."""
+        return self._boundary if self._in_transaction else self._last_seen
 
     def flush(self, idle_tables: bool = False) -> Flush:
         """Every table with rows of committed transactions; with ``idle_tables``, every other

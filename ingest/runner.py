@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import pyarrow as pa
+import pymysql
 
 from ingest.assembler import ChangeAssembler, Flush
 from ingest.binlog import BinlogReader, Heartbeat, StreamInterruptedError
@@ -84,6 +85,7 @@ class IngestRunner:
         self._sleep = sleep
         self._summary = RunSummary()
         self._rows_at_last_log = 0
+        self._events = 0
         self._last_flush = clock()
         self._last_idle_commit = clock()
         self._last_progress_log = clock()
@@ -95,10 +97,12 @@ class IngestRunner:
         started = self._clock()
         failures = 0
         while True:
+            events_before = self._events
             try:
                 reason = self._stream(stop, started)
             except StreamInterruptedError as error:
-                failures += 1
+                # interruptions in a row count; one after a stretch of streaming starts afresh
+                failures = 1 if self._events > events_before else failures + 1
                 if failures > self._settings.max_reconnects:
                     raise
                 logger.warning(
@@ -135,6 +139,7 @@ class IngestRunner:
             heartbeat_seconds=self._settings.heartbeat_seconds,
         ) as reader:
             for event in reader:
+                self._events += 1
                 forced = self._assembler.on_event(event)
                 if forced is not None:
                     self._commit(forced)
@@ -142,7 +147,7 @@ class IngestRunner:
                     self._tick()
                 if (
                     stop.until_position is not None
-                    and self._assembler.boundary >= stop.until_position
+                    and self._assembler.read_through >= stop.until_position
                 ):
                     return f"reached {stop.until_position}"
                 if stop.max_seconds is not None and self._clock() - started >= stop.max_seconds:
@@ -160,8 +165,7 @@ class IngestRunner:
         now = self._clock()
         idle_due = now - self._last_idle_commit >= self._settings.idle_commit_seconds
         if idle_due:
-            position, server_time_ms = self._server_clock()
-            self._assembler.observe_caught_up(position, server_time_ms)
+            self._observe_server_clock()
         if self._assembler.pending_rows or idle_due:
             self._commit(self._assembler.flush(idle_tables=idle_due))
             self._last_flush = now
@@ -171,6 +175,15 @@ class IngestRunner:
             self._reports.tick()
         if now - self._last_progress_log >= self._settings.progress_log_seconds:
             self._log_progress(now)
+
+    def _observe_server_clock(self) -> None:
+        try:
+            position, server_time_ms = self._server_clock()
+        except pymysql.MySQLError as error:
+            # only the idle watermark waits; the stream itself reports a lost server
+            logger.warning("Could not read the source's clock for the idle watermark: %s", error)
+            return
+        self._assembler.observe_caught_up(position, server_time_ms)
 
     def _commit(self, flush: Flush) -> None:
         for table_flush in flush.tables:
