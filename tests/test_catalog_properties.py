@@ -48,6 +48,11 @@ def test_a_rest_catalog_passes_through_unchanged() -> None:
             "jdbc:postgresql://host:5432/catalog, got: postgresql://h/db",
         ),
         (
+            {"type": "jdbc", "uri": "postgresql://u:hunter2@h/db?password=hunter2"},
+            "catalog.properties.uri of a jdbc catalog must be a JDBC URL such as "
+            "jdbc:postgresql://host:5432/catalog, got: postgresql://***@h/db?password=***",
+        ),
+        (
             {"type": "jdbc", "uri": "jdbc:oracle:thin:@h:1521/db"},
             "the jdbc catalog supports the databases postgresql, sqlite in Tidemark, "
             "got: jdbc:oracle",

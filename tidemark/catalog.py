@@ -8,6 +8,7 @@ must use the same catalog *name*: the JDBC catalog stores it in every row (DESIG
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from urllib.parse import quote, urlsplit
 
@@ -42,7 +43,7 @@ def _jdbc(properties: dict[str, str]) -> dict[str, str]:
     if not uri.startswith("jdbc:"):
         raise ConfigError(
             "catalog.properties.uri of a jdbc catalog must be a JDBC URL such as "
-            f"jdbc:postgresql://host:5432/catalog, got: {uri or '(missing)'}"
+            f"jdbc:postgresql://host:5432/catalog, got: {_masked(uri) or '(missing)'}"
         )
     url = uri.removeprefix("jdbc:")
     scheme = url.split(":", 1)[0]
@@ -68,6 +69,12 @@ def _jdbc(properties: dict[str, str]) -> dict[str, str]:
     if parts.query:
         sqlalchemy_uri += f"?{parts.query}"
     return {**properties, "type": "sql", "uri": sqlalchemy_uri}
+
+
+def _masked(uri: str) -> str:
+    """``uri`` without the secrets a URL can carry: ``user:password@`` and ``password=``."""
+    without_userinfo = re.sub(r"//[^/@]*@", "//***@", uri)
+    return re.sub(r"(?i)(password=)[^&;]*", r"\1***", without_userinfo)
 
 
 def _passthrough(properties: dict[str, str]) -> dict[str, str]:
