@@ -50,7 +50,7 @@ def test_a_rest_catalog_passes_through_unchanged() -> None:
         (
             {"type": "jdbc", "uri": "postgresql://u:hunter2@h/db?password=hunter2"},
             "catalog.properties.uri of a jdbc catalog must be a JDBC URL such as "
-            "jdbc:postgresql://host:5432/catalog, got: postgresql://***@h/db?password=***",
+            "jdbc:postgresql://host:5432/catalog, got: postgresql://u:***@h/db?password=***",
         ),
         (
             {"type": "jdbc", "uri": "jdbc:oracle:thin:@h:1521/db"},

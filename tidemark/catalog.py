@@ -73,7 +73,7 @@ def _jdbc(properties: dict[str, str]) -> dict[str, str]:
 
 def _masked(uri: str) -> str:
     """``uri`` without the secrets a URL can carry: ``user:password@`` and ``password=``."""
-    without_userinfo = re.sub(r"//[^/@]*@", "//***@", uri)
+    without_userinfo = re.sub(r"//([^/@:]*):[^/@]*@", r"//\1:***@", uri)
     return re.sub(r"(?i)(password=)[^&;]*", r"\1***", without_userinfo)
 
 
