@@ -36,6 +36,7 @@ from tidemark.config import load_pipeline
 from tidemark.contracts import CommitReport
 from tidemark.source import BinlogPosition, SourceConnection, current_position
 from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.pipeline_file import local_pipeline
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 
@@ -216,37 +217,16 @@ def pipeline(
     namespace: str,
     start: BinlogPosition | None = None,
 ) -> Path:
-    mariadb, catalog = endpoints.mariadb, endpoints.catalog
-    startup = (
-        "  scan.startup.mode: latest-offset\n"
-        if start is None
-        else "  scan.startup.mode: specific-offset\n"
-        f"  scan.startup.specific-offset.file: {start.file}\n"
-        f"  scan.startup.specific-offset.pos: {start.offset}\n"
-    )
     path = folder / f"{namespace}.yaml"
     path.write_text(
-        f"""\
-source:
-  type: mysql
-  hostname: {mariadb.host}
-  port: {mariadb.port}
-  username: {mariadb.cdc_user}
-  password: {mariadb.cdc_password.get_secret_value()}
-  tables: {database}.sbtest1
-  server-id: {4950 + len(namespace) % 40}
-{startup}
-sink:
-  type: iceberg
-  catalog.properties.type: jdbc
-  catalog.properties.uri: {catalog.uri}
-  catalog.properties.jdbc.user: {catalog.user}
-  catalog.properties.jdbc.password: {catalog.password.get_secret_value()}
-  catalog.properties.warehouse: {catalog.warehouse}
-route:
-  - source-table: {database}.sbtest1
-    sink-table: {namespace}.sbtest1
-"""
+        local_pipeline(
+            endpoints,
+            database=database,
+            tables="sbtest1",
+            namespace=namespace,
+            server_id=4950 + len(namespace) % 40,
+            startup=start or "latest-offset",
+        )
     )
     return path
 

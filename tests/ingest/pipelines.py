@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.pipeline_file import local_pipeline
 
 
 def write_pipeline(
@@ -19,35 +20,15 @@ def write_pipeline(
     extra: str = "",
 ) -> Path:
     """A pipeline reading ``database``'s ``tables`` pattern into ``namespace``."""
-    mariadb, catalog = endpoints.mariadb, endpoints.catalog
     path.write_text(
-        f"""\
-source:
-  type: mysql
-  hostname: {mariadb.host}
-  port: {mariadb.port}
-  username: {mariadb.cdc_user}
-  password: {mariadb.cdc_password.get_secret_value()}
-  tables: {database}.{tables}
-  server-id: {server_id}
-  server-time-zone: UTC
-  scan.startup.mode: {startup}
-
-sink:
-  type: iceberg
-  catalog.properties.type: jdbc
-  catalog.properties.uri: {catalog.uri}
-  catalog.properties.jdbc.user: {catalog.user}
-  catalog.properties.jdbc.password: {catalog.password.get_secret_value()}
-  catalog.properties.warehouse: {catalog.warehouse}
-
-route:
-  - source-table: {database}.\\.*
-    sink-table: {namespace}.<>
-    replace-symbol: <>
-
-pipeline:
-  name: test pipeline {namespace}
-{extra}"""
+        local_pipeline(
+            endpoints,
+            database=database,
+            tables=tables,
+            namespace=namespace,
+            server_id=server_id,
+            startup=startup,
+            extra=extra,
+        )
     )
     return path

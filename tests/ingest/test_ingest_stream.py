@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,12 +17,15 @@ from ingest.pipeline import build_runner
 from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import write_pipeline
+from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts import CommitReport, SummaryKey
 from tidemark.errors import ConfigError
 from tidemark.source import current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
+from tidemark.stack.mariadb import MariaDB
+from tidemark.stack.settings import StackSettings
 
 if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
@@ -125,19 +129,33 @@ def test_ddl_on_an_onboarded_table_stops_ingest_after_committing_what_came_befor
     assert [row["id"] for row in rows] == [1]
 
 
+@pytest.fixture
+def private_mariadb(
+    endpoints: StackEndpoints, stack_settings: StackSettings, unique_name: str
+) -> Iterator[StackEndpoints]:
+    """The stack's endpoints, but with a MariaDB of the test's own: its binlog holds only what
+    the test writes, so replaying all of it stays quick however busy the shared server was."""
+    with second_stack_home(stack_settings, unique_name) as home:
+        (port,) = free_ports(1)
+        mariadb = MariaDB(StackSettings(home=home, mariadb_port=port))
+        mariadb.up()
+        own = MariaDBEndpoint.model_validate(mariadb.endpoint())
+        yield endpoints.model_copy(update={"mariadb": own})
+
+
 def test_earliest_offset_replays_the_binlog_the_server_still_has(
-    endpoints: StackEndpoints,
-    source_database: str,
+    private_mariadb: StackEndpoints,
     namespace: str,
     catalog: Catalog,
-    orders: Connection,
     tmp_path: Path,
 ) -> None:
-    with orders.cursor() as cursor:
-        cursor.execute("INSERT INTO orders VALUES (1, 'written before the pipeline existed', 1)")
-    config = _pipeline(tmp_path, endpoints, source_database, namespace, startup="earliest-offset")
+    with private_mariadb.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute("CREATE DATABASE shop")
+        cursor.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, item TEXT, qty INT)")
+        cursor.execute("INSERT INTO shop.orders VALUES (1, 'written before the pipeline', 1)")
+    config = _pipeline(tmp_path, private_mariadb, "shop", namespace, startup="earliest-offset")
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    end = current_position(endpoints.mariadb.cdc_source(4302))
+    end = current_position(private_mariadb.mariadb.cdc_source(4302))
 
     runner.run(StopWhen(until_position=end, max_seconds=120))
 

@@ -1,0 +1,59 @@
+"""Pipeline files that read from and write to the local stack: for tests, benchmarks, demos."""
+
+from __future__ import annotations
+
+from tidemark.source import BinlogPosition
+from tidemark.stack.endpoints import StackEndpoints
+
+
+def local_pipeline(
+    endpoints: StackEndpoints,
+    *,
+    database: str,
+    tables: str,
+    namespace: str,
+    server_id: int,
+    startup: str | BinlogPosition = "latest-offset",
+    extra: str = "",
+) -> str:
+    """The YAML of a pipeline from ``database``'s ``tables`` pattern into ``namespace``.
+
+    ``startup`` is a ``scan.startup.mode``, or a binlog position to start at. ``extra`` is
+    appended as is (a ``tidemark:`` block, say).
+    """
+    mariadb, catalog = endpoints.mariadb, endpoints.catalog
+    if isinstance(startup, BinlogPosition):
+        start = (
+            "  scan.startup.mode: specific-offset\n"
+            f"  scan.startup.specific-offset.file: {startup.file}\n"
+            f"  scan.startup.specific-offset.pos: {startup.offset}\n"
+        )
+    else:
+        start = f"  scan.startup.mode: {startup}\n"
+    return f"""\
+source:
+  type: mysql
+  hostname: {mariadb.host}
+  port: {mariadb.port}
+  username: {mariadb.cdc_user}
+  password: {mariadb.cdc_password.get_secret_value()}
+  tables: {database}.{tables}
+  server-id: {server_id}
+  server-time-zone: UTC
+{start}
+sink:
+  type: iceberg
+  catalog.properties.type: jdbc
+  catalog.properties.uri: {catalog.uri}
+  catalog.properties.jdbc.user: {catalog.user}
+  catalog.properties.jdbc.password: {catalog.password.get_secret_value()}
+  catalog.properties.warehouse: {catalog.warehouse}
+
+route:
+  - source-table: {database}.\\.*
+    sink-table: {namespace}.<>
+    replace-symbol: <>
+
+pipeline:
+  name: {namespace}
+{extra}"""
