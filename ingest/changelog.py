@@ -17,6 +17,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from pyiceberg.transforms import DayTransform
 
+from ingest.errors import SchemaChangeStopError
 from ingest.progress import TableProgress
 from tidemark.contracts import MetadataColumn
 
@@ -84,9 +85,12 @@ def open_changelog(
 ) -> ChangelogTable:
     """The changelog table ``identifier`` (``namespace.name``), created if it does not exist."""
     try:
-        return ChangelogTable(catalog.load_table(identifier))
+        existing = ChangelogTable(catalog.load_table(identifier))
     except NoSuchTableError:
         pass
+    else:
+        _check_columns(existing, changelog_schema(data))
+        return existing
     namespace = identifier.rsplit(".", 1)[0]
     catalog.create_namespace_if_not_exists(namespace)
     logger.info("Creating changelog table %s", identifier)
@@ -98,3 +102,15 @@ def open_changelog(
         with transaction.update_spec() as spec:
             spec.add_field(MetadataColumn.EVENT_TIME, DayTransform(), "event_day")
     return ChangelogTable(catalog.load_table(identifier))
+
+
+def _check_columns(table: ChangelogTable, expected: pa.Schema) -> None:
+    """The source's columns must still be the changelog's: rows are written by column name,
+    and a column added or dropped while ingest was stopped would otherwise vanish silently."""
+    if table.schema.names != expected.names:
+        raise SchemaChangeStopError(
+            f"the columns of {table.identifier} ({', '.join(table.schema.names)}) are not those "
+            f"the source has now ({', '.join(expected.names)}): the source table changed while "
+            "ingest was stopped. Tidemark cannot evolve schemas yet: re-bootstrap the table "
+            "(drop the changelog table and start with scan.startup.mode: initial)"
+        )

@@ -260,3 +260,25 @@ def consume_reports(endpoints: StackEndpoints, topic: str, count: int) -> list[C
     finally:
         consumer.close()
     return reports
+
+
+def test_a_column_added_while_ingest_was_stopped_is_refused_at_start(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    config = _pipeline(tmp_path, endpoints, source_database, namespace)
+    build_runner(config, catalog, reports=None, settings=IngestSettings())  # creates the table
+    with orders.cursor() as cursor:
+        cursor.execute("ALTER TABLE orders ADD COLUMN note TEXT")
+
+    with pytest.raises(SchemaChangeStopError) as refused:
+        build_runner(config, catalog, reports=None, settings=IngestSettings())
+
+    assert str(refused.value).startswith(
+        f"the columns of {namespace}.orders_changelog (id, item, qty, _tm_op,"
+    )
+    assert "(id, item, qty, note, _tm_op," in str(refused.value)
