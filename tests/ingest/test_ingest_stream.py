@@ -14,6 +14,7 @@ from pyiceberg.catalog import Catalog
 
 from ingest.errors import SchemaChangeStopError
 from ingest.pipeline import build_runner
+from ingest.progress import TableProgress
 from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import write_pipeline
@@ -25,6 +26,7 @@ from tidemark.errors import ConfigError
 from tidemark.source import current_position
 from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
 from tidemark.stack.mariadb import MariaDB
+from tidemark.stack.pipeline_file import local_pipeline
 from tidemark.stack.settings import StackSettings
 
 if TYPE_CHECKING:
@@ -282,3 +284,88 @@ def test_a_column_added_while_ingest_was_stopped_is_refused_at_start(
         f"the columns of {namespace}.orders_changelog (id, item, qty, _tm_op,"
     )
     assert "(id, item, qty, note, _tm_op," in str(refused.value)
+
+
+def test_an_idle_tables_watermark_keeps_moving(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    with orders.cursor() as cursor:
+        cursor.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
+    config = load_pipeline(
+        write_pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            database=source_database,
+            tables="\\.*",
+            namespace=namespace,
+            server_id=4303,
+        )
+    )
+    settings = IngestSettings(idle_commit_seconds=0.5, flush_interval_seconds=0.5)
+    runner = build_runner(config, catalog, reports=None, settings=settings)
+    with orders.cursor() as cursor:
+        cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
+    before_run_ms = int(time.time() * 1000)
+
+    runner.run(StopWhen(max_seconds=3))
+
+    quiet = TableProgress.from_summary(_summary(catalog, f"{namespace}.quiet_changelog"))
+    busy = TableProgress.from_summary(_summary(catalog, f"{namespace}.orders_changelog"))
+    assert quiet is not None and busy is not None
+    # nothing happened to `quiet`, yet it is complete up to the source's clock, like `orders`
+    assert quiet.watermark_ms >= before_run_ms
+    assert quiet.watermark_ms == busy.watermark_ms
+    assert quiet.position == busy.position
+
+
+def test_sharded_tables_routed_together_keep_their_source(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    with orders.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders_2 LIKE orders")
+    text = local_pipeline(
+        endpoints,
+        database=source_database,
+        tables="orders\\.*",
+        namespace=namespace,
+        server_id=4304,
+    ).replace(
+        f"  - source-table: {source_database}.\\.*\n    sink-table: {namespace}.<>\n"
+        "    replace-symbol: <>\n",
+        f"  - source-table: {source_database}.orders\\.*\n    sink-table: {namespace}.orders\n",
+    )
+    config = load_pipeline(_write(tmp_path / "sharded.yaml", text))
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    with orders.cursor() as cursor:
+        cursor.execute("INSERT INTO orders VALUES (1, 'from the first shard', 1)")
+        cursor.execute("INSERT INTO orders_2 VALUES (2, 'from the second shard', 2)")
+    end = current_position(endpoints.mariadb.cdc_source(4304))
+
+    runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    rows = catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
+    assert sorted((row["id"], row["_tm_source_table"]) for row in rows) == [
+        (1, "orders"),
+        (2, "orders_2"),
+    ]
+
+
+def _summary(catalog: Catalog, identifier: str) -> dict[str, str]:
+    snapshot = catalog.load_table(identifier).current_snapshot()
+    assert snapshot is not None and snapshot.summary is not None
+    return snapshot.summary.additional_properties
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
