@@ -39,6 +39,7 @@ _VARIABLES = (
     "binlog_row_image",
     "binlog_row_metadata",
     "binlog_transaction_compression",  # MySQL 8.0.20+
+    "binlog_row_value_options",  # MySQL 8.0.3+
     "log_bin_compress",  # MariaDB
     "server_id",
     "gtid_purged",  # MySQL
@@ -319,6 +320,17 @@ def _check_compression(facts: ServerFacts, _: Requirements) -> Iterator[_Finding
                 f"{variable} is {value}: compressed binlog events cannot be decoded and would "
                 f"be skipped without a trace; {_cnf_fix(variable, 'OFF')}"
             )
+
+
+def _check_partial_json(facts: ServerFacts, _: Requirements) -> Iterator[_Finding]:
+    value = facts.variables.get("binlog_row_value_options", "")
+    if value.strip():
+        yield _Finding(
+            f"binlog_row_value_options is {value}: partial JSON updates are logged as events "
+            "the binlog library drops without a trace; run SET GLOBAL "
+            "binlog_row_value_options = '' and add binlog_row_value_options = '' under "
+            "[mysqld] in my.cnf"
+        )
 
 
 # -- privileges ------------------------------------------------------------------------------
@@ -608,6 +620,7 @@ _CHECKS: tuple[_Check, ...] = (
     _check_session_variable("binlog_row_image", "FULL"),
     _check_row_metadata,
     _check_compression,
+    _check_partial_json,
     _check_privileges,
     _check_select,
     _check_server_id,

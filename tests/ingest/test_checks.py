@@ -504,6 +504,16 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
             "under [mysqld] in my.cnf"
         ],
     ),
+    "partial JSON updates": (
+        with_variables(binlog_row_value_options="PARTIAL_JSON"),
+        NEEDS,
+        [
+            "binlog_row_value_options is PARTIAL_JSON: partial JSON updates are logged as "
+            "events the binlog library drops without a trace; run SET GLOBAL "
+            "binlog_row_value_options = '' and add binlog_row_value_options = '' under "
+            "[mysqld] in my.cnf"
+        ],
+    ),
     "ALL PRIVILEGES grants everything": (
         with_grants("GRANT ALL PRIVILEGES ON *.* TO `cdc`@`%` WITH GRANT OPTION"),
         NEEDS,
