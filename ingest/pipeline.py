@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 
 from ingest.assembler import Binding, ChangeAssembler
-from ingest.binlog import Row
 from ingest.changelog import ChangelogTable, open_changelog
 from ingest.checks import run_startup_checks
-from ingest.errors import SchemaChangeStopError
 from ingest.progress import TableProgress
 from ingest.runner import IngestRunner, ReportSink
 from ingest.schema import SourceTable, read_source_tables
@@ -73,9 +70,7 @@ def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
             bindings[(member.database, member.name)] = Binding(
                 sink=sink.name,
                 key_columns=sink.key,
-                convert=_checked(
-                    member, row_converter(member, time_zone, tinyint1_as_boolean=booleans)
-                ),
+                convert=row_converter(member, time_zone, tinyint1_as_boolean=booleans),
             )
     return Onboarding(plan, sources, tables, bindings)
 
@@ -131,25 +126,6 @@ def _shared_schema(sink: str, members: list[SourceTable], booleans: bool) -> pa.
                 "the same columns, or route them to different sink tables"
             )
     return schemas[0]
-
-
-def _checked(table: SourceTable, convert: Callable[[Row], Row]) -> Callable[[Row], Row]:
-    """``convert``, after checking the row image has the table's columns: a binlog read from
-    before a schema change has other columns, and must not be decoded with today's schema."""
-    expected = [column.name for column in table.columns]
-    expected_keys = set(expected)
-
-    def checked(row: Row) -> Row:
-        if row.keys() != expected_keys:
-            raise SchemaChangeStopError(
-                f"a row of {table.database}.{table.name} in the binlog has the columns "
-                f"{sorted(row)}, but the table now has {expected}: this part of the binlog was "
-                "written before a schema change. Re-bootstrap the table (scan.startup.mode: "
-                "initial) or start from a later position"
-            )
-        return convert(row)
-
-    return checked
 
 
 def _split(table_id: str) -> tuple[str, str]:

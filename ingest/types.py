@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from ingest.charsets import codec
-from ingest.errors import SourceSchemaError, UnconvertibleValueError
+from ingest.errors import SchemaChangeStopError, SourceSchemaError, UnconvertibleValueError
 from ingest.schema import SourceColumn, SourceTable
 from ingest.values import InvalidTemporal, UndecodableText
 
@@ -101,8 +101,11 @@ def row_converter(
     plan = [(column.name, column_type(table, column, options).convert) for column in table.columns]
     unchanged = tuple(name for name, convert in plan if convert is None)
     converted = tuple((name, convert) for name, convert in plan if convert is not None)
+    columns = {name for name, _ in plan}
 
     def convert_row(row: Row) -> Row:
+        if row.keys() != columns:
+            raise _shape_error(table, row)
         try:
             out = {name: row[name] for name in unchanged}
             for name, convert in converted:
@@ -112,8 +115,6 @@ def row_converter(
             raise UnconvertibleValueError(
                 table.table_id, name, repr(row[name]), refused.reason
             ) from None
-        except KeyError:
-            raise _shape_error(table, row) from None
         return out
 
     return convert_row
@@ -156,8 +157,9 @@ _OFFSET = re.compile(
 )
 
 
-def _shape_error(table: SourceTable, row: Row) -> SourceSchemaError:
-    return SourceSchemaError(
+def _shape_error(table: SourceTable, row: Row) -> SchemaChangeStopError:
+    """A row image from before a schema change must not be decoded with today's schema."""
+    return SchemaChangeStopError(
         f"a binlog row of {table.table_id} has the columns {sorted(row)}, but "
         f"information_schema lists {[column.name for column in table.columns]}: the table's "
         "structure changed since ingest read it; restart ingest (and re-bootstrap the table if "

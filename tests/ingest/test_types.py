@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import Catalog
 
-from ingest.errors import SourceSchemaError, UnconvertibleValueError
+from ingest.errors import SchemaChangeStopError, SourceSchemaError, UnconvertibleValueError
 from ingest.schema import SourceColumn, SourceTable, read_source_tables
 from ingest.types import arrow_schema, row_converter
 from tests.ingest.source_rows import Row, inserted_rows, select
@@ -819,3 +819,19 @@ def test_server_time_zone_reads_naive_timestamps_and_leaves_binlog_ones_alone(
     assert convert({"ts": dt.datetime(2024, 1, 1, 12, 0)}) == {"ts": utc}
     binlog_value = dt.datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
     assert convert({"ts": binlog_value}) == {"ts": binlog_value}
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param({"id": 1}, id="a column missing"),
+        pytest.param({"id": 1, "name": "a", "added_later": 2}, id="a column too many"),
+    ],
+)
+def test_a_row_image_with_other_columns_stops_ingest(
+    admin_connection: Connection, source_database: str, row: dict[str, object]
+) -> None:
+    table = _create(admin_connection, source_database, "name TEXT")
+
+    with pytest.raises(SchemaChangeStopError, match="structure changed since ingest read it"):
+        row_converter(table)(row)
