@@ -9,6 +9,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,16 +77,7 @@ def second_home(stack_settings: StackSettings, unique_name: str) -> Iterator[Pat
 def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first(
     stack: Stack, second_home: Path
 ) -> None:
-    ports = free_ports(4)
-    second = Stack(
-        StackSettings(
-            home=second_home,
-            mariadb_port=ports[0],
-            postgres_port=ports[1],
-            kafka_port=ports[2],
-            kafka_controller_port=ports[3],
-        )
-    )
+    second, ports = stack_on_free_ports(second_home)
 
     second.up()
     assert second.status()["healthy"] is True
@@ -100,16 +92,7 @@ def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first
 
 
 def test_a_stack_killed_with_sigkill_comes_back_on_up(second_home: Path) -> None:
-    ports = free_ports(4)
-    stack = Stack(
-        StackSettings(
-            home=second_home,
-            mariadb_port=ports[0],
-            postgres_port=ports[1],
-            kafka_port=ports[2],
-            kafka_controller_port=ports[3],
-        )
-    )
+    stack, ports = stack_on_free_ports(second_home)
     stack.up()
     for daemon in stack.daemons:
         pid = daemon.running_pid()
@@ -147,15 +130,7 @@ def test_a_port_taken_by_a_stranger_is_named_with_the_fix(second_home: Path) -> 
 
 
 def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: Path) -> None:
-    kafka_ports = free_ports(2)
-    stack = Stack(
-        StackSettings(
-            home=second_home,
-            kafka_port=kafka_ports[0],
-            kafka_controller_port=kafka_ports[1],
-            kafka_heap="lots",
-        )
-    )
+    stack, _ = stack_on_free_ports(second_home, kafka_heap="lots")
     kafka = stack.daemons[2]
 
     with pytest.raises(ServiceFailedError) as failure:
@@ -164,3 +139,12 @@ def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: P
     message = str(failure.value)
     assert message.startswith("kafka: exited while starting\n--- last lines of ")
     assert "Invalid maximum heap size: -Xmxlots" in message
+
+
+def stack_on_free_ports(home: Path, **settings: Any) -> tuple[Stack, list[int]]:
+    """A stack in ``home`` whose services listen on ports nothing else uses."""
+    ports = free_ports(4)
+    names = ("mariadb_port", "postgres_port", "kafka_port", "kafka_controller_port")
+    fields: dict[str, Any] = {**dict(zip(names, ports, strict=True)), **settings}
+    stack = Stack(StackSettings(home=home, **fields))
+    return stack, ports

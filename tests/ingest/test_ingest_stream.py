@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 import pytest
@@ -15,7 +15,7 @@ from pyiceberg.catalog import Catalog
 from ingest.errors import SchemaChangeStopError
 from ingest.pipeline import build_runner
 from ingest.progress import TableProgress
-from ingest.runner import StopWhen
+from ingest.runner import IngestRunner, StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import write_pipeline
 from tests.stack_helpers import free_ports, second_stack_home
@@ -23,7 +23,7 @@ from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts import CommitReport, SummaryKey
 from tidemark.errors import ConfigError
-from tidemark.source import current_position
+from tidemark.source import BinlogPosition, current_position
 from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
 from tidemark.stack.mariadb import MariaDB
 from tidemark.stack.pipeline_file import local_pipeline
@@ -127,7 +127,7 @@ def test_ddl_on_an_onboarded_table_stops_ingest_after_committing_what_came_befor
 
     assert "ALTER TABLE orders ADD COLUMN note TEXT" in str(stop.value)
     assert f"onboarded table {source_database}.orders" in str(stop.value)
-    rows = catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
+    rows = changelog_rows(catalog, namespace)
     assert [row["id"] for row in rows] == [1]
 
 
@@ -157,11 +157,9 @@ def test_earliest_offset_replays_the_binlog_the_server_still_has(
         cursor.execute("INSERT INTO shop.orders VALUES (1, 'written before the pipeline', 1)")
     config = _pipeline(tmp_path, private_mariadb, "shop", namespace, startup="earliest-offset")
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    end = current_position(private_mariadb.mariadb.cdc_source(4302))
+    run_to_end(runner, private_mariadb, 4302, max_seconds=120)
 
-    runner.run(StopWhen(until_position=end, max_seconds=120))
-
-    rows = catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
+    rows = changelog_rows(catalog, namespace)
     assert [(row["_tm_op"], row["id"]) for row in rows] == [("c", 1)]
 
 
@@ -192,8 +190,7 @@ def test_status_shows_each_tables_watermark_and_position(
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
-    end = current_position(endpoints.mariadb.cdc_source(4302))
-    runner.run(StopWhen(until_position=end, max_seconds=60))
+    end = run_to_end(runner, endpoints, 4302, max_seconds=60)
 
     assert main(["status", str(config.path)]) == 0
 
@@ -349,11 +346,9 @@ def test_sharded_tables_routed_together_keep_their_source(
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'from the first shard', 1)")
         cursor.execute("INSERT INTO orders_2 VALUES (2, 'from the second shard', 2)")
-    end = current_position(endpoints.mariadb.cdc_source(4304))
+    run_to_end(runner, endpoints, 4304, max_seconds=60)
 
-    runner.run(StopWhen(until_position=end, max_seconds=60))
-
-    rows = catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
+    rows = changelog_rows(catalog, namespace)
     assert sorted((row["id"], row["_tm_source_table"]) for row in rows) == [
         (1, "orders"),
         (2, "orders_2"),
@@ -369,3 +364,18 @@ def _summary(catalog: Catalog, identifier: str) -> dict[str, str]:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def run_to_end(
+    runner: IngestRunner, endpoints: StackEndpoints, server_id: int, max_seconds: float
+) -> BinlogPosition:
+    """Run ``runner`` until it has committed everything the source has written so far; returns
+    that position."""
+    end = current_position(endpoints.mariadb.cdc_source(server_id))
+    summary = runner.run(StopWhen(until_position=end, max_seconds=max_seconds))
+    assert summary.stopped_because == f"reached {end}"
+    return end
+
+
+def changelog_rows(catalog: Catalog, namespace: str) -> list[dict[str, Any]]:
+    return catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
