@@ -115,6 +115,7 @@ def report_from_snapshot(table: str, snapshot: Snapshot) -> CommitReport | None:
         committed_at_ms=snapshot.timestamp_ms,
         source=progress.source,
         partial=progress.partial_rows > 0,
+        last_order=progress.last_order,
     )
 
 

@@ -22,6 +22,20 @@ class SummaryKey(StrEnum):
     SOURCE = "tidemark.source"  # the source's id, so several sources can share a table
 
 
+class MirrorKey(StrEnum):
+    """Keys a window merge writes into each mirror commit's snapshot summary.
+
+    The mirror says itself which windows it holds, so re-running a window is a no-op and a
+    retried job never applies one twice.
+    """
+
+    WINDOW_START = "tidemark.window-start"  # epoch ms, inclusive
+    WINDOW_END = "tidemark.window-end"  # epoch ms, exclusive: the mirror is complete to here
+    MERGED_ORDER = "tidemark.merged-order"  # the last changelog _tm_order applied
+    SOURCE_WATERMARK = "tidemark.source-watermark"  # the changelog watermark merged up to
+    CHANGELOG_SNAPSHOT = "tidemark.changelog-snapshot"  # the changelog snapshot merged up to
+
+
 class Operation(StrEnum):
     """What a changelog row records, in its ``_tm_op`` column."""
 
@@ -43,7 +57,7 @@ class MetadataColumn(StrEnum):
     SCHEMA_VERSION = "_tm_schema_version"
 
 
-COMMIT_REPORT_VERSION = "1.0"
+COMMIT_REPORT_VERSION = "1.1"
 
 
 class CommitReport(BaseModel):
@@ -71,6 +85,11 @@ class CommitReport(BaseModel):
         default=False,
         description="the commit holds only the first rows of a transaction too large to "
         "buffer; the watermark does not move until the rest is committed",
+    )
+    last_order: int | None = Field(
+        default=None,
+        description="the last _tm_order value in the table after this commit: a window merge "
+        "applies the rows with _tm_order up to it (added in 1.1)",
     )
 
     def to_json(self) -> bytes:

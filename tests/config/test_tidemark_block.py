@@ -176,7 +176,7 @@ def test_sql_that_uses_an_undefined_variable_is_a_warning(write_file: WriteFile)
     assert (warning.line, warning.key) == (15, "tidemark.jobs.r.sql")
     assert warning.message == (
         "r.sql uses ${regoin}, which this job does not define under variables (Tidemark sets "
-        "window_start, window_end, window_start_ms, window_end_ms, dt, job_name)"
+        "window_start, window_end, window_start_ms, window_end_ms, dt, hour, job_name)"
     )
 
 

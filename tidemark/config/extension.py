@@ -82,6 +82,7 @@ BUILT_IN_VARIABLES = (
     "window_start_ms",
     "window_end_ms",
     "dt",
+    "hour",
     "job_name",
 )
 
