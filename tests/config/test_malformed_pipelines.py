@@ -506,8 +506,8 @@ CASES = [
         + "tidemark:\n  jobs:\n    hourly:\n      inputs: [shop.orders]\n"
         + "      sql: report.sql\n      variables: {window_size: 5}\n",
         "FILE:16: tidemark.jobs.hourly.variables.window_size: is set by Tidemark for every window "
-        "(window_start, window_end, window_start_ms, window_end_ms, dt, hour, job_name): choose another "
-        "name",
+        "(window_start, window_end, window_start_ms, window_end_ms, dt, hour, job_name): "
+        "choose another name",
         files={"report.sql": "SELECT 1"},
     ),
     case(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ingest.runner import IngestRunner, StopWhen
+from tidemark.source import BinlogPosition, current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
@@ -32,3 +34,14 @@ def write_pipeline(
         )
     )
     return path
+
+
+def run_to_end(
+    runner: IngestRunner, endpoints: StackEndpoints, server_id: int, max_seconds: float
+) -> BinlogPosition:
+    """Run ``runner`` until it has committed everything the source has written so far; returns
+    that position."""
+    end = current_position(endpoints.mariadb.cdc_source(server_id))
+    summary = runner.run(StopWhen(until_position=end, max_seconds=max_seconds))
+    assert summary.stopped_because == f"reached {end}"
+    return end

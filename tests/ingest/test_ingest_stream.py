@@ -15,15 +15,15 @@ from pyiceberg.catalog import Catalog
 from ingest.errors import SchemaChangeStopError
 from ingest.pipeline import build_runner
 from ingest.progress import TableProgress
-from ingest.runner import IngestRunner, StopWhen
+from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
-from tests.ingest.pipelines import write_pipeline
+from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts import CommitReport, SummaryKey
 from tidemark.errors import ConfigError
-from tidemark.source import BinlogPosition, current_position
+from tidemark.source import current_position
 from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
 from tidemark.stack.mariadb import MariaDB
 from tidemark.stack.pipeline_file import local_pipeline
@@ -364,17 +364,6 @@ def _summary(catalog: Catalog, identifier: str) -> dict[str, str]:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
-
-
-def run_to_end(
-    runner: IngestRunner, endpoints: StackEndpoints, server_id: int, max_seconds: float
-) -> BinlogPosition:
-    """Run ``runner`` until it has committed everything the source has written so far; returns
-    that position."""
-    end = current_position(endpoints.mariadb.cdc_source(server_id))
-    summary = runner.run(StopWhen(until_position=end, max_seconds=max_seconds))
-    assert summary.stopped_because == f"reached {end}"
-    return end
 
 
 def changelog_rows(catalog: Catalog, namespace: str) -> list[dict[str, Any]]:
