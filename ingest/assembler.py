@@ -9,6 +9,9 @@ Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to comm
 - On resume from the smallest position of all tables, each table skips what its own progress
   says it already has: whole transactions before its position, and the first ``partial_rows``
   rows of the transaction starting at it.
+- A table whose bootstrap read its rows at positions up to ``hold_until`` keeps its watermark
+  until the stream passes that position (``TableProgress.advanced``): before it, the table mixes
+  snapshot rows from later with changes from earlier.
 - The watermark (epoch ms) after a transaction that committed in second S is ``S*1000 - 1``:
   binlog timestamps are whole seconds taken at statement start, and every transaction not yet
   read commits later than the last one read, so no later transaction can have committed before
@@ -177,6 +180,11 @@ class ChangeAssembler:
     def progress(self, sink: str) -> TableProgress | None:
         return self._progress.get(sink)
 
+    def held_until(self) -> BinlogPosition | None:
+        """The furthest bootstrap hold not yet passed: tables are consistent from there."""
+        holds = [p.hold_until for p in self._progress.values() if p.hold_until is not None]
+        return max(holds, default=None)
+
     def stop_error(self) -> SchemaChangeStopError | None:
         return self._stopped
 
@@ -303,7 +311,13 @@ class ChangeAssembler:
         return Flush(tables)
 
     def _table_flush(self, sink: str, rows: list[Row]) -> TableFlush:
-        previous = self._progress.get(sink) or TableProgress(
+        known = self._progress.get(sink)
+        if known is not None and self._boundary < known.position:
+            # Re-reading what this table already holds (it was ahead when reading resumed):
+            # its rows were all skipped, and its progress must not move back.
+            assert not rows
+            return TableFlush(sink, rows, known)
+        previous = known or TableProgress(
             position=self._boundary,
             watermark_ms=self._watermark_ms,
             last_order=0,

@@ -17,6 +17,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from pyiceberg.transforms import DayTransform
 
+from ingest.bootstrap_state import BootstrapState
 from ingest.errors import SchemaChangeStopError
 from ingest.progress import TableProgress
 from tidemark.contracts import MetadataColumn
@@ -58,23 +59,37 @@ class ChangelogTable:
 
     def progress(self) -> TableProgress | None:
         """The progress recorded by the newest Tidemark commit (compactions are skipped)."""
+        summary = self._newest_tidemark_summary()
+        return None if summary is None else TableProgress.from_summary(summary)
+
+    def bootstrap(self) -> BootstrapState | None:
+        """The bootstrap's state if the newest Tidemark commit is one of the bootstrap's."""
+        summary = self._newest_tidemark_summary()
+        return None if summary is None else BootstrapState.from_summary(summary)
+
+    def commit(
+        self, rows: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None = None
+    ) -> Snapshot:
+        """Append ``rows`` (possibly none) with ``progress``, and the bootstrap's state when the
+        rows are a snapshot's, in one commit; returns the new snapshot."""
+        properties = progress.summary()
+        if bootstrap is not None:
+            properties.update(bootstrap.summary())
+        self._table.append(rows, snapshot_properties=properties)
+        snapshot = self._table.current_snapshot()
+        assert snapshot is not None  # an append always leaves one
+        return snapshot
+
+    def _newest_tidemark_summary(self) -> dict[str, str] | None:
         metadata = self._table.metadata
         current = metadata.current_snapshot()
         if current is None:
             return None
         for snapshot in ancestors_of(current, metadata):
             summary = snapshot.summary.additional_properties if snapshot.summary else {}
-            progress = TableProgress.from_summary(summary)
-            if progress is not None:
-                return progress
+            if TableProgress.from_summary(summary) is not None:
+                return dict(summary)
         return None
-
-    def commit(self, rows: pa.Table, progress: TableProgress) -> Snapshot:
-        """Append ``rows`` (possibly none) with ``progress``; returns the new snapshot."""
-        self._table.append(rows, snapshot_properties=progress.summary())
-        snapshot = self._table.current_snapshot()
-        assert snapshot is not None  # an append always leaves one
-        return snapshot
 
 
 def open_changelog(

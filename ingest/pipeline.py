@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 
 from ingest.assembler import Binding, ChangeAssembler
+from ingest.bootstrap import Bootstrapper, BootstrapSettings, SinkBootstrap
+from ingest.bootstrap_display import BootstrapDisplay, ProgressDisplay
 from ingest.changelog import ChangelogTable, open_changelog
 from ingest.checks import run_startup_checks
 from ingest.progress import TableProgress
@@ -19,10 +22,10 @@ from ingest.settings import IngestSettings
 from ingest.start import start_position
 from ingest.types import arrow_schema, row_converter
 from tidemark.config.inventory import read_tables
-from tidemark.config.model import PipelineConfig, reveal
+from tidemark.config.model import PipelineConfig, StartupMode, reveal
 from tidemark.config.plan import Plan, build_plan
 from tidemark.errors import ConfigError
-from tidemark.source import server_clock
+from tidemark.source import current_position, server_clock
 
 logger = logging.getLogger(__name__)
 
@@ -80,14 +83,31 @@ def build_runner(
     catalog: Catalog,
     reports: ReportSink | None,
     settings: IngestSettings,
+    display: BootstrapDisplay | None = None,
 ) -> IngestRunner:
+    """Onboard, bootstrap what needs it (``scan.startup.mode`` initial or snapshot), and return
+    a runner that streams from where every table is complete."""
     onboarding = onboard(config, catalog)
     source = config.source.connection()
-    progress = {sink: table.progress() for sink, table in onboarding.tables.items()}
-    start = start_position(source, config.source.startup, progress)
-    databases = sorted({database for database, _ in onboarding.bindings})
-    run_startup_checks(source, databases=databases, resume=start)
     source_id = f"{source.host}:{source.port}"
+    databases = sorted({database for database, _ in onboarding.bindings})
+    progress = {sink: table.progress() for sink, table in onboarding.tables.items()}
+    to_bootstrap = _to_bootstrap(config, onboarding, progress)
+    if to_bootstrap:
+        known = [p.position for p in progress.values() if p is not None]
+        resume = min(known) if known else current_position(source)
+        run_startup_checks(source, databases=databases, resume=resume)
+        bootstrapper = Bootstrapper(
+            source,
+            source_id,
+            _bootstrap_settings(config, settings),
+            display or ProgressDisplay(),
+        )
+        progress.update(bootstrapper.run(to_bootstrap))
+        start = min(p.position for p in progress.values() if p is not None)
+    else:
+        start = start_position(source, config.source.startup, progress)
+        run_startup_checks(source, databases=databases, resume=start)
     for sink, table in onboarding.tables.items():
         if progress[sink] is None:
             # Make the starting point durable before reading: a crash before the first real
@@ -112,6 +132,41 @@ def build_runner(
         reports=reports,
         settings=settings,
         server_clock=functools.partial(server_clock, source),
+    )
+
+
+def _to_bootstrap(
+    config: PipelineConfig,
+    onboarding: Onboarding,
+    progress: Mapping[str, TableProgress | None],
+) -> list[SinkBootstrap]:
+    """The sink tables whose existing rows must be read: all of a new pipeline in a bootstrap
+    mode, tables added to a running one with scan.newly-added-table.enabled, and any whose
+    bootstrap a crash interrupted."""
+    bootstrap_mode = config.source.startup.mode in (StartupMode.INITIAL, StartupMode.SNAPSHOT)
+    new_pipeline = all(p is None for p in progress.values())
+    chosen = []
+    for sink in onboarding.plan.sinks:
+        table = onboarding.tables[sink.name]
+        state = table.bootstrap()
+        if state is not None and state.done:
+            continue
+        unfinished = state is not None
+        fresh = progress[sink.name] is None and bootstrap_mode
+        if unfinished or (fresh and (new_pipeline or config.source.scan_newly_added_tables)):
+            members = [onboarding.sources[_split(name)] for name in sink.sources]
+            chosen.append(SinkBootstrap(sink.name, table, members))
+    return chosen
+
+
+def _bootstrap_settings(config: PipelineConfig, settings: IngestSettings) -> BootstrapSettings:
+    return BootstrapSettings(
+        chunk_size=config.source.snapshot_chunk_size,
+        commit_rows=settings.flush_rows,
+        max_rows_per_second=settings.snapshot_max_rows_per_second,
+        parallelism=config.pipeline.parallelism,
+        server_time_zone=config.source.server_time_zone,
+        tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,
     )
 
 

@@ -9,6 +9,9 @@ exactly which source transactions it holds (DESIGN.md 3.2). Keys (DESIGN.md sect
   ``partial_rows`` > 0, the first ``partial_rows`` rows this table receives from the transaction
   that starts at the boundary are in too (a transaction too large to buffer is committed in
   parts). ``gtid`` is the last GTID seen before the boundary, for people and GTID-based tools.
+  ``hold`` (``{"file", "pos"}``), present only after a bootstrap: the table's snapshot rows were
+  read at positions up to it, so the table is consistent, and its watermark may move, only once
+  the stream has passed it.
 - ``tidemark.source``: which source the rows came from (``host:port``).
 - ``tidemark.order``: the last ``_tm_order`` value written; the next row gets the next one.
 """
@@ -35,15 +38,19 @@ class TableProgress:
     source: str
     gtid: str | None = None
     partial_rows: int = 0
+    #: the watermark stays where it is until the stream reaches this position (a bootstrap's)
+    hold_until: BinlogPosition | None = None
 
     def summary(self) -> dict[str, str]:
-        position = {
+        position: dict[str, object] = {
             "v": POSITION_FORMAT_VERSION,
             "file": self.position.file,
             "pos": self.position.offset,
             "gtid": self.gtid,
             "partial_rows": self.partial_rows,
         }
+        if self.hold_until is not None:
+            position["hold"] = {"file": self.hold_until.file, "pos": self.hold_until.offset}
         return {
             SummaryKey.WATERMARK: str(self.watermark_ms),
             SummaryKey.POSITION: json.dumps(position, separators=(",", ":")),
@@ -65,6 +72,7 @@ class TableProgress:
                     f"the changelog was written by a newer Tidemark (position format {version}); "
                     "upgrade Tidemark before resuming this pipeline"
                 )
+            hold = position.get("hold")
             return cls(
                 position=BinlogPosition(str(position["file"]), int(position["pos"])),
                 watermark_ms=int(summary[SummaryKey.WATERMARK]),
@@ -72,6 +80,9 @@ class TableProgress:
                 source=summary[SummaryKey.SOURCE],
                 gtid=position.get("gtid"),
                 partial_rows=int(position.get("partial_rows", 0)),
+                hold_until=(
+                    None if hold is None else BinlogPosition(str(hold["file"]), int(hold["pos"]))
+                ),
             )
         except (KeyError, ValueError, TypeError) as error:
             raise TerminalError(
@@ -88,12 +99,15 @@ class TableProgress:
         gtid: str | None,
         partial_rows: int = 0,
     ) -> TableProgress:
-        """The next progress: the watermark never goes backwards."""
+        """The next progress: the watermark never goes backwards, and stays put while a
+        bootstrap's hold is ahead of ``position``."""
+        held = self.hold_until is not None and position < self.hold_until
         return replace(
             self,
             position=position,
-            watermark_ms=max(self.watermark_ms, watermark_ms),
+            watermark_ms=self.watermark_ms if held else max(self.watermark_ms, watermark_ms),
             last_order=last_order,
             gtid=gtid,
             partial_rows=partial_rows,
+            hold_until=self.hold_until if held else None,
         )

@@ -90,6 +90,10 @@ class IngestRunner:
         self._last_idle_commit = clock()
         self._last_progress_log = clock()
 
+    def consistent_from(self) -> BinlogPosition:
+        """Where every table is consistent with the source: past the bootstraps' reads."""
+        return self._assembler.held_until() or self._assembler.boundary
+
     def changelog_identifiers(self) -> list[str]:
         return sorted(table.identifier for table in self._tables.values())
 

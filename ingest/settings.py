@@ -22,6 +22,8 @@ class IngestSettings:
     #: reconnect attempts in a row before giving up
     max_reconnects: int = 5
     progress_log_seconds: float = 30.0
+    #: caps each bootstrap reader; None: as fast as it goes
+    snapshot_max_rows_per_second: int | None = None
 
     @classmethod
     def from_options(cls, options: IngestOptions) -> IngestSettings:
@@ -33,4 +35,5 @@ class IngestSettings:
             idle_commit_seconds=options.idle_commit_interval.total_seconds(),
             # heartbeats are how an idle stream hands control back for timed flushes
             heartbeat_seconds=min(1.0, flush_interval),
+            snapshot_max_rows_per_second=options.snapshot_max_rows_per_second,
         )

@@ -23,9 +23,9 @@ def start_position(
     """The smallest position any table has reached; for a pipeline that has committed nothing
     yet, the position ``scan.startup.mode`` names.
 
-    Tables that have no progress while others do are new to the pipeline: they start at that
-    smallest position too, without the rows they held before it (snapshotting existing rows is
-    the bootstrap's job), and a warning says so.
+    Tables that have no progress while others do are new to the pipeline. Without
+    ``scan.newly-added-table.enabled`` they start at that smallest position too, without the
+    rows they held before it, and a warning says so.
     """
     known = {sink: p for sink, p in progress.items() if p is not None}
     if known:
@@ -33,7 +33,7 @@ def start_position(
         if fresh:
             logger.warning(
                 "Tables new to this pipeline start streaming now, without their existing rows "
-                "(no bootstrap yet): %s",
+                "(set scan.newly-added-table.enabled: true to bootstrap them): %s",
                 ", ".join(fresh),
             )
         return min(p.position for p in known.values())
@@ -55,11 +55,8 @@ def _startup_position(source: SourceConnection, startup: Startup) -> BinlogPosit
             )
         return BinlogPosition(startup.specific_offset_file, startup.specific_offset_pos)
     if mode in _BOOTSTRAP_MODES:
-        raise ConfigError(
-            f"scan.startup.mode '{mode.value}' snapshots the existing rows first, and the "
-            "bootstrap is not built yet: use 'latest-offset' (stream changes from now on) or "
-            "'earliest-offset' (replay the binlog the server still has)"
-        )
+        # ingest.pipeline bootstraps new pipelines in these modes before asking
+        raise ValueError(f"scan.startup.mode '{mode.value}' starts with a bootstrap")
     raise ConfigError(
         f"scan.startup.mode '{mode.value}' is not supported by Tidemark yet: use "
         "'latest-offset', 'earliest-offset' or 'specific-offset'"

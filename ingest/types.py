@@ -29,7 +29,7 @@ import decimal
 import re
 import struct
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +118,68 @@ def row_converter(
         return out
 
     return convert_row
+
+
+ColumnValues = list[Any]
+
+
+def columns_converter(
+    table: SourceTable,
+    server_time_zone: dt.tzinfo | str | None = None,
+    *,
+    tinyint1_as_boolean: bool = True,
+    normalisers: Sequence[Callable[[Any], Any] | None] | None = None,
+) -> Callable[[Sequence[ColumnValues]], list[pa.Array]]:
+    """Like ``row_converter``, column at a time (a snapshot's batches): one list of decoded
+    values per column, in the table's column order, to one Arrow array per column.
+
+    ``normalisers`` (one per column, or None) first bring each non-NULL value to the binlog's
+    form (``ingest.select_values``).
+    """
+    options = TypeOptions(tinyint1_as_boolean, time_zone(server_time_zone or "UTC"))
+    types = [column_type(table, column, options) for column in table.columns]
+    steps = normalisers or [None] * len(types)
+    plan = [
+        (column, kind.arrow, _chain(normalise, kind.convert))
+        for column, kind, normalise in zip(table.columns, types, steps, strict=True)
+    ]
+
+    def convert_columns(columns: Sequence[ColumnValues]) -> list[pa.Array]:
+        if len(columns) != len(plan):
+            raise SchemaChangeStopError(
+                f"a snapshot batch of {table.table_id} has {len(columns)} columns, but "
+                f"information_schema lists {len(plan)}: the table's structure changed during "
+                "the bootstrap; start ingest again to re-read it"
+            )
+        arrays = []
+        for (column, arrow, convert), values in zip(plan, columns, strict=True):
+            if convert is not None:
+                try:
+                    values = [None if value is None else convert(value) for value in values]
+                except _Refused as refused:
+                    raise UnconvertibleValueError(
+                        table.table_id, column.name, _first_refused(values, convert), refused.reason
+                    ) from None
+            arrays.append(pa.array(values, type=arrow))
+        return arrays
+
+    return convert_columns
+
+
+def _first_refused(values: ColumnValues, convert: Converter) -> str:
+    for value in values:
+        try:
+            if value is not None:
+                convert(value)
+        except _Refused:
+            return repr(value)
+    return "?"
+
+
+def _chain(first: Converter | None, second: Converter | None) -> Converter | None:
+    if first is None or second is None:
+        return first or second
+    return lambda value: second(first(value))
 
 
 def column_type(table: SourceTable, column: SourceColumn, options: TypeOptions) -> ColumnType:

@@ -19,6 +19,7 @@ def write_pipeline(
     namespace: str,
     server_id: int,
     startup: str = "latest-offset",
+    source_options: str = "",
     extra: str = "",
 ) -> Path:
     """A pipeline reading ``database``'s ``tables`` pattern into ``namespace``."""
@@ -30,6 +31,7 @@ def write_pipeline(
             namespace=namespace,
             server_id=server_id,
             startup=startup,
+            source_options=source_options,
             extra=extra,
         )
     )

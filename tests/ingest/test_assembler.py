@@ -132,6 +132,31 @@ def test_on_resume_a_table_skips_the_transactions_it_already_holds() -> None:
     assert keys(flush["lake.users"].rows) == [("c", 7, 1)]
 
 
+def test_a_table_ahead_of_the_resume_point_keeps_its_progress_while_the_stream_catches_up() -> None:
+    # users was bootstrapped at 300 while orders streams from 100
+    users = TableProgress(at(300), T0 - 1, last_order=9, source="db:3306")
+    changes = assembler(orders=TableProgress(START, 0, last_order=0, source="db:3306"), users=users)
+    feed(changes, transaction(103, (7, "u"), table="users"))
+
+    flush = {table.sink: table for table in changes.flush(idle_tables=True).tables}
+
+    assert flush["lake.users"].rows == []
+    assert flush["lake.users"].progress == users
+
+
+def test_a_bootstrapped_tables_watermark_waits_until_the_stream_passes_its_snapshot() -> None:
+    bootstrapped = TableProgress(START, 0, last_order=50, source="db:3306", hold_until=at(250))
+    changes = assembler(orders=bootstrapped)
+
+    feed(changes, transaction(200, (1, "a"), seconds=10))
+    before = changes.flush(idle_tables=True).tables[0].progress
+    feed(changes, transaction(300, (2, "b"), seconds=20))
+    after = changes.flush(idle_tables=True).tables[0].progress
+
+    assert (before.watermark_ms, before.hold_until) == (0, at(250))
+    assert (after.watermark_ms, after.hold_until) == (T0 + 20_000 - 1, None)
+
+
 def test_a_transaction_too_large_to_buffer_is_committed_in_parts_that_resume_exactly() -> None:
     rows = [(key, f"r{key}") for key in range(1, 13)]
     events = transaction(200, *rows)

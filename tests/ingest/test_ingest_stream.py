@@ -22,7 +22,6 @@ from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts import CommitReport, SummaryKey
-from tidemark.errors import ConfigError
 from tidemark.source import current_position
 from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
 from tidemark.stack.mariadb import MariaDB
@@ -161,20 +160,6 @@ def test_earliest_offset_replays_the_binlog_the_server_still_has(
 
     rows = changelog_rows(catalog, namespace)
     assert [(row["_tm_op"], row["id"]) for row in rows] == [("c", 1)]
-
-
-def test_initial_mode_is_refused_until_the_bootstrap_exists(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    orders: Connection,
-    tmp_path: Path,
-) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace, startup="initial")
-
-    with pytest.raises(ConfigError, match="scan.startup.mode 'initial' snapshots the existing"):
-        build_runner(config, catalog, reports=None, settings=IngestSettings())
 
 
 def test_status_shows_each_tables_watermark_and_position(

@@ -33,7 +33,7 @@ def _ingest(args: argparse.Namespace) -> int:
     from ingest.settings import IngestSettings
     from tidemark.catalog import load_catalog
     from tidemark.config import load_pipeline
-    from tidemark.config.model import reveal
+    from tidemark.config.model import StartupMode, reveal
 
     config = load_pipeline(args.file)
     catalog = load_catalog(config.tidemark.catalog_name, reveal(config.sink.catalog_properties))
@@ -50,8 +50,12 @@ def _ingest(args: argparse.Namespace) -> int:
     runner = build_runner(config, catalog, reports=reports, settings=settings)
     if reports is not None:
         reports.start(runner.changelog_identifiers())
+    until = args.until_position
+    if config.source.startup.mode is StartupMode.SNAPSHOT:
+        # only the existing rows: stream just far enough to make the bootstrap consistent
+        until = min(until or runner.consistent_from(), runner.consistent_from())
     try:
-        summary = runner.run(StopWhen(args.max_seconds, args.until_position))
+        summary = runner.run(StopWhen(args.max_seconds, until))
     finally:
         if reports is not None:
             reports.close()

@@ -15,6 +15,7 @@ merge keys, and scheduled Spark SQL jobs. Flink CDC 3.6+ rejects unknown top-lev
         flush-rows: 50000             # ... or when this many rows wait
         max-transaction-rows: 100000  # larger transactions are committed in parts
         idle-commit-interval: 10 s    # empty commits move idle tables' watermarks
+        snapshot-max-rows-per-second: 20000   # caps each bootstrap reader (default: none)
       tables:
         shop.orders:                  # a sink table, as routed
           unique-key: order_no        # merge key when it is not the primary key
@@ -71,7 +72,13 @@ from tidemark.config.values import (
 
 EXTENSION_KEY = "tidemark"
 EXTENSION_KEYS = ("catalog-name", "window", "reports", "ingest", "tables", "jobs")
-INGEST_KEYS = ("flush-interval", "flush-rows", "max-transaction-rows", "idle-commit-interval")
+INGEST_KEYS = (
+    "flush-interval",
+    "flush-rows",
+    "max-transaction-rows",
+    "idle-commit-interval",
+    "snapshot-max-rows-per-second",
+)
 TABLE_KEYS = ("unique-key", "changelog-table", "mirror")
 MIRROR_KEYS = ("enabled", "table", "window", "deletes", "table-properties")
 JOB_KEYS = ("inputs", "window", "sql", "variables", "spark", "retries", "retry-delay")
@@ -187,6 +194,11 @@ def _ingest(reader: Reader, node: Node | None, path: str) -> IngestOptions | Non
             block.get("idle-commit-interval"),
             child(path, "idle-commit-interval"),
             _positive_duration,
+        ),
+        "snapshot_max_rows_per_second": reader.value(
+            block.get("snapshot-max-rows-per-second"),
+            child(path, "snapshot-max-rows-per-second"),
+            _positive_int,
         ),
     }
     given = {key: value for key, value in values.items() if value is not None}

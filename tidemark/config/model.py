@@ -266,6 +266,8 @@ class IngestOptions(_Frozen):
     flush_rows: int = 50_000
     max_transaction_rows: int = 100_000
     idle_commit_interval: timedelta = timedelta(seconds=10)
+    #: caps each bootstrap reader, to protect the source; None: as fast as it goes
+    snapshot_max_rows_per_second: int | None = None
 
 
 class TidemarkSettings(_Frozen):

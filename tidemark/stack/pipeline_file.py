@@ -14,12 +14,14 @@ def local_pipeline(
     namespace: str,
     server_id: int,
     startup: str | BinlogPosition = "latest-offset",
+    source_options: str = "",
     extra: str = "",
 ) -> str:
     """The YAML of a pipeline from ``database``'s ``tables`` pattern into ``namespace``.
 
-    ``startup`` is a ``scan.startup.mode``, or a binlog position to start at. ``extra`` is
-    appended as is (a ``tidemark:`` block, say).
+    ``startup`` is a ``scan.startup.mode``, or a binlog position to start at.
+    ``source_options`` (``key: value`` lines) go into ``source:``; ``extra`` is appended as is
+    (a ``tidemark:`` block, say).
     """
     mariadb, catalog = endpoints.mariadb, endpoints.catalog
     if isinstance(startup, BinlogPosition):
@@ -40,7 +42,7 @@ source:
   tables: {database}.{tables}
   server-id: {server_id}
   server-time-zone: UTC
-{start}
+{start}{_indented(source_options)}
 sink:
   type: iceberg
   catalog.properties.type: jdbc
@@ -57,3 +59,7 @@ route:
 pipeline:
   name: {namespace}
 {extra}"""
+
+
+def _indented(lines: str) -> str:
+    return "".join(f"  {line.strip()}\n" for line in lines.splitlines() if line.strip())

@@ -1,0 +1,252 @@
+"""The bootstrap: existing rows of onboarded tables into their changelog tables, before streaming.
+
+Each physical source table is read in primary-key chunks inside one consistent snapshot
+(``ingest.snapshot_reader``) whose binlog position ``P`` is exact. The rows land with operation
+``r`` and order keys before any streamed change, committed every ``commit_rows`` rows together
+with the bootstrap's state (``ingest.bootstrap_state``): the last key committed. After a crash
+the next run resumes after that key, in a new snapshot at a later position ``P2``.
+
+Why that is exact: the table's progress keeps the earliest snapshot position ``P1`` (streaming
+resumes there) and holds its watermark until the stream passes the latest, ``P2``
+(``TableProgress.hold_until``). Every streamed change carries the whole row, so replaying
+``(P1, P2]`` over rows read at ``P2`` ends, at ``P2``, in exactly the source's state; no window
+sees the table before then. A table with no key to page by is read whole in one snapshot and
+committed once (with a warning: it is held in memory, and a crash reads it again).
+
+Tables of different sink tables are read in parallel (``parallelism`` threads, each with its own
+snapshot); source tables routed to the same sink table one after another.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+import pyarrow as pa
+
+from ingest.assembler import SCHEMA_VERSION
+from ingest.bootstrap_display import BootstrapDisplay
+from ingest.bootstrap_state import BootstrapState, SourceTableBootstrap
+from ingest.changelog import ChangelogTable
+from ingest.progress import TableProgress
+from ingest.schema import SourceTable
+from ingest.select_values import select_column
+from ingest.snapshot_reader import Chunk, ConsistentSnapshot
+from ingest.types import columns_converter
+from tidemark.contracts import MetadataColumn, Operation
+from tidemark.source import BinlogPosition, SourceConnection
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    chunk_size: int = 8096
+    #: rows per Iceberg commit (several chunks)
+    commit_rows: int = 50_000
+    #: cap on rows read per second per source table, to protect the source; None: no cap
+    max_rows_per_second: float | None = None
+    parallelism: int = 1
+    server_time_zone: str | None = None
+    tinyint1_as_boolean: bool = True
+
+
+@dataclass(frozen=True)
+class SinkBootstrap:
+    """One changelog table and the physical tables whose rows it is to receive."""
+
+    sink: str
+    table: ChangelogTable
+    members: Sequence[SourceTable]
+
+
+@dataclass
+class _Pacer:
+    """Sleeps just enough to keep a reader under ``rate`` rows per second."""
+
+    rate: float | None
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    started: float = 0.0
+    rows: int = 0
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def took(self, rows: int) -> None:
+        self.rows += rows
+        if self.rate is None:
+            return
+        ahead = self.rows / self.rate - (self.clock() - self.started)
+        if ahead > 0:
+            self.sleep(ahead)
+
+
+@dataclass
+class Bootstrapper:
+    source: SourceConnection
+    source_id: str
+    settings: BootstrapSettings
+    display: BootstrapDisplay
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    _results: dict[str, TableProgress] = field(default_factory=dict)
+
+    def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
+        """Bootstrap every sink table; returns each one's progress after its last commit."""
+        if self.settings.parallelism <= 1 or len(sinks) <= 1:
+            return {sink.sink: self.bootstrap(sink) for sink in sinks}
+        with ThreadPoolExecutor(self.settings.parallelism, "bootstrap") as pool:
+            futures = {sink.sink: pool.submit(self.bootstrap, sink) for sink in sinks}
+            return {name: future.result() for name, future in futures.items()}
+
+    def bootstrap(self, sink: SinkBootstrap) -> TableProgress:
+        state = sink.table.bootstrap() or BootstrapState()
+        progress = sink.table.progress()
+        if progress is not None and state.tables:
+            logger.info("Resuming the bootstrap of %s (%d rows so far)", sink.sink, state.rows)
+        for member in sink.members:
+            name = member.table_id
+            if state.table(name).done:
+                continue
+            progress, state = self._read(sink, member, progress, state)
+        assert progress is not None  # every member commits at least once
+        return progress
+
+    def _read(
+        self,
+        sink: SinkBootstrap,
+        member: SourceTable,
+        progress: TableProgress | None,
+        state: BootstrapState,
+    ) -> tuple[TableProgress, BootstrapState]:
+        name = member.table_id
+        key = paging_key(member)
+        done = state.table(name)
+        if key is None:
+            logger.warning(
+                "%s has no primary key or NOT NULL unique key to read it in chunks by: it is "
+                "read whole in one snapshot and committed at once (memory grows with the "
+                "table, and a crash reads it again)",
+                name,
+            )
+        convert = columns_converter(
+            member,
+            self.settings.server_time_zone,
+            tinyint1_as_boolean=self.settings.tinyint1_as_boolean,
+            normalisers=[select_column(column).normalise for column in member.columns],
+        )
+        pacer = _Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
+        self.display.start(name, done.rows, estimated_rows(self.source, member))
+        with ConsistentSnapshot(self.source) as snapshot:
+            progress = _started(progress, snapshot.position, self.source_id)
+            metadata = _Metadata(member, snapshot)
+            batches: list[pa.RecordBatch] = []
+            pending, after = 0, done.after
+            for chunk in _chunks(snapshot, member, key, done.after, self.settings):
+                batch = metadata.batch(
+                    sink.table.schema, convert(_columns(chunk, member)), progress.last_order
+                )
+                progress = replace(progress, last_order=progress.last_order + batch.num_rows)
+                batches.append(batch)
+                pending += batch.num_rows
+                after = chunk.last_key
+                pacer.took(batch.num_rows)
+                self.display.advance(name, batch.num_rows)
+                if key is not None and pending >= self.settings.commit_rows:
+                    done = SourceTableBootstrap(False, after, done.rows + pending)
+                    state = state.with_table(name, done)
+                    rows = pa.Table.from_batches(batches, sink.table.schema)
+                    sink.table.commit(rows, progress, state)
+                    batches, pending = [], 0
+            done = SourceTableBootstrap(True, after, done.rows + pending)
+            state = state.with_table(name, done)
+            rows = pa.Table.from_batches(batches, sink.table.schema)
+            sink.table.commit(rows, progress, state)
+        self.display.finish(name)
+        return progress, state
+
+
+def paging_key(table: SourceTable) -> tuple[str, ...] | None:
+    """The columns to page a table by: its primary key, else a unique key with no NULLs."""
+    if table.primary_key:
+        return table.primary_key
+    for unique in table.unique_keys:
+        if all(not table.column(name).nullable for name in unique.columns):
+            return unique.columns
+    return None
+
+
+def estimated_rows(source: SourceConnection, table: SourceTable) -> int | None:
+    """InnoDB's estimate of the table's rows, for the ETA; None when unknown."""
+    with source.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (table.database, table.name),
+        )
+        row = cursor.fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def _chunks(
+    snapshot: ConsistentSnapshot,
+    member: SourceTable,
+    key: tuple[str, ...] | None,
+    after: tuple[object, ...] | None,
+    settings: BootstrapSettings,
+) -> Iterator[Chunk]:
+    if key is None:
+        return snapshot.whole(member, settings.chunk_size)
+    return snapshot.chunks(member, key, after=after, chunk_size=settings.chunk_size)
+
+
+def _started(
+    progress: TableProgress | None, position: BinlogPosition, source_id: str
+) -> TableProgress:
+    """Progress once a snapshot at ``position`` is open: streaming starts at the earliest
+    snapshot's position, and the watermark waits for the latest's."""
+    if progress is None:
+        return TableProgress(position, 0, last_order=0, source=source_id, hold_until=position)
+    hold = max(position, progress.hold_until or position)
+    return TableProgress(
+        position=min(progress.position, position),
+        watermark_ms=progress.watermark_ms,
+        last_order=progress.last_order,
+        source=progress.source,
+        gtid=progress.gtid,
+        hold_until=hold,
+    )
+
+
+def _columns(chunk: Chunk, member: SourceTable) -> list[list[object]]:
+    if not chunk.rows:
+        return [[] for _ in member.columns]
+    return [list(values) for values in zip(*chunk.rows, strict=True)]
+
+
+class _Metadata:
+    """The metadata columns of a snapshot's rows: all read at one instant and position."""
+
+    def __init__(self, member: SourceTable, snapshot: ConsistentSnapshot) -> None:
+        self._values = {
+            MetadataColumn.OPERATION: Operation.SNAPSHOT_READ.value,
+            MetadataColumn.EVENT_TIME: snapshot.read_at,
+            MetadataColumn.POSITION: str(snapshot.position),
+            MetadataColumn.SOURCE_DATABASE: member.database,
+            MetadataColumn.SOURCE_TABLE: member.name,
+            MetadataColumn.SCHEMA_VERSION: SCHEMA_VERSION,
+        }
+
+    def batch(self, schema: pa.Schema, data: list[pa.Array], last_order: int) -> pa.RecordBatch:
+        rows = len(data[0]) if data else 0
+        arrays = list(data)
+        for field_ in list(schema)[len(data) :]:
+            if field_.name == MetadataColumn.ORDER_KEY:
+                arrays.append(pa.array(range(last_order + 1, last_order + rows + 1), pa.int64()))
+            else:
+                arrays.append(pa.repeat(pa.scalar(self._values[field_.name], field_.type), rows))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)

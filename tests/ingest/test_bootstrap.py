@@ -1,0 +1,368 @@
+"""The bootstrap: existing rows land exactly once, lock-free, while writers keep writing.
+
+The check throughout: the changelog, merged (latest change per key by order, deletes applied),
+equals the source table, read with the same type mapping.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pymysql
+import pytest
+from pyiceberg.catalog import Catalog
+
+from ingest.bootstrap_state import BootstrapState
+from ingest.changelog import ChangelogTable
+from ingest.pipeline import build_runner
+from ingest.settings import IngestSettings
+from tests.ingest.pipelines import run_to_end, write_pipeline
+from tidemark.config import PipelineConfig, load_pipeline
+from tidemark.stack.endpoints import StackEndpoints
+
+if TYPE_CHECKING:
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+Row = dict[str, Any]
+SMALL_CHUNKS = "scan.incremental.snapshot.chunk.size: 100"
+
+
+def _orders(connection: Connection, rows: int, name: str = "orders") -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TABLE {name} (id INT PRIMARY KEY, item VARCHAR(40), qty INT NOT NULL)"
+        )
+        cursor.execute(
+            f"INSERT INTO {name} SELECT seq, CONCAT('item-', seq), seq % 7 FROM seq_1_to_{rows}"
+        )
+
+
+def _ingest_block(flush_rows: int, max_rate: int | None = None) -> str:
+    rate = f"    snapshot-max-rows-per-second: {max_rate}\n" if max_rate else ""
+    return f"tidemark:\n  ingest:\n    flush-rows: {flush_rows}\n{rate}"
+
+
+def _pipeline(
+    path: Path,
+    endpoints: StackEndpoints,
+    database: str,
+    namespace: str,
+    server_id: int,
+    *,
+    tables: str = "orders",
+    source_options: str = SMALL_CHUNKS,
+    extra: str = "",
+) -> Path:
+    return write_pipeline(
+        path,
+        endpoints,
+        database=database,
+        tables=tables,
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+        source_options=source_options,
+        extra=extra,
+    )
+
+
+def _settings(config: PipelineConfig) -> IngestSettings:
+    return IngestSettings.from_options(config.tidemark.ingest)
+
+
+class Workload:
+    """Random single-row inserts, updates (some moving a row to a new key) and deletes: in a
+    background thread inside ``with``, or a step at a time."""
+
+    def __init__(self, endpoints: StackEndpoints, database: str, keys: int, seed: int) -> None:
+        self._connection = pymysql.connect(
+            **endpoints.mariadb.admin_source().pymysql_settings(),
+            database=database,
+            autocommit=True,
+        )
+        self._random = random.Random(seed)
+        self._keys = keys
+        self._next_key = keys * 10
+        self._stop = threading.Event()
+        self.statements = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Workload:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self.close()
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def step(self) -> None:
+        key = self._random.randint(1, self._keys)
+        choice = self._random.random()
+        with self._connection.cursor() as cursor:
+            if choice < 0.5:
+                cursor.execute("UPDATE orders SET qty = qty + 1 WHERE id = %s", (key,))
+            elif choice < 0.65:
+                self._next_key += 1
+                cursor.execute("UPDATE orders SET id = %s WHERE id = %s", (self._next_key, key))
+            elif choice < 0.8:
+                cursor.execute("DELETE FROM orders WHERE id = %s", (key,))
+            else:  # re-inserts a deleted key, or does nothing
+                cursor.execute("INSERT IGNORE INTO orders VALUES (%s, 'new', 1)", (key,))
+        self.statements += 1
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.step()
+
+
+def merged(rows: list[Row], key: str = "id") -> dict[Any, Row]:
+    """The changelog applied in order: the latest image per key, deleted keys gone."""
+    state: dict[Any, Row] = {}
+    for row in sorted(rows, key=lambda r: r["_tm_order"]):
+        if row["_tm_op"] == "d":
+            state.pop(row[key], None)
+        else:
+            state[row[key]] = {k: v for k, v in row.items() if not k.startswith("_tm_")}
+    return state
+
+
+def source_rows(connection: Connection, table: str = "orders") -> dict[Any, Row]:
+    with connection.cursor(pymysql.cursors.DictCursor) as cursor:
+        cursor.execute(f"SELECT * FROM {table}")
+        return {row["id"]: dict(row) for row in cursor.fetchall()}
+
+
+def changelog(catalog: Catalog, namespace: str, table: str = "orders") -> list[Row]:
+    return catalog.load_table(f"{namespace}.{table}_changelog").scan().to_arrow().to_pylist()
+
+
+def bootstrap_states(catalog: Catalog, namespace: str, table: str = "orders") -> Iterator[Any]:
+    iceberg = catalog.load_table(f"{namespace}.{table}_changelog")
+    for snapshot in iceberg.snapshots():
+        summary = snapshot.summary.additional_properties if snapshot.summary else {}
+        yield summary
+
+
+def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 3000)
+    config = load_pipeline(
+        _pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            4401,
+            extra=_ingest_block(flush_rows=300, max_rate=2000),
+        )
+    )
+
+    with Workload(endpoints, source_database, keys=3000, seed=1) as workload:
+        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        during_bootstrap = workload.statements
+    run_to_end(runner, endpoints, 4401, max_seconds=120)
+
+    assert during_bootstrap > 20, "the workload must overlap the bootstrap"
+    rows = changelog(catalog, namespace)
+    snapshot_reads = [row["id"] for row in rows if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)), "a row was read twice"
+    assert merged(rows) == source_rows(admin_connection)
+    summaries = list(bootstrap_states(catalog, namespace))
+    bootstrap_commits = [s for s in summaries if "tidemark.bootstrap" in s]
+    assert len(bootstrap_commits) >= 10  # 3000 rows, committed every 300
+    assert {s["tidemark.watermark"] for s in bootstrap_commits} == {"0"}
+    assert int(summaries[-1]["tidemark.watermark"]) > 0
+
+
+def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exact(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 4000)
+    path = _pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        source_database,
+        namespace,
+        4402,
+        extra=_ingest_block(flush_rows=500, max_rate=1000),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        committed = _wait_for_bootstrap_rows(catalog, f"{namespace}.orders_changelog", 1000)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    workload = Workload(endpoints, source_database, keys=4000, seed=2)
+    for _ in range(300):  # changes in read and unread chunks, before the restart
+        workload.step()
+    workload.close()
+    config = load_pipeline(path)
+
+    runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+    run_to_end(runner, endpoints, 4402, max_seconds=120)
+
+    assert not committed.done
+    rows = changelog(catalog, namespace)
+    snapshot_reads = [row["id"] for row in rows if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)), "a finished chunk was read again"
+    assert merged(rows) == source_rows(admin_connection)
+
+
+def _wait_for_bootstrap_rows(catalog: Catalog, identifier: str, rows: int) -> BootstrapState:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            state = ChangelogTable(catalog.load_table(identifier)).bootstrap()
+        except Exception:  # the table is not created yet
+            state = None
+        if state is not None and state.rows >= rows:
+            return state
+        time.sleep(0.2)  # polling the catalog, not waiting for time to pass
+    raise AssertionError(f"{identifier} did not commit {rows} bootstrap rows within 90 s")
+
+
+def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 500)
+    _orders(admin_connection, 700, name="users")
+    options = f"{SMALL_CHUNKS}\nscan.newly-added-table.enabled: true"
+    first = load_pipeline(
+        _pipeline(
+            tmp_path / "a.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            4403,
+            tables="orders",
+            source_options=options,
+        )
+    )
+    runner = build_runner(first, catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, endpoints, 4403, max_seconds=60)
+    with admin_connection.cursor() as cursor:
+        cursor.execute("UPDATE orders SET qty = 100 WHERE id <= 10")
+        cursor.execute("UPDATE users SET qty = 100 WHERE id <= 10")  # before users is onboarded
+    orders_before = len(changelog(catalog, namespace))
+    second = load_pipeline(
+        _pipeline(
+            tmp_path / "b.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            4403,
+            tables=f"orders,{source_database}.users",
+            source_options=options,
+        )
+    )
+
+    runner = build_runner(second, catalog, reports=None, settings=IngestSettings())
+    with admin_connection.cursor() as cursor:
+        cursor.execute("DELETE FROM users WHERE id = 1")
+        cursor.execute("INSERT INTO orders VALUES (9999, 'late', 1)")
+    run_to_end(runner, endpoints, 4403, max_seconds=60)
+
+    orders = changelog(catalog, namespace)
+    users = changelog(catalog, namespace, "users")
+    assert len(orders) == orders_before + 10 + 1  # the streamed changes, no snapshot read
+    assert sum(1 for r in orders if r["_tm_op"] == "r") == 500  # not read again
+    assert sum(1 for r in users if r["_tm_op"] == "r") == 700
+    assert merged(orders) == source_rows(admin_connection)
+    assert merged(users) == source_rows(admin_connection, "users")
+
+
+def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE events (id INT, note VARCHAR(20))")
+        cursor.execute("INSERT INTO events SELECT seq, 'x' FROM seq_1_to_250")
+    config = load_pipeline(
+        _pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            4404,
+            tables="events",
+            extra=f"tidemark:\n  tables:\n    {namespace}.events:\n      unique-key: id\n",
+        )
+    )
+
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, endpoints, 4404, max_seconds=60)
+
+    assert "has no primary key or NOT NULL unique key" in caplog.text
+    rows = changelog(catalog, namespace, "events")
+    assert sorted(row["id"] for row in rows if row["_tm_op"] == "r") == list(range(1, 251))
+
+
+def test_snapshot_mode_reads_the_existing_rows_and_stops(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 300)
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="orders",
+        namespace=namespace,
+        server_id=4405,
+        startup="snapshot",
+    )
+
+    result = subprocess.run(
+        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
