@@ -34,7 +34,7 @@ def test_a_minor_version_with_new_fields_is_read() -> None:
     [
         (
             {"version": "2.0"},
-            "commit report version 2.0 is newer than this Tidemark understands (1.0); "
+            "commit report version 2.0 is newer than this Tidemark understands (1.1); "
             "upgrade the scheduler before the ingest",
         ),
         ({"table": "t"}, "commit report has no valid 'version' field: ''"),
