@@ -1,0 +1,144 @@
+"""Bootstrap benchmark: snapshot rows/s next to a plain SELECT, and what it costs the source.
+
+Run by ``make bench`` against the local stack, on a sysbench table of ``--rows`` rows:
+
+1. the physical limit: a plain ``SELECT *`` of the table through PyMySQL (rows counted only);
+2. the bootstrap (``scan.startup.mode: snapshot``) of the same table into a fresh changelog
+   table: consistent snapshot, key chunks, type mapping, Iceberg commits; and the process's peak
+   memory before and after, to show it does not grow with the table;
+3. sysbench ``oltp_write_only`` TPS for ``--seconds`` alone, then during a second bootstrap.
+
+Prints a markdown table. Figures, not assertions: nothing here fails on a slow machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymysql
+
+from bench.ingest_bench import parse_transactions, sysbench_args, sysbench_async
+from ingest.pipeline import build_runner
+from ingest.settings import IngestSettings
+from tidemark.catalog import load_catalog
+from tidemark.config import load_pipeline
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.pipeline_file import local_pipeline
+from tidemark.stack.settings import StackSettings
+from tidemark.stack.stack import Stack
+
+
+@dataclass
+class Result:
+    rows: int
+    select_rows_per_s: float
+    bootstrap_rows_per_s: float
+    peak_rss_mb_before: float
+    peak_rss_mb_after: float
+    tps_alone: float
+    tps_during: float
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows in the sysbench table")
+    parser.add_argument("--seconds", type=int, default=20, help="sysbench load per round")
+    args = parser.parse_args()
+    endpoints = Stack(StackSettings.from_env()).endpoints()
+    database = f"bench_{uuid.uuid4().hex[:6]}"
+    admin = endpoints.mariadb.admin_source()
+    with admin.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {database}")
+    prepare = [*sysbench_args(endpoints, database, 2), "prepare"]
+    prepare = [arg.replace("--table-size=100000", f"--table-size={args.rows}") for arg in prepare]
+    subprocess.run(prepare, check=True, capture_output=True)
+    result = run(endpoints, database, args.rows, args.seconds)
+    print(table(result))  # noqa: T201
+    return 0
+
+
+def run(endpoints: StackEndpoints, database: str, rows: int, seconds: int) -> Result:
+    select_rate = plain_select(endpoints, database)
+    peak_before = _peak_rss_mb()
+    with tempfile.TemporaryDirectory() as folder:
+        began = time.perf_counter()
+        bootstrap(endpoints, database, Path(folder), f"{database}_a")
+        bootstrap_rate = rows / (time.perf_counter() - began)
+        peak_after = _peak_rss_mb()
+        alone = _tps(endpoints, database, seconds)
+        during: list[float] = []
+        load = threading.Thread(target=lambda: during.append(_tps(endpoints, database, seconds)))
+        load.start()
+        bootstrap(endpoints, database, Path(folder), f"{database}_b")
+        load.join()
+    return Result(rows, select_rate, bootstrap_rate, peak_before, peak_after, alone, during[0])
+
+
+def plain_select(endpoints: StackEndpoints, database: str) -> float:
+    settings = endpoints.mariadb.admin_source().pymysql_settings()
+    conn = pymysql.connect(**settings, database=database)
+    cursor = pymysql.cursors.SSCursor(conn)
+    began = time.perf_counter()
+    cursor.execute("SELECT * FROM sbtest1")
+    count = 0
+    while batch := cursor.fetchmany(10_000):
+        count += len(batch)
+    elapsed = time.perf_counter() - began
+    conn.close()
+    return count / elapsed
+
+
+def bootstrap(endpoints: StackEndpoints, database: str, folder: Path, namespace: str) -> None:
+    path = folder / f"{namespace}.yaml"
+    path.write_text(
+        local_pipeline(
+            endpoints,
+            database=database,
+            tables="sbtest1",
+            namespace=namespace,
+            server_id=4980 + len(namespace) % 10,
+            startup="snapshot",
+        )
+    )
+    config = load_pipeline(path)
+    catalog = load_catalog(config.tidemark.catalog_name, endpoints.catalog.properties())
+    build_runner(config, catalog, reports=None, settings=IngestSettings())
+
+
+def _tps(endpoints: StackEndpoints, database: str, seconds: int) -> float:
+    load = sysbench_async(endpoints, database, threads=1, seconds=seconds)
+    return parse_transactions(load.communicate()[0]) / seconds
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def table(result: Result) -> str:
+    return "\n".join(
+        [
+            "| rows | plain SELECT rows/s | bootstrap rows/s (snapshot + Iceberg) "
+            "| bootstrap / SELECT | peak RSS before → after | sysbench TPS alone "
+            "| TPS during bootstrap | TPS loss |",
+            "|---|---|---|---|---|---|---|---|",
+            f"| {result.rows:,} | {result.select_rows_per_s:,.0f} "
+            f"| {result.bootstrap_rows_per_s:,.0f} "
+            f"| {result.bootstrap_rows_per_s / result.select_rows_per_s:.0%} "
+            f"| {result.peak_rss_mb_before:,.0f} → {result.peak_rss_mb_after:,.0f} MB "
+            f"| {result.tps_alone:,.0f} | {result.tps_during:,.0f} "
+            f"| {1 - result.tps_during / result.tps_alone:.0%} |",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
