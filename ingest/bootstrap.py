@@ -64,7 +64,7 @@ class SinkBootstrap:
 
 
 @dataclass
-class _Pacer:
+class Pacer:
     """Sleeps just enough to keep a reader under ``rate`` rows per second."""
 
     rate: float | None
@@ -139,7 +139,7 @@ class Bootstrapper:
             tinyint1_as_boolean=self.settings.tinyint1_as_boolean,
             normalisers=[select_column(column).normalise for column in member.columns],
         )
-        pacer = _Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
+        pacer = Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
         self.display.start(name, done.rows, estimated_rows(self.source, member))
         with ConsistentSnapshot(self.source) as snapshot:
             progress = _started(progress, snapshot.position, self.source_id)

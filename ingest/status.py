@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
+from ingest.bootstrap_state import BootstrapState
 from ingest.changelog import ChangelogTable
 from ingest.progress import TableProgress
 
@@ -21,6 +22,16 @@ class TableStatus:
     snapshot_id: int | None = None
     committed_at: datetime | None = None
     total_rows: int | None = None
+    #: the bootstrap's state while it runs; None once it is done (or there was none)
+    bootstrap: BootstrapState | None = None
+
+    def state(self) -> str | None:
+        """Why the table has no watermark yet, if that is the case."""
+        if self.bootstrap is not None:
+            return f"bootstrapping: {self.bootstrap.rows:,} rows read"
+        if self.progress is not None and self.progress.hold_until is not None:
+            return f"bootstrapped; streaming up to {self.progress.hold_until} to be consistent"
+        return None
 
     def watermark_lag_seconds(self, now: datetime) -> float | None:
         if self.progress is None or self.progress.watermark_ms <= 0:
@@ -38,12 +49,15 @@ def table_status(catalog: Catalog, sink: str, changelog: str) -> TableStatus:
         return TableStatus(sink, changelog, exists=True)
     summary = snapshot.summary.additional_properties if snapshot.summary else {}
     total = summary.get("total-records")
+    changelog_table = ChangelogTable(table)
+    bootstrap = changelog_table.bootstrap()
     return TableStatus(
         sink,
         changelog,
         exists=True,
-        progress=ChangelogTable(table).progress(),
+        progress=changelog_table.progress(),
         snapshot_id=snapshot.snapshot_id,
         committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
         total_rows=int(total) if total is not None else None,
+        bootstrap=None if bootstrap is None or bootstrap.done else bootstrap,
     )

@@ -6,6 +6,7 @@ equals the source table, read with the same type mapping.
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import signal
@@ -21,6 +22,7 @@ import pymysql
 import pytest
 from pyiceberg.catalog import Catalog
 
+from ingest.bootstrap_display import ProgressDisplay
 from ingest.bootstrap_state import BootstrapState
 from ingest.changelog import ChangelogTable
 from ingest.pipeline import build_runner
@@ -28,6 +30,7 @@ from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.pipeline_file import local_pipeline
 
 if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
@@ -366,3 +369,57 @@ def test_snapshot_mode_reads_the_existing_rows_and_stops(
 
     assert result.returncode == 0, result.stderr
     assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
+
+
+def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_line(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 400, name="orders_1")
+    _orders(admin_connection, 300, name="orders_2")
+    _orders(admin_connection, 500, name="users")
+    with admin_connection.cursor() as cursor:
+        cursor.execute("UPDATE orders_2 SET id = id + 1000")
+    text = local_pipeline(
+        endpoints,
+        database=source_database,
+        tables=f"orders_\\d,{source_database}.users",
+        namespace=namespace,
+        server_id=4406,
+        startup="initial",
+        source_options=SMALL_CHUNKS,
+    )
+    text = text.replace(
+        f"  - source-table: {source_database}.\\.*\n    sink-table: {namespace}.<>\n"
+        "    replace-symbol: <>\n",
+        f"  - source-table: {source_database}.orders_\\.*\n    sink-table: {namespace}.orders\n"
+        f"  - source-table: {source_database}.users\n    sink-table: {namespace}.users\n",
+    ).replace(f"  name: {namespace}\n", f"  name: {namespace}\n  parallelism: 2\n")
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    config = load_pipeline(path)
+    terminal = io.StringIO()
+    display = ProgressDisplay(terminal, interactive=True, clock=iter(range(10_000)).__next__)
+
+    runner = build_runner(
+        config, catalog, reports=None, settings=_settings(config), display=display
+    )
+    run_to_end(runner, endpoints, 4406, max_seconds=60)
+
+    orders = changelog(catalog, namespace)
+    shards = {
+        **source_rows(admin_connection, "orders_1"),
+        **source_rows(admin_connection, "orders_2"),
+    }
+    assert merged(orders) == shards
+    assert {(row["_tm_source_table"], row["_tm_op"]) for row in orders} == {
+        ("orders_1", "r"),
+        ("orders_2", "r"),
+    }
+    assert merged(changelog(catalog, namespace, "users")) == source_rows(admin_connection, "users")
+    assert f"{source_database}.orders_1: 100 rows" in terminal.getvalue()
+    assert "rows/s" in terminal.getvalue()

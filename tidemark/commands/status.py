@@ -35,6 +35,10 @@ def _status(args: argparse.Namespace) -> int:
             state = "no changelog table yet" if not status.exists else "no commits yet"
             lines.append(f"{sink.name:<32} {state}")
             continue
+        waiting = status.state()
+        if waiting is not None:
+            lines.append(f"{sink.name:<32} {waiting}")
+            continue
         lag = status.watermark_lag_seconds(now)
         watermark = datetime.fromtimestamp(status.progress.watermark_ms / 1000, UTC)
         lines.append(

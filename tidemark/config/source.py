@@ -81,7 +81,10 @@ MYSQL_OPTIONS = OptionSet(
         ),
         Option(
             "scan.incremental.snapshot.chunk.key-column",
-            no_effect=f"{_NOT_USED}: the snapshot is chunked by each table's merge key",
+            no_effect=(
+                f"{_NOT_USED}: the snapshot is chunked by each table's primary key (or a "
+                "NOT NULL unique key), which keeps every page a key range"
+            ),
         ),
         Option(
             "scan.incremental.close-idle-reader.enabled",
