@@ -17,6 +17,8 @@ Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to comm
   read commits later than the last one read, so no later transaction can have committed before
   second S. A caught-up reader learns more from the server's clock (``observe_caught_up``).
   Watermarks only ever grow.
+- A row with a value the lake cannot hold goes, with its payload and the reason, to the sink's
+  error table (``ingest.error_table``), a sink of its own with its own progress.
 - A statement that changes the structure of an onboarded table stops the assembler: rows after
   it would be decoded with the wrong schema.
 """
@@ -37,7 +39,8 @@ from ingest.binlog import (
     TransactionStarted,
 )
 from ingest.ddl import ChangedTable, TableChange, changed_tables
-from ingest.errors import SchemaChangeStopError
+from ingest.error_table import error_row, errors_sink
+from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
 from ingest.progress import TableProgress
 from tidemark.contracts import MetadataColumn, Operation
 from tidemark.source import BinlogPosition
@@ -220,16 +223,30 @@ class ChangeAssembler:
         check_held = self._may_hold(sink)
         for before, after in event.rows:
             for operation, image in _split(event.operation, before, after, binding.key_columns):
-                if check_held and self._already_held(sink):
+                try:
+                    row, target, held = convert(image), buffer, check_held
+                except UnconvertibleValueError as error:
+                    row, target, held = self._refused(sink, error, image)
+                if held and self._already_held(sink if target is buffer else errors_sink(sink)):
                     continue
-                row = convert(image)
                 row.update(metadata)
                 row[MetadataColumn.OPERATION] = operation.value
-                buffer.append(row)
+                target.append(row)
                 self._transaction_rows += 1
         if self._transaction_rows > self._max_transaction_rows:
             return self._flush_transaction_part()
         return None
+
+    def _refused(
+        self, sink: str, error: UnconvertibleValueError, image: Row
+    ) -> tuple[Row, list[Row], bool]:
+        """A row the lake cannot hold goes to the sink's error table (ingest.error_table)."""
+        errors = errors_sink(sink)
+        return (
+            error_row(error, image),
+            self._transaction.setdefault(errors, []),
+            self._may_hold(errors),
+        )
 
     def _may_hold(self, sink: str) -> bool:
         """Whether ``sink`` may already hold rows of the in-flight transaction (only right

@@ -11,7 +11,8 @@ resumes there) and holds its watermark until the stream passes the latest, ``P2`
 (``TableProgress.hold_until``). Every streamed change carries the whole row, so replaying
 ``(P1, P2]`` over rows read at ``P2`` ends, at ``P2``, in exactly the source's state; no window
 sees the table before then. A table with no key to page by is read whole in one snapshot and
-committed once (with a warning: it is held in memory, and a crash reads it again).
+committed once (with a warning: it is held in memory, and a crash reads it again). Rows the
+lake cannot hold go to the sink table's error table (``ingest.error_table``).
 
 Tables of different sink tables are read in parallel (``parallelism`` threads, each with its own
 snapshot); source tables routed to the same sink table one after another.
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pyarrow as pa
 
@@ -31,6 +33,8 @@ from ingest.assembler import SCHEMA_VERSION
 from ingest.bootstrap_display import BootstrapDisplay
 from ingest.bootstrap_state import BootstrapState, SourceTableBootstrap
 from ingest.changelog import ChangelogTable
+from ingest.error_table import error_row
+from ingest.errors import UnconvertibleValueError
 from ingest.progress import TableProgress
 from ingest.schema import SourceTable
 from ingest.select_values import select_column
@@ -91,6 +95,8 @@ class Bootstrapper:
     source_id: str
     settings: BootstrapSettings
     display: BootstrapDisplay
+    #: the error table of a sink table, created on first use (``ingest.error_table``)
+    open_errors: Callable[[str], ChangelogTable] | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     _results: dict[str, TableProgress] = field(default_factory=dict)
@@ -147,9 +153,10 @@ class Bootstrapper:
             batches: list[pa.RecordBatch] = []
             pending, after = 0, done.after
             for chunk in _chunks(snapshot, member, key, done.after, self.settings):
-                batch = metadata.batch(
-                    sink.table.schema, convert(_columns(chunk, member)), progress.last_order
-                )
+                data, refused = _convert(convert, chunk, member)
+                if refused:
+                    self._keep_refused(sink.sink, member, snapshot, refused)
+                batch = metadata.batch(sink.table.schema, data, progress.last_order)
                 progress = replace(progress, last_order=progress.last_order + batch.num_rows)
                 batches.append(batch)
                 pending += batch.num_rows
@@ -168,6 +175,32 @@ class Bootstrapper:
             sink.table.commit(rows, progress, state)
         self.display.finish(name)
         return progress, state
+
+    def _keep_refused(
+        self,
+        sink: str,
+        member: SourceTable,
+        snapshot: ConsistentSnapshot,
+        refused: list[tuple[UnconvertibleValueError, dict[str, Any]]],
+    ) -> None:
+        """Rows the lake cannot hold go to the error table, before the chunk they came in is
+        committed. A crash between the two commits writes them again: bootstrap error rows are
+        at least once (streamed ones exactly once)."""
+        if self.open_errors is None:
+            raise refused[0][0]
+        table = self.open_errors(sink)
+        previous = table.progress()
+        last_order = previous.last_order if previous is not None else 0
+        metadata = _Metadata(member, snapshot).values
+        rows = []
+        for error, image in refused:
+            last_order += 1
+            row = error_row(error, image) | metadata
+            row[MetadataColumn.ORDER_KEY] = last_order
+            rows.append(row)
+        position = min(snapshot.position, previous.position) if previous else snapshot.position
+        progress = TableProgress(position, 0, last_order=last_order, source=self.source_id)
+        table.commit(pa.Table.from_pylist(rows, schema=table.schema), progress)
 
 
 def paging_key(table: SourceTable) -> tuple[str, ...] | None:
@@ -222,17 +255,38 @@ def _started(
     )
 
 
-def _columns(chunk: Chunk, member: SourceTable) -> list[list[object]]:
-    if not chunk.rows:
+def _columns(rows: Sequence[tuple[Any, ...]], member: SourceTable) -> list[list[Any]]:
+    if not rows:
         return [[] for _ in member.columns]
-    return [list(values) for values in zip(*chunk.rows, strict=True)]
+    return [list(values) for values in zip(*rows, strict=True)]
+
+
+def _convert(
+    convert: Callable[[Sequence[list[Any]]], list[pa.Array]], chunk: Chunk, member: SourceTable
+) -> tuple[list[pa.Array], list[tuple[UnconvertibleValueError, dict[str, Any]]]]:
+    """The chunk's columns as Arrow arrays; rows that cannot be converted are left out and
+    returned with their error (found row by row, only when the chunk as a whole fails)."""
+    try:
+        return convert(_columns(chunk.rows, member)), []
+    except UnconvertibleValueError:
+        pass
+    kept, refused = [], []
+    names = [column.name for column in member.columns]
+    for row in chunk.rows:
+        try:
+            convert(_columns([row], member))
+        except UnconvertibleValueError as error:
+            refused.append((error, dict(zip(names, row, strict=True))))
+        else:
+            kept.append(row)
+    return convert(_columns(kept, member)), refused
 
 
 class _Metadata:
     """The metadata columns of a snapshot's rows: all read at one instant and position."""
 
     def __init__(self, member: SourceTable, snapshot: ConsistentSnapshot) -> None:
-        self._values = {
+        self.values: dict[str, Any] = {
             MetadataColumn.OPERATION: Operation.SNAPSHOT_READ.value,
             MetadataColumn.EVENT_TIME: snapshot.read_at,
             MetadataColumn.POSITION: str(snapshot.position),
@@ -248,5 +302,5 @@ class _Metadata:
             if field_.name == MetadataColumn.ORDER_KEY:
                 arrays.append(pa.array(range(last_order + 1, last_order + rows + 1), pa.int64()))
             else:
-                arrays.append(pa.repeat(pa.scalar(self._values[field_.name], field_.type), rows))
+                arrays.append(pa.repeat(pa.scalar(self.values[field_.name], field_.type), rows))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -57,6 +57,9 @@ class ChangelogTable:
     def identifier(self) -> str:
         return ".".join(self._table.name())
 
+    def current_snapshot(self) -> Snapshot | None:
+        return self._table.current_snapshot()
+
     def progress(self) -> TableProgress | None:
         """The progress recorded by the newest Tidemark commit (compactions are skipped)."""
         summary = self._newest_tidemark_summary()

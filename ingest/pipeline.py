@@ -15,6 +15,7 @@ from ingest.bootstrap import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap_display import BootstrapDisplay, ProgressDisplay
 from ingest.changelog import ChangelogTable, open_changelog
 from ingest.checks import run_startup_checks
+from ingest.error_table import errors_sink, load_error_table, open_error_table, sink_of
 from ingest.progress import TableProgress
 from ingest.runner import IngestRunner, ReportSink
 from ingest.schema import SourceTable, read_source_tables
@@ -91,8 +92,11 @@ def build_runner(
     source = config.source.connection()
     source_id = f"{source.host}:{source.port}"
     databases = sorted({database for database, _ in onboarding.bindings})
+    error_tables = _existing_error_tables(catalog, onboarding)
     progress = {sink: table.progress() for sink, table in onboarding.tables.items()}
     to_bootstrap = _to_bootstrap(config, onboarding, progress)
+    # an error table that lags its changelog table (a crash between their commits) is re-read
+    progress.update({errors: table.progress() for errors, table in error_tables.items()})
     if to_bootstrap:
         known = [p.position for p in progress.values() if p is not None]
         resume = min(known) if known else current_position(source)
@@ -102,6 +106,7 @@ def build_runner(
             source_id,
             _bootstrap_settings(config, settings),
             display or ProgressDisplay(),
+            open_errors=lambda sink: open_error_table(catalog, sink),
         )
         progress.update(bootstrapper.run(to_bootstrap))
         start = min(p.position for p in progress.values() if p is not None)
@@ -127,12 +132,23 @@ def build_runner(
     return IngestRunner(
         source=source,
         databases=databases,
-        tables=onboarding.tables,
+        tables={**onboarding.tables, **error_tables},
+        open_table=lambda errors: open_error_table(catalog, sink_of(errors)),
         assembler=assembler,
         reports=reports,
         settings=settings,
         server_clock=functools.partial(server_clock, source),
     )
+
+
+def _existing_error_tables(catalog: Catalog, onboarding: Onboarding) -> dict[str, ChangelogTable]:
+    """Error tables from earlier runs: their progress takes part in where reading resumes."""
+    found = {}
+    for sink in onboarding.tables:
+        table = load_error_table(catalog, sink)
+        if table is not None:
+            found[errors_sink(sink)] = table
+    return found
 
 
 def _to_bootstrap(

@@ -19,6 +19,7 @@ import pymysql
 from ingest.assembler import ChangeAssembler, Flush
 from ingest.binlog import BinlogReader, Heartbeat, StreamInterruptedError
 from ingest.changelog import ChangelogTable
+from ingest.error_table import is_errors_sink
 from ingest.errors import SchemaChangeStopError
 from ingest.reports import report_from_snapshot
 from ingest.settings import IngestSettings
@@ -51,6 +52,8 @@ class StopWhen:
 @dataclass
 class RunSummary:
     rows: int = 0
+    #: rows that went to error tables instead
+    errors: int = 0
     commits: int = 0
     reconnects: int = 0
     position: BinlogPosition | None = None
@@ -65,6 +68,7 @@ class IngestRunner:
         source: SourceConnection,
         databases: list[str],
         tables: Mapping[str, ChangelogTable],
+        open_table: Callable[[str], ChangelogTable] | None = None,
         assembler: ChangeAssembler,
         reports: ReportSink | None,
         settings: IngestSettings,
@@ -75,7 +79,8 @@ class IngestRunner:
     ) -> None:
         self._source = source
         self._databases = databases
-        self._tables = tables
+        self._tables = dict(tables)
+        self._open_table = open_table
         self._assembler = assembler
         self._reports = reports
         self._settings = settings
@@ -95,7 +100,9 @@ class IngestRunner:
         return self._assembler.held_until() or self._assembler.boundary
 
     def changelog_identifiers(self) -> list[str]:
-        return sorted(table.identifier for table in self._tables.values())
+        return sorted(
+            table.identifier for sink, table in self._tables.items() if not is_errors_sink(sink)
+        )
 
     def run(self, stop: StopWhen) -> RunSummary:
         started = self._clock()
@@ -191,15 +198,28 @@ class IngestRunner:
 
     def _commit(self, flush: Flush) -> None:
         for table_flush in flush.tables:
-            table = self._tables[table_flush.sink]
+            table = self._table(table_flush.sink)
             rows = pa.Table.from_pylist(table_flush.rows, schema=table.schema)
             snapshot = table.commit(rows, table_flush.progress)
-            self._summary.rows += len(table_flush.rows)
+            if is_errors_sink(table_flush.sink):
+                self._summary.errors += len(table_flush.rows)
+            else:
+                self._summary.rows += len(table_flush.rows)
             self._summary.commits += 1
             self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id
+            if is_errors_sink(table_flush.sink):
+                continue  # the scheduler waits for changelog tables only
             report = report_from_snapshot(table.identifier, snapshot)
             if self._reports is not None and report is not None:
                 self._reports.publish(report)
+
+    def _table(self, sink: str) -> ChangelogTable:
+        table = self._tables.get(sink)
+        if table is None:
+            if self._open_table is None:
+                raise KeyError(f"no changelog table for {sink}")
+            table = self._tables[sink] = self._open_table(sink)
+        return table
 
     def _log_progress(self, now: float) -> None:
         elapsed = now - self._last_progress_log

@@ -10,6 +10,7 @@ from pyiceberg.exceptions import NoSuchTableError
 
 from ingest.bootstrap_state import BootstrapState
 from ingest.changelog import ChangelogTable
+from ingest.error_table import load_error_table
 from ingest.progress import TableProgress
 
 
@@ -24,6 +25,8 @@ class TableStatus:
     total_rows: int | None = None
     #: the bootstrap's state while it runs; None once it is done (or there was none)
     bootstrap: BootstrapState | None = None
+    #: rows in the error table (``ingest.error_table``)
+    errors: int = 0
 
     def state(self) -> str | None:
         """Why the table has no watermark yet, if that is the case."""
@@ -60,4 +63,13 @@ def table_status(catalog: Catalog, sink: str, changelog: str) -> TableStatus:
         committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
         total_rows=int(total) if total is not None else None,
         bootstrap=None if bootstrap is None or bootstrap.done else bootstrap,
+        errors=_error_rows(catalog, sink),
     )
+
+
+def _error_rows(catalog: Catalog, sink: str) -> int:
+    table = load_error_table(catalog, sink)
+    snapshot = table.current_snapshot() if table is not None else None
+    if snapshot is None or snapshot.summary is None:
+        return 0
+    return int(snapshot.summary.additional_properties.get("total-records", 0))

@@ -180,9 +180,9 @@ def test_status_shows_each_tables_watermark_and_position(
     assert main(["status", str(config.path)]) == 0
 
     [header, line] = capsys.readouterr().out.splitlines()
-    assert header.split() == ["sink", "table", "watermark", "lag", "rows", "position"]
+    assert header.split() == ["sink", "table", "watermark", "lag", "rows", "errors", "position"]
     assert line.startswith(f"{namespace}.orders ")
-    assert line.endswith(f" 1  {end}")
+    assert line.endswith(f" 1       0  {end}")
 
 
 def test_each_commit_is_reported_to_kafka_in_order(

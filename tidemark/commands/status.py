@@ -28,7 +28,9 @@ def _status(args: argparse.Namespace) -> int:
     source = config.source.connection()
     plan = build_plan(config, read_tables(source, config.source.captures))
     now = datetime.now(UTC)
-    lines = [f"{'sink table':<32} {'watermark':<29} {'lag':>9} {'rows':>10}  position"]
+    lines = [
+        f"{'sink table':<32} {'watermark':<29} {'lag':>9} {'rows':>10} {'errors':>7}  position"
+    ]
     for sink in plan.sinks:
         status = table_status(catalog, sink.name, sink.changelog)
         if status.progress is None:
@@ -43,7 +45,8 @@ def _status(args: argparse.Namespace) -> int:
         watermark = datetime.fromtimestamp(status.progress.watermark_ms / 1000, UTC)
         lines.append(
             f"{sink.name:<32} {watermark.isoformat(timespec='milliseconds'):<29} "
-            f"{_seconds(lag):>9} {status.total_rows or 0:>10}  {status.progress.position}"
+            f"{_seconds(lag):>9} {status.total_rows or 0:>10} {status.errors:>7}  "
+            f"{status.progress.position}"
         )
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
