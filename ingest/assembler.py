@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 from ingest.binlog import (
     BinlogEvent,
@@ -42,19 +43,38 @@ from ingest.ddl import ChangedTable, TableChange, changed_tables
 from ingest.error_table import error_row, errors_sink
 from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
 from ingest.progress import TableProgress
+from ingest.schema import SourceTable
 from tidemark.contracts import MetadataColumn, Operation
 from tidemark.source import BinlogPosition
 
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-_CANNOT_EVOLVE = (
-    "Tidemark cannot evolve schemas yet: re-bootstrap the table with scan.startup.mode: "
-    "initial, or remove it from 'tables'"
+_CANNOT_FOLLOW = (
+    "Tidemark cannot follow this change yet: re-bootstrap the table (drop its changelog table, "
+    "start with scan.startup.mode: initial), or remove it from 'tables'"
 )
 _RESTART_TO_ONBOARD = (
     "Start ingest again: it onboards the table and reads it from this point, losing nothing"
 )
+
+
+class StructureChanges(Protocol):
+    """Told about statements that change an onboarded table (``ingest.schema_tracker``)."""
+
+    def altered(self, database: str, table: str) -> None:
+        """ALTER TABLE: may record a new structure, or raise ``SchemaChangeStopError``."""
+
+    def dropped(self, database: str, table: str) -> bool:
+        """DROP TABLE: whether ingest must stop (``schema.change.behavior: exception``)."""
+
+
+class _StopOnEveryChange:
+    def altered(self, database: str, table: str) -> None:
+        raise SchemaChangeStopError(f"the binlog changes the structure of {database}.{table}")
+
+    def dropped(self, database: str, table: str) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
@@ -64,6 +84,8 @@ class Binding:
     sink: str
     key_columns: tuple[str, ...]
     convert: Callable[[Row], Row] = lambda row: row
+    #: told the structure each row event's TABLE_MAP describes, before its rows are converted
+    observe: Callable[[SourceTable], None] | None = None
 
 
 Router = Callable[[str, str], Binding | None]
@@ -101,8 +123,10 @@ class ChangeAssembler:
         source: str,
         initial_watermark_ms: int,
         max_transaction_rows: int = 100_000,
+        structure: StructureChanges | None = None,
     ) -> None:
         self._router = router
+        self._structure = structure or _StopOnEveryChange()
         self._captures = captures
         self._progress = dict(progress)
         # What each table held when reading (re)started: rows of the transactions before
@@ -161,6 +185,11 @@ class ChangeAssembler:
         return self._watermark_ms
 
     @property
+    def last_seen(self) -> BinlogPosition:
+        """The position after the last event taken."""
+        return self._last_seen
+
+    @property
     def boundary(self) -> BinlogPosition:
         """The last transaction boundary: everything committed before it has been read."""
         return self._boundary
@@ -212,6 +241,8 @@ class ChangeAssembler:
             return None
         self._in_transaction = True
         sink, convert = binding.sink, binding.convert
+        if binding.observe is not None and event.structure is not None:
+            binding.observe(event.structure)
         buffer = self._transaction.setdefault(sink, [])
         metadata: Row = {
             MetadataColumn.EVENT_TIME: datetime.fromtimestamp(event.event_time_ms / 1000, UTC),
@@ -229,7 +260,8 @@ class ChangeAssembler:
                     row, target, held = self._refused(sink, error, image)
                 if held and self._already_held(sink if target is buffer else errors_sink(sink)):
                     continue
-                row.update(metadata)
+                for column, value in metadata.items():
+                    row.setdefault(column, value)  # the converter may set the schema version
                 row[MetadataColumn.OPERATION] = operation.value
                 target.append(row)
                 self._transaction_rows += 1
@@ -303,9 +335,25 @@ class ChangeAssembler:
                 # are checked against it); a new table the patterns select must be onboarded.
                 if not onboarded and self._captures(change.database, change.table):
                     return f"new table {name} matches 'tables'", _RESTART_TO_ONBOARD
-            elif onboarded:
-                reason = f"the binlog changes the structure of onboarded table {name}"
-                return reason, _CANNOT_EVOLVE
+            elif not onboarded:
+                continue
+            elif change.change is TableChange.ALTER:
+                try:
+                    self._structure.altered(change.database, change.table)
+                except SchemaChangeStopError as error:
+                    return str(error), _CANNOT_FOLLOW
+            elif change.change is TableChange.DROP:
+                if self._structure.dropped(change.database, change.table):
+                    return f"onboarded table {name} was dropped", _CANNOT_FOLLOW
+                logger.warning("%s was dropped; its changelog table keeps what it holds", name)
+            elif change.change is TableChange.TRUNCATE:
+                reason = (
+                    f"onboarded table {name} was truncated (its rows vanish without row "
+                    "events, which the changelog cannot show yet)"
+                )
+                return reason, _CANNOT_FOLLOW
+            else:
+                return f"onboarded table {name} was renamed", _CANNOT_FOLLOW
         return None
 
     def _flush_transaction_part(self) -> Flush:

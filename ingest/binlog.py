@@ -22,7 +22,8 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from ingest import binlog_decoding
+from ingest import binlog_decoding, table_map
+from ingest.schema import SourceTable
 from tidemark.contracts import Operation
 from tidemark.errors import TransientError
 from tidemark.source import BinlogPosition, SourceConnection
@@ -60,6 +61,8 @@ class RowsChanged:
     #: just after this event; rows of one event share it
     position: BinlogPosition
     event_time_ms: int
+    #: the table's structure as this event's TABLE_MAP describes it (``ingest.table_map``)
+    structure: SourceTable | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,8 @@ class BinlogReader:
             slave_heartbeat=heartbeat_seconds,
             pymysql_wrapper=_SingleStreamConnection(),
         )
+        # TABLE_MAP column lists (kept alive, so their ids stay unique) -> their structure
+        self._structures: dict[int, tuple[list[Any], SourceTable]] = {}
 
     def events(self) -> Iterator[BinlogEvent]:
         try:
@@ -166,6 +171,7 @@ class BinlogReader:
                 rows=[_images(operation, row) for row in event.rows],
                 position=position,
                 event_time_ms=time_ms,
+                structure=self._structure(event),
             )
         if isinstance(event, XidEvent):
             return TransactionCommitted(position, time_ms)
@@ -176,6 +182,20 @@ class BinlogReader:
         if isinstance(event, HeartbeatLogEvent):
             return Heartbeat(position)
         return None
+
+    def _structure(self, event: Any) -> SourceTable | None:
+        columns = event.columns
+        known = self._structures.get(id(columns))
+        if known is not None and known[0] is columns:
+            return known[1]
+        try:
+            described = table_map.structure(event.schema, event.table, columns)
+        except ValueError:
+            return None  # a type only information_schema can describe
+        if len(self._structures) > 10_000:
+            self._structures.clear()
+        self._structures[id(columns)] = (columns, described)
+        return described
 
 
 def _query(event: Any, position: BinlogPosition, time_ms: int) -> BinlogEvent | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -65,6 +65,8 @@ class SinkBootstrap:
     sink: str
     table: ChangelogTable
     members: Sequence[SourceTable]
+    #: each member's schema version (``ingest.schema_history``)
+    versions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,14 +151,15 @@ class Bootstrapper:
         self.display.start(name, done.rows, estimated_rows(self.source, member))
         with ConsistentSnapshot(self.source) as snapshot:
             progress = _started(progress, snapshot.position, self.source_id)
-            metadata = _Metadata(member, snapshot)
+            metadata = _Metadata(member, snapshot, sink.versions.get(name, SCHEMA_VERSION))
+            names = [column.name for column in member.columns]
             batches: list[pa.RecordBatch] = []
             pending, after = 0, done.after
             for chunk in _chunks(snapshot, member, key, done.after, self.settings):
                 data, refused = _convert(convert, chunk, member)
                 if refused:
                     self._keep_refused(sink.sink, member, snapshot, refused)
-                batch = metadata.batch(sink.table.schema, data, progress.last_order)
+                batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
                 progress = replace(progress, last_order=progress.last_order + batch.num_rows)
                 batches.append(batch)
                 pending += batch.num_rows
@@ -191,7 +194,7 @@ class Bootstrapper:
         table = self.open_errors(sink)
         previous = table.progress()
         last_order = previous.last_order if previous is not None else 0
-        metadata = _Metadata(member, snapshot).values
+        metadata = _Metadata(member, snapshot, SCHEMA_VERSION).values
         rows = []
         for error, image in refused:
             last_order += 1
@@ -285,22 +288,32 @@ def _convert(
 class _Metadata:
     """The metadata columns of a snapshot's rows: all read at one instant and position."""
 
-    def __init__(self, member: SourceTable, snapshot: ConsistentSnapshot) -> None:
+    def __init__(self, member: SourceTable, snapshot: ConsistentSnapshot, version: int) -> None:
         self.values: dict[str, Any] = {
             MetadataColumn.OPERATION: Operation.SNAPSHOT_READ.value,
             MetadataColumn.EVENT_TIME: snapshot.read_at,
             MetadataColumn.POSITION: str(snapshot.position),
             MetadataColumn.SOURCE_DATABASE: member.database,
             MetadataColumn.SOURCE_TABLE: member.name,
-            MetadataColumn.SCHEMA_VERSION: SCHEMA_VERSION,
+            MetadataColumn.SCHEMA_VERSION: version,
         }
 
-    def batch(self, schema: pa.Schema, data: list[pa.Array], last_order: int) -> pa.RecordBatch:
+    def batch(
+        self, schema: pa.Schema, names: Sequence[str], data: list[pa.Array], last_order: int
+    ) -> pa.RecordBatch:
+        """The changelog's columns, by name: the member's data, then metadata; NULL for a column
+        the member does not have (another shard's, or one the source dropped)."""
         rows = len(data[0]) if data else 0
-        arrays = list(data)
-        for field_ in list(schema)[len(data) :]:
-            if field_.name == MetadataColumn.ORDER_KEY:
+        given = dict(zip(names, data, strict=True))
+        arrays = []
+        for field_ in schema:
+            array = given.get(field_.name)
+            if array is not None:
+                arrays.append(array if array.type.equals(field_.type) else array.cast(field_.type))
+            elif field_.name == MetadataColumn.ORDER_KEY:
                 arrays.append(pa.array(range(last_order + 1, last_order + rows + 1), pa.int64()))
-            else:
+            elif field_.name in self.values:
                 arrays.append(pa.repeat(pa.scalar(self.values[field_.name], field_.type), rows))
+            else:
+                arrays.append(pa.nulls(rows, field_.type))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

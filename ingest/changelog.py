@@ -8,7 +8,7 @@ partitioned by day of event time. Ingest only ever appends (DESIGN.md 3.1).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
@@ -18,7 +18,6 @@ from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from pyiceberg.transforms import DayTransform
 
 from ingest.bootstrap_state import BootstrapState
-from ingest.errors import SchemaChangeStopError
 from ingest.progress import TableProgress
 from tidemark.contracts import MetadataColumn
 
@@ -56,6 +55,25 @@ class ChangelogTable:
     @property
     def identifier(self) -> str:
         return ".".join(self._table.name())
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self._table.properties)
+
+    def data_schema(self) -> pa.Schema:
+        """The source columns, without Tidemark's metadata columns."""
+        return pa.schema([field for field in self.schema if field.name not in METADATA_NAMES])
+
+    def evolve(
+        self, add: Sequence[pa.Field], widen: Sequence[pa.Field], properties: Mapping[str, str]
+    ) -> None:
+        """Add columns, widen types and set properties, in one commit (``ingest.evolution``)."""
+        with self._table.transaction() as transaction:
+            if add or widen:
+                with transaction.update_schema() as update:
+                    update.union_by_name(pa.schema([*add, *widen]))
+            transaction.set_properties(dict(properties))
+        self.schema = self._table.schema().as_arrow()
 
     def current_snapshot(self) -> Snapshot | None:
         return self._table.current_snapshot()
@@ -103,12 +121,10 @@ def open_changelog(
 ) -> ChangelogTable:
     """The changelog table ``identifier`` (``namespace.name``), created if it does not exist."""
     try:
-        existing = ChangelogTable(catalog.load_table(identifier))
+        # its columns against the source's: ingest.schema_tracker, at start-up
+        return ChangelogTable(catalog.load_table(identifier))
     except NoSuchTableError:
         pass
-    else:
-        _check_columns(existing, changelog_schema(data))
-        return existing
     namespace = identifier.rsplit(".", 1)[0]
     catalog.create_namespace_if_not_exists(namespace)
     logger.info("Creating changelog table %s", identifier)
@@ -120,15 +136,3 @@ def open_changelog(
         with transaction.update_spec() as spec:
             spec.add_field(MetadataColumn.EVENT_TIME, DayTransform(), "event_day")
     return ChangelogTable(catalog.load_table(identifier))
-
-
-def _check_columns(table: ChangelogTable, expected: pa.Schema) -> None:
-    """The source's columns must still be the changelog's: rows are written by column name,
-    and a column added or dropped while ingest was stopped would otherwise vanish silently."""
-    if table.schema.names != expected.names:
-        raise SchemaChangeStopError(
-            f"the columns of {table.identifier} ({', '.join(table.schema.names)}) are not those "
-            f"the source has now ({', '.join(expected.names)}): the source table changed while "
-            "ingest was stopped. Tidemark cannot evolve schemas yet: re-bootstrap the table "
-            "(drop the changelog table and start with scan.startup.mode: initial)"
-        )

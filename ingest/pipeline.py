@@ -19,9 +19,10 @@ from ingest.error_table import errors_sink, load_error_table, open_error_table, 
 from ingest.progress import TableProgress
 from ingest.runner import IngestRunner, ReportSink
 from ingest.schema import SourceTable, read_source_tables
+from ingest.schema_tracker import SchemaTracker, StructureFollower, TrackerOptions
 from ingest.settings import IngestSettings
 from ingest.start import start_position
-from ingest.types import arrow_schema, row_converter
+from ingest.types import arrow_schema
 from tidemark.config.inventory import read_tables
 from tidemark.config.model import PipelineConfig, StartupMode, reveal
 from tidemark.config.plan import Plan, build_plan
@@ -39,6 +40,8 @@ class Onboarding:
     sources: dict[tuple[str, str], SourceTable]
     tables: dict[str, ChangelogTable]
     bindings: dict[tuple[str, str], Binding]
+    #: per physical source table
+    trackers: dict[str, SchemaTracker]
 
     def route(self, database: str, table: str) -> Binding | None:
         return self.bindings.get((database, table))
@@ -60,23 +63,34 @@ def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
     names = [_split(o.source) for o in plan.onboarded]
     with source.connect() as conn:
         sources = read_source_tables(conn, names)
-    time_zone = config.source.server_time_zone
     booleans = config.source.treat_tinyint1_as_boolean
+    options = TrackerOptions(
+        behavior=config.pipeline.schema_change_behavior,
+        allowed=config.sink.schema_changes,
+        server_time_zone=config.source.server_time_zone,
+        tinyint1_as_boolean=booleans,
+    )
     tables: dict[str, ChangelogTable] = {}
     bindings: dict[tuple[str, str], Binding] = {}
+    trackers: dict[str, SchemaTracker] = {}
     for sink in plan.sinks:
         members = [sources[_split(name)] for name in sink.sources]
         schema = _shared_schema(sink.name, members, booleans)
-        tables[sink.name] = open_changelog(
+        table = open_changelog(
             catalog, sink.changelog, schema, reveal(config.sink.table_properties)
         )
+        tables[sink.name] = table
+        tracker = SchemaTracker(source, table, options)
         for member in members:
+            tracker.start(member, since="start-up")
+            trackers[member.table_id] = tracker
             bindings[(member.database, member.name)] = Binding(
                 sink=sink.name,
                 key_columns=sink.key,
-                convert=row_converter(member, time_zone, tinyint1_as_boolean=booleans),
+                convert=tracker.converter(member.table_id),
+                observe=tracker.observer(member.table_id),
             )
-    return Onboarding(plan, sources, tables, bindings)
+    return Onboarding(plan, sources, tables, bindings, trackers)
 
 
 def build_runner(
@@ -128,7 +142,10 @@ def build_runner(
         source=source_id,
         initial_watermark_ms=0,
         max_transaction_rows=settings.max_transaction_rows,
+        structure=StructureFollower(onboarding.trackers, config.pipeline.schema_change_behavior),
     )
+    for tracker in onboarding.trackers.values():
+        tracker.locate = lambda: str(assembler.last_seen)
     return IngestRunner(
         source=source,
         databases=databases,
@@ -171,7 +188,11 @@ def _to_bootstrap(
         fresh = progress[sink.name] is None and bootstrap_mode
         if unfinished or (fresh and (new_pipeline or config.source.scan_newly_added_tables)):
             members = [onboarding.sources[_split(name)] for name in sink.sources]
-            chosen.append(SinkBootstrap(sink.name, table, members))
+            versions = {
+                m.table_id: onboarding.trackers[m.table_id].latest(m.table_id).version
+                for m in members
+            }
+            chosen.append(SinkBootstrap(sink.name, table, members, versions))
     return chosen
 
 

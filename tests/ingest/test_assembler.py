@@ -264,6 +264,44 @@ def test_ddl_on_an_onboarded_table_stops_with_the_statement() -> None:
         changes.on_event(TransactionStarted("0-1-10", at(211)))
 
 
+class Follower:
+    """Records the structure statements it is told about; stops on DROP when told to."""
+
+    def __init__(self, stop_on_drop: bool) -> None:
+        self.altered_tables: list[str] = []
+        self._stop_on_drop = stop_on_drop
+
+    def altered(self, database: str, table: str) -> None:
+        self.altered_tables.append(f"{database}.{table}")
+
+    def dropped(self, database: str, table: str) -> bool:
+        return self._stop_on_drop
+
+
+@pytest.mark.parametrize(("stop_on_drop", "stops"), [(False, False), (True, True)])
+def test_a_followed_alter_goes_on_and_a_drop_stops_only_when_the_behavior_says(
+    stop_on_drop: bool, stops: bool
+) -> None:
+    follower = Follower(stop_on_drop)
+    changes = ChangeAssembler(
+        router=route,
+        captures=lambda database, table: database == "shop",
+        progress={},
+        start=START,
+        source="db:3306",
+        initial_watermark_ms=0,
+        structure=follower,
+    )
+
+    changes.on_event(StatementExecuted("shop", "ALTER TABLE orders ADD x INT", at(210), T0))
+    changes.on_event(StatementExecuted("shop", "DROP TABLE users", at(220), T0))
+
+    assert follower.altered_tables == ["shop.orders"]
+    assert (changes.stop_error() is not None) is stops
+    if not stops:
+        assert changes.boundary == at(220)
+
+
 def test_ddl_on_other_tables_moves_the_boundary() -> None:
     changes = assembler()
 

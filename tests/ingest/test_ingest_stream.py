@@ -12,7 +12,6 @@ import pytest
 from confluent_kafka import Consumer
 from pyiceberg.catalog import Catalog
 
-from ingest.errors import SchemaChangeStopError
 from ingest.pipeline import build_runner
 from ingest.progress import TableProgress
 from ingest.runner import StopWhen
@@ -103,31 +102,6 @@ def _pipeline(
             **options,
         )
     )
-
-
-def test_ddl_on_an_onboarded_table_stops_ingest_after_committing_what_came_before(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    orders: Connection,
-    tmp_path: Path,
-) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace)
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    with orders.cursor() as cursor:
-        cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
-        cursor.execute("ALTER TABLE orders ADD COLUMN note TEXT")
-        cursor.execute("INSERT INTO orders VALUES (2, 'teapot', 2, 'after the change')")
-    end = current_position(endpoints.mariadb.cdc_source(4302))
-
-    with pytest.raises(SchemaChangeStopError) as stop:
-        runner.run(StopWhen(until_position=end, max_seconds=60))
-
-    assert "ALTER TABLE orders ADD COLUMN note TEXT" in str(stop.value)
-    assert f"onboarded table {source_database}.orders" in str(stop.value)
-    rows = changelog_rows(catalog, namespace)
-    assert [row["id"] for row in rows] == [1]
 
 
 @pytest.fixture
@@ -244,28 +218,6 @@ def consume_reports(endpoints: StackEndpoints, topic: str, count: int) -> list[C
     finally:
         consumer.close()
     return reports
-
-
-def test_a_column_added_while_ingest_was_stopped_is_refused_at_start(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    orders: Connection,
-    tmp_path: Path,
-) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace)
-    build_runner(config, catalog, reports=None, settings=IngestSettings())  # creates the table
-    with orders.cursor() as cursor:
-        cursor.execute("ALTER TABLE orders ADD COLUMN note TEXT")
-
-    with pytest.raises(SchemaChangeStopError) as refused:
-        build_runner(config, catalog, reports=None, settings=IngestSettings())
-
-    assert str(refused.value).startswith(
-        f"the columns of {namespace}.orders_changelog (id, item, qty, _tm_op,"
-    )
-    assert "(id, item, qty, note, _tm_op," in str(refused.value)
 
 
 def test_an_idle_tables_watermark_keeps_moving(

@@ -1,0 +1,244 @@
+"""Follows the structure of the source tables feeding one changelog table.
+
+Each source table's rows are converted with the structure they were written with
+(``ingest.schema_history``). A row image whose columns no known version has means the table
+changed: the tracker reads the table's structure from ``information_schema`` and, if it has
+exactly the row's columns, decides with ``ingest.evolution`` what the change does to the
+changelog table, applies it (columns and history in one Iceberg commit) and goes on. If the
+server's table has other columns still (it changed again since), ingest stops with the fix:
+nothing is decoded with a guessed structure.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
+
+from ingest.changelog import ChangelogTable
+from ingest.errors import SchemaChangeStopError
+from ingest.evolution import diff, plan_evolution
+from ingest.schema import SourceTable, read_source_tables
+from ingest.schema_history import SchemaVersion, read_versions, versions_property
+from ingest.types import Row, arrow_schema, row_converter
+from tidemark.config.model import SchemaChangeBehavior, SchemaChangeType
+from tidemark.contracts import MetadataColumn
+from tidemark.source import SourceConnection
+
+logger = logging.getLogger(__name__)
+
+Converter = Callable[[Row], Row]
+
+
+@dataclass(frozen=True)
+class TrackerOptions:
+    behavior: SchemaChangeBehavior = SchemaChangeBehavior.LENIENT
+    allowed: Collection[SchemaChangeType] = tuple(SchemaChangeType)
+    server_time_zone: str | None = None
+    tinyint1_as_boolean: bool = True
+
+
+class SchemaTracker:
+    """One per changelog table; ``converter(source table)`` is what the assembler calls."""
+
+    def __init__(
+        self,
+        source: SourceConnection,
+        changelog: ChangelogTable,
+        options: TrackerOptions,
+        locate: Callable[[], str] = lambda: "start-up",
+    ) -> None:
+        self._source = source
+        self._changelog = changelog
+        self._options = options
+        #: where the stream is, to record where a new structure took effect
+        self.locate = locate
+        self._versions: dict[str, list[SchemaVersion]] = {}
+        #: the structure the latest row event's TABLE_MAP described, per source table
+        self._mapped: dict[str, SourceTable] = {}
+        #: tables altered since their last row: their next table map is compared by type
+        self._retype_check: set[str] = set()
+        self._converters: dict[tuple[str, int], Converter] = {}
+
+    def start(self, table: SourceTable, since: str) -> None:
+        """Take the table's structure at start-up: the first version, or a change made while
+        ingest was stopped."""
+        versions = read_versions(self._changelog.properties, table.table_id)
+        self._versions[table.table_id] = versions
+        if versions and versions[-1].table == table:
+            return
+        if not versions:
+            self._check_legacy(table)
+        self._record(table, since, started=True)
+
+    def observer(self, table_id: str) -> Callable[[SourceTable], None]:
+        def observe(structure: SourceTable) -> None:
+            self._mapped[table_id] = structure
+
+        return observe
+
+    def converter(self, table_id: str) -> Converter:
+        def convert(row: Row) -> Row:
+            version = self._version_of(table_id, row)
+            out = self._convert_with(table_id, version)(row)
+            out[MetadataColumn.SCHEMA_VERSION] = version.version
+            return out
+
+        return convert
+
+    def latest(self, table_id: str) -> SchemaVersion:
+        return self._versions[table_id][-1]
+
+    def altered(self, table_id: str) -> None:
+        """An ALTER TABLE went by. A change of column names shows in the next row images; a
+        change of types alone does not, so the next row's table map is compared by type."""
+        self._retype_check.add(table_id)
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _version_of(self, table_id: str, row: Row) -> SchemaVersion:
+        versions = self._versions[table_id]
+        latest = versions[-1]
+        if row.keys() == latest.column_names:
+            if table_id in self._retype_check:
+                return self._check_types(table_id, latest)
+            return latest
+        names = frozenset(row)
+        for version in reversed(versions):
+            if version.column_names == names:
+                return version  # a row from before a change, read again after a restart
+        return self._follow_change(table_id, names)
+
+    def _check_types(self, table_id: str, latest: SchemaVersion) -> SchemaVersion:
+        self._retype_check.discard(table_id)
+        mapped = self._mapped.get(table_id)
+        if mapped is None:
+            return latest
+        structure = _carried_over(mapped, latest.table)
+        if structure.columns == latest.table.columns:
+            return latest
+        return self._record(structure, self.locate(), started=False)
+
+    def _read(self, table_id: str) -> SourceTable | None:
+        database, name = table_id.split(".", 1)
+        with self._source.connect() as conn:
+            return read_source_tables(conn, [(database, name)]).get((database, name))
+
+    def _follow_change(self, table_id: str, names: frozenset[str]) -> SchemaVersion:
+        now = self._read(table_id)
+        if now is not None and frozenset(c.name for c in now.columns) == names:
+            return self._record(now, self.locate(), started=False)
+        mapped = self._mapped.get(table_id)
+        if mapped is not None and frozenset(c.name for c in mapped.columns) == names:
+            # The server's table changed again since: the row's own table map describes it.
+            logger.warning(
+                "%s: the rows at %s were written with columns the server's table no longer "
+                "has; their structure is taken from the binlog's table map (see "
+                "ingest/table_map.py for what it cannot tell)",
+                table_id,
+                self.locate(),
+            )
+            return self._record(
+                _carried_over(mapped, self.latest(table_id).table), self.locate(), started=False
+            )
+        server = "no such table" if now is None else ", ".join(c.name for c in now.columns)
+        raise SchemaChangeStopError(
+            f"rows of {table_id} now have the columns {', '.join(sorted(names))}, but the "
+            f"server's table has {server}, and the binlog has no table map for them "
+            "(binlog_row_metadata must be FULL). Ingest stopped with everything before them "
+            "committed; re-bootstrap the table (drop its changelog table, start with "
+            "scan.startup.mode: initial)"
+        )
+
+    def _record(self, table: SourceTable, since: str, *, started: bool) -> SchemaVersion:
+        versions = self._versions[table.table_id]
+        options = self._options
+        new = arrow_schema(table, tinyint1_as_boolean=options.tinyint1_as_boolean)
+        if versions:
+            old = arrow_schema(versions[-1].table, tinyint1_as_boolean=options.tinyint1_as_boolean)
+        else:
+            old = new
+        change = diff(old, new)
+        plan = plan_evolution(
+            table.table_id,
+            change,
+            options.behavior,
+            options.allowed,
+            self._changelog.data_schema(),
+        )
+        if plan.refusal is not None:
+            raise SchemaChangeStopError(plan.refusal)
+        version = SchemaVersion(len(versions) + 1, since, table)
+        self._changelog.evolve(
+            plan.add, plan.widen, versions_property(table.table_id, [*versions, version])
+        )
+        versions.append(version)
+        if not change.empty:
+            logger.warning(
+                "%s changed%s: %s; %s%s",
+                table.table_id,
+                " while ingest was stopped" if started else "",
+                change.describe(),
+                f"{self._changelog.identifier} now has version {version.version}",
+                "".join(f"; {note}" for note in plan.ignored),
+            )
+        return version
+
+    def _convert_with(self, table_id: str, version: SchemaVersion) -> Converter:
+        key = (table_id, version.version)
+        converter = self._converters.get(key)
+        if converter is None:
+            converter = row_converter(
+                version.table,
+                self._options.server_time_zone,
+                tinyint1_as_boolean=self._options.tinyint1_as_boolean,
+            )
+            self._converters[key] = converter
+        return converter
+
+    def _check_legacy(self, table: SourceTable) -> None:
+        """A changelog written before schema history: its columns must still be the table's."""
+        data = self._changelog.data_schema()
+        if len(data) == 0:
+            return
+        expected = arrow_schema(table, tinyint1_as_boolean=self._options.tinyint1_as_boolean)
+        if [f.name.lower() for f in data] != [f.name.lower() for f in expected]:
+            raise SchemaChangeStopError(
+                f"the columns of {self._changelog.identifier} ({', '.join(data.names)}) are "
+                f"not those {table.table_id} has now ({', '.join(expected.names)}), and the "
+                "changelog has no schema history to tell when that changed: re-bootstrap the "
+                "table (drop the changelog table and start with scan.startup.mode: initial)"
+            )
+
+
+class StructureFollower:
+    """The assembler's ``StructureChanges``: routes statements to the right tracker."""
+
+    def __init__(self, trackers: dict[str, SchemaTracker], behavior: SchemaChangeBehavior) -> None:
+        self._trackers = trackers
+        self._behavior = behavior
+
+    def altered(self, database: str, table: str) -> None:
+        tracker = self._trackers.get(f"{database}.{table}")
+        if tracker is not None:
+            tracker.altered(f"{database}.{table}")
+
+    def dropped(self, database: str, table: str) -> bool:
+        return self._behavior is SchemaChangeBehavior.EXCEPTION
+
+
+def _carried_over(mapped: SourceTable, known: SourceTable) -> SourceTable:
+    """The table map's structure, with what it cannot tell taken from the last known version
+    for the columns whose binlog type did not change (display widths, UUID, NOT NULL)."""
+    columns = []
+    for column in mapped.columns:
+        try:
+            before = known.column(column.name)
+        except KeyError:
+            columns.append(column)
+            continue
+        same = (before.data_type, before.unsigned) == (column.data_type, column.unsigned) or (
+            before.data_type in ("uuid", "inet4", "inet6") and column.data_type == "binary"
+        )
+        columns.append(replace(before, ordinal=column.ordinal) if same else column)
+    return replace(mapped, columns=tuple(columns), unique_keys=known.unique_keys)

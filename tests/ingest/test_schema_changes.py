@@ -1,0 +1,269 @@
+"""Schema changes on the real server: the changelog follows the source under each behaviour,
+rows are decoded with the structure they were written with, and nothing is decoded with a guess.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from pyiceberg.catalog import Catalog
+
+from ingest.errors import SchemaChangeStopError
+from ingest.pipeline import build_runner
+from ingest.runner import IngestRunner, StopWhen
+from ingest.settings import IngestSettings
+from tests.ingest.pipelines import run_to_end
+from tidemark.config import load_pipeline
+from tidemark.source import current_position
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.pipeline_file import local_pipeline
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+SERVER_ID = 4601
+
+
+@pytest.fixture
+def orders(admin_connection: Connection) -> Connection:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
+    return admin_connection
+
+
+def _runner(
+    tmp_path: Path,
+    endpoints: StackEndpoints,
+    database: str,
+    namespace: str,
+    catalog: Catalog,
+    *,
+    behavior: str = "lenient",
+    sink_options: str = "",
+) -> IngestRunner:
+    text = local_pipeline(
+        endpoints, database=database, tables="orders", namespace=namespace, server_id=SERVER_ID
+    ).replace(
+        f"pipeline:\n  name: {namespace}\n",
+        f"pipeline:\n  name: {namespace}\n  schema.change.behavior: {behavior}\n",
+    )
+    if sink_options:
+        text = text.replace("sink:\n  type: iceberg\n", f"sink:\n  type: iceberg\n{sink_options}")
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    return build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
+
+
+def _execute(connection: Connection, *statements: str) -> None:
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+def _changelog(catalog: Catalog, namespace: str) -> tuple[list[str], list[dict[str, Any]]]:
+    table = catalog.load_table(f"{namespace}.orders_changelog")
+    rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda row: row["_tm_order"])
+    columns = [field.name for field in table.schema().fields if not field.name.startswith("_tm")]
+    return columns, rows
+
+
+def _data(rows: list[dict[str, Any]], *names: str) -> list[tuple[Any, ...]]:
+    return [tuple(row[name] for name in names) for row in rows]
+
+
+def test_a_column_added_while_streaming_is_added_to_the_changelog(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        "ALTER TABLE orders ADD COLUMN note TEXT",
+        "INSERT INTO orders VALUES (2, 'teapot', 2, 'after the change')",
+        "UPDATE orders SET note = 'noted' WHERE id = 1",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    columns, rows = _changelog(catalog, namespace)
+    assert columns == ["id", "item", "qty", "note"]
+    assert _data(rows, "id", "note", "_tm_schema_version") == [
+        (1, None, 1),
+        (2, "after the change", 2),
+        (1, "noted", 2),
+    ]
+
+
+def test_rows_from_before_a_change_made_while_ingest_was_stopped_keep_their_structure(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    _runner(tmp_path, endpoints, source_database, namespace, catalog)  # starts here
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        "ALTER TABLE orders ADD COLUMN note TEXT",
+        "INSERT INTO orders VALUES (2, 'teapot', 2, 'after the change')",
+    )
+
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    columns, rows = _changelog(catalog, namespace)
+    assert columns == ["id", "item", "qty", "note"]
+    assert _data(rows, "id", "note", "_tm_schema_version") == [
+        (1, None, 1),
+        (2, "after the change", 2),
+    ]
+
+
+def test_lenient_keeps_dropped_and_renamed_columns_and_widens_types(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        "ALTER TABLE orders DROP COLUMN item",
+        "INSERT INTO orders VALUES (2, 2)",
+        "ALTER TABLE orders RENAME COLUMN qty TO quantity",
+        "INSERT INTO orders VALUES (3, 3)",
+        "ALTER TABLE orders MODIFY id BIGINT",
+        "INSERT INTO orders VALUES (4000000000, 4)",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    columns, rows = _changelog(catalog, namespace)
+    assert columns == ["id", "item", "qty", "quantity"]
+    assert _data(rows, "id", "item", "qty", "quantity") == [
+        (1, "kettle", 1, None),
+        (2, None, 2, None),
+        (3, None, None, 3),
+        (4_000_000_000, None, None, 4),
+    ]
+    table = catalog.load_table(f"{namespace}.orders_changelog")
+    assert str(table.schema().find_field("id").field_type) == "long"
+
+
+def test_a_type_change_iceberg_cannot_follow_stops_with_the_fix(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        "ALTER TABLE orders MODIFY qty VARCHAR(10)",
+        "INSERT INTO orders VALUES (2, 'teapot', 'two')",
+    )
+    end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+
+    with pytest.raises(SchemaChangeStopError) as stop:
+        runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    assert f"{source_database}.orders.qty changed from int32 to string" in str(stop.value)
+    assert "re-bootstrap the table" in str(stop.value)
+    assert [row["id"] for row in _changelog(catalog, namespace)[1]] == [1]
+
+
+def test_exception_behavior_stops_at_the_first_change(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog, behavior="exception")
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        "ALTER TABLE orders ADD COLUMN note TEXT",
+        "INSERT INTO orders VALUES (2, 'teapot', 2, 'after the change')",
+    )
+    end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+
+    with pytest.raises(SchemaChangeStopError) as stop:
+        runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    assert "pipeline.schema.change.behavior is exception" in str(stop.value)
+    assert "added note (string)" in str(stop.value)
+    assert [row["id"] for row in _changelog(catalog, namespace)[1]] == [1]
+
+
+@pytest.mark.parametrize(
+    ("behavior", "sink_options"),
+    [("ignore", ""), ("lenient", "  exclude.schema.changes: [add.column]\n")],
+    ids=["ignore", "excluded"],
+)
+def test_ignored_changes_leave_the_changelog_as_it_was(
+    behavior: str,
+    sink_options: str,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(
+        tmp_path,
+        endpoints,
+        source_database,
+        namespace,
+        catalog,
+        behavior=behavior,
+        sink_options=sink_options,
+    )
+    _execute(
+        orders,
+        "ALTER TABLE orders ADD COLUMN note TEXT",
+        "INSERT INTO orders VALUES (2, 'teapot', 2, 'not kept')",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    columns, rows = _changelog(catalog, namespace)
+    assert columns == ["id", "item", "qty"]
+    assert _data(rows, "id", "item") == [(2, "teapot")]
+
+
+def test_a_truncate_stops_ingest_with_the_fix(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    _execute(orders, "INSERT INTO orders VALUES (1, 'kettle', 1)", "TRUNCATE TABLE orders")
+    end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+
+    with pytest.raises(SchemaChangeStopError) as stop:
+        runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    assert f"onboarded table {source_database}.orders was truncated" in str(stop.value)
