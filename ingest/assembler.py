@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ingest.binlog import (
     BinlogEvent,
@@ -39,7 +39,7 @@ from ingest.binlog import (
     TransactionCommitted,
     TransactionStarted,
 )
-from ingest.ddl import ChangedTable, TableChange, changed_tables
+from ingest.ddl import ChangedTable, TableChange, changed_tables, online_ddl_base, online_swap
 from ingest.error_table import error_row, errors_sink
 from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
 from ingest.progress import TableProgress
@@ -68,6 +68,9 @@ class StructureChanges(Protocol):
     def dropped(self, database: str, table: str) -> bool:
         """DROP TABLE: whether ingest must stop (``schema.change.behavior: exception``)."""
 
+    def created(self, database: str, table: str) -> bool:
+        """CREATE TABLE of a table the patterns select: whether it is onboarded now."""
+
 
 class _StopOnEveryChange:
     def altered(self, database: str, table: str) -> None:
@@ -75,6 +78,9 @@ class _StopOnEveryChange:
 
     def dropped(self, database: str, table: str) -> bool:
         return True
+
+    def created(self, database: str, table: str) -> bool:
+        return False
 
 
 @dataclass(frozen=True)
@@ -124,9 +130,11 @@ class ChangeAssembler:
         initial_watermark_ms: int,
         max_transaction_rows: int = 100_000,
         structure: StructureChanges | None = None,
+        follow_online_schema_changes: bool = False,
     ) -> None:
         self._router = router
         self._structure = structure or _StopOnEveryChange()
+        self._follow_online = follow_online_schema_changes
         self._captures = captures
         self._progress = dict(progress)
         # What each table held when reading (re)started: rows of the transactions before
@@ -312,7 +320,11 @@ class ChangeAssembler:
         self._reset_transaction()
 
     def _on_statement(self, event: StatementExecuted) -> None:
-        stop = self._stop_reason(changed_tables(event.statement, event.database))
+        swap = self._online_swap(event)
+        if swap is False:
+            stop = self._stop_reason(changed_tables(event.statement, event.database))
+        else:
+            stop = swap
         if stop is not None:
             reason, fix = stop
             self._stopped = SchemaChangeStopError(
@@ -325,6 +337,25 @@ class ChangeAssembler:
             self._boundary = event.position
             self._reset_transaction()
 
+    def _online_swap(self, event: StatementExecuted) -> tuple[str, str] | None | Literal[False]:
+        """The cut-over of gh-ost or pt-osc on an onboarded table: followed like an ALTER when
+        scan.parse.online.schema.changes.enabled, else a stop; False for other statements."""
+        swap = online_swap(event.statement, event.database)
+        if swap is None or self._router(swap.database, swap.table) is None:
+            return False
+        name = f"{swap.database}.{swap.table}"
+        if not self._follow_online:
+            return (
+                f"an online schema change (gh-ost or pt-osc) swapped a new {name} in",
+                "set scan.parse.online.schema.changes.enabled: true to follow such changes",
+            )
+        logger.info("Online schema change of %s: following its new structure", name)
+        try:
+            self._structure.altered(swap.database, swap.table)
+        except SchemaChangeStopError as error:
+            return str(error), _CANNOT_FOLLOW
+        return None
+
     def _stop_reason(self, changes: list[ChangedTable]) -> tuple[str, str] | None:
         """Why the statement stops ingest, and what the user should do; None to go on."""
         for change in changes:
@@ -333,7 +364,16 @@ class ChangeAssembler:
             if change.change is TableChange.CREATE:
                 # A known table's creation is history the current schema already covers (rows
                 # are checked against it); a new table the patterns select must be onboarded.
-                if not onboarded and self._captures(change.database, change.table):
+                if onboarded or not self._captures(change.database, change.table):
+                    continue
+                base = online_ddl_base(change.table)
+                if base is not None and self._router(change.database, base) is not None:
+                    continue  # a helper of an online schema change: its rows are not ours
+                try:
+                    onboarded_now = self._structure.created(change.database, change.table)
+                except SchemaChangeStopError as error:
+                    return str(error), "fix the table, or leave it out with tables.exclude"
+                if not onboarded_now:
                     return f"new table {name} matches 'tables'", _RESTART_TO_ONBOARD
             elif not onboarded:
                 continue

@@ -1,7 +1,11 @@
-"""Which tables a statement from the binlog changes the shape of.
+"""Which tables a statement from the binlog changes the shape of, and online schema changes.
 
-Until schema evolution exists (issue: schema changes), ingest stops at any such statement on an
-onboarded table rather than decode rows with the wrong schema.
+Column changes are followed from the row images themselves (``ingest.schema_tracker``); these
+statements tell ingest which tables to watch, and which were created, dropped or swapped.
+
+gh-ost and pt-online-schema-change copy a table into a helper (``_t_gho``, ``_t_new``) that has
+the new structure, then swap it in with one ``RENAME TABLE t TO _t_del, _t_gho TO t`` (pt-osc:
+``_t_old``, ``_t_new``). ``online_swap`` recognises that cut-over.
 """
 
 from __future__ import annotations
@@ -81,3 +85,40 @@ def _unquote(name: str) -> str:
     if name.startswith("`") and name.endswith("`"):
         return name[1:-1].replace("``", "`")
     return name
+
+
+_HELPER = re.compile(r"_(?P<base>.+)_(?P<kind>gho|ghc|del|new|old)")
+#: helper suffixes that hold the new structure and are renamed to the table at the cut-over
+_SWAPPED_IN = ("gho", "new")
+
+
+def online_ddl_base(table: str) -> str | None:
+    """The table a gh-ost or pt-osc helper table belongs to (``_orders_gho`` -> ``orders``)."""
+    match = _HELPER.fullmatch(table)
+    return match.group("base") if match else None
+
+
+def renamed_pairs(statement: str, default_database: str) -> list[tuple[ChangedTable, ChangedTable]]:
+    """(from, to) of each rename in a RENAME TABLE statement; empty for other statements."""
+    text = _COMMENTS.sub(" ", statement).strip()
+    rename = _RENAME.match(text)
+    if not rename:
+        return []
+    pairs = []
+    for pair in rename.group(1).split(","):
+        names = _names(re.sub(r"\s+TO\s+", ",", pair, flags=re.IGNORECASE))
+        if len(names) == 2:
+            old, new = (_qualify(name, default_database) for name in names)
+            pairs.append(
+                (ChangedTable(TableChange.RENAME, *old), ChangedTable(TableChange.RENAME, *new))
+            )
+    return pairs
+
+
+def online_swap(statement: str, default_database: str) -> ChangedTable | None:
+    """The table an online schema change's cut-over swaps a new structure into, or None."""
+    for old, new in renamed_pairs(statement, default_database):
+        match = _HELPER.fullmatch(old.table)
+        if match and match.group("kind") in _SWAPPED_IN and match.group("base") == new.table:
+            return ChangedTable(TableChange.ALTER, new.database, new.table)
+    return None

@@ -107,7 +107,7 @@ def plan_evolution(
         current = changelog.field(changelog.get_field_index(_spelled(changelog, name)))
         if _holds(current.type, new):
             continue
-        if applying and SchemaChangeType.ALTER_COLUMN_TYPE in allowed and _promotes(old, new):
+        if applying and SchemaChangeType.ALTER_COLUMN_TYPE in allowed and promotes(old, new):
             widen.append(pa.field(current.name, new, nullable=True))
             continue
         return Evolution(
@@ -127,10 +127,10 @@ def _spelled(schema: pa.Schema, name: str) -> str:
 
 def _holds(column: pa.DataType, values: pa.DataType) -> bool:
     """Whether a column of type ``column`` takes every value of type ``values`` unchanged."""
-    return column.equals(values) or _promotes(values, column)
+    return column.equals(values) or promotes(values, column)
 
 
-def _promotes(old: pa.DataType, new: pa.DataType) -> bool:
+def promotes(old: pa.DataType, new: pa.DataType) -> bool:
     """Iceberg's type promotions: int -> long, float -> double, decimal(P, S) -> decimal(P', S)
     with P' >= P."""
     if pa.types.is_int32(old) and pa.types.is_int64(new):

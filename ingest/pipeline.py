@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -16,6 +16,8 @@ from ingest.bootstrap_display import BootstrapDisplay, ProgressDisplay
 from ingest.changelog import ChangelogTable, open_changelog
 from ingest.checks import run_startup_checks
 from ingest.error_table import errors_sink, load_error_table, open_error_table, sink_of
+from ingest.errors import SchemaChangeStopError
+from ingest.evolution import promotes
 from ingest.progress import TableProgress
 from ingest.runner import IngestRunner, ReportSink
 from ingest.schema import SourceTable, read_source_tables
@@ -25,7 +27,7 @@ from ingest.start import start_position
 from ingest.types import arrow_schema
 from tidemark.config.inventory import read_tables
 from tidemark.config.model import PipelineConfig, StartupMode, reveal
-from tidemark.config.plan import Plan, build_plan
+from tidemark.config.plan import Plan, SinkTable, build_plan
 from tidemark.errors import ConfigError
 from tidemark.source import current_position, server_clock
 
@@ -63,34 +65,109 @@ def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
     names = [_split(o.source) for o in plan.onboarded]
     with source.connect() as conn:
         sources = read_source_tables(conn, names)
-    booleans = config.source.treat_tinyint1_as_boolean
-    options = TrackerOptions(
+    onboarding = Onboarding(plan, sources, {}, {}, {})
+    for sink in plan.sinks:
+        members = [sources[_split(name)] for name in sink.sources]
+        _onboard_sink(onboarding, config, catalog, sink, members)
+    return onboarding
+
+
+def _tracker_options(config: PipelineConfig) -> TrackerOptions:
+    return TrackerOptions(
         behavior=config.pipeline.schema_change_behavior,
         allowed=config.sink.schema_changes,
         server_time_zone=config.source.server_time_zone,
-        tinyint1_as_boolean=booleans,
+        tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,
     )
-    tables: dict[str, ChangelogTable] = {}
-    bindings: dict[tuple[str, str], Binding] = {}
-    trackers: dict[str, SchemaTracker] = {}
-    for sink in plan.sinks:
-        members = [sources[_split(name)] for name in sink.sources]
-        schema = _shared_schema(sink.name, members, booleans)
+
+
+def _onboard_sink(
+    onboarding: Onboarding,
+    config: PipelineConfig,
+    catalog: Catalog,
+    sink: SinkTable,
+    members: list[SourceTable],
+) -> None:
+    """Open (or create) ``sink``'s changelog table and route ``members`` to it."""
+    table = onboarding.tables.get(sink.name)
+    if table is None:
+        booleans = config.source.treat_tinyint1_as_boolean
+        schema = _widest_schema(sink.name, members, booleans)
         table = open_changelog(
             catalog, sink.changelog, schema, reveal(config.sink.table_properties)
         )
-        tables[sink.name] = table
-        tracker = SchemaTracker(source, table, options)
-        for member in members:
-            tracker.start(member, since="start-up")
-            trackers[member.table_id] = tracker
-            bindings[(member.database, member.name)] = Binding(
-                sink=sink.name,
-                key_columns=sink.key,
-                convert=tracker.converter(member.table_id),
-                observe=tracker.observer(member.table_id),
+        onboarding.tables[sink.name] = table
+    shared = next(
+        (
+            onboarding.trackers[f"{database}.{table}"]
+            for (database, table), binding in onboarding.bindings.items()
+            if binding.sink == sink.name
+        ),
+        None,
+    )
+    tracker = shared or SchemaTracker(config.source.connection(), table, _tracker_options(config))
+    for member in members:
+        tracker.start(member, since="start-up")
+        onboarding.trackers[member.table_id] = tracker
+        onboarding.sources[(member.database, member.name)] = member
+        onboarding.bindings[(member.database, member.name)] = Binding(
+            sink=sink.name,
+            key_columns=sink.key,
+            convert=tracker.converter(member.table_id),
+            observe=tracker.observer(member.table_id),
+        )
+
+
+class LiveOnboarding:
+    """The assembler's ``StructureChanges``: follows ALTER and DROP through the schema
+    trackers, and onboards a table created while ingest runs (it has no rows to bootstrap)."""
+
+    def __init__(
+        self,
+        onboarding: Onboarding,
+        config: PipelineConfig,
+        catalog: Catalog,
+        locate: Callable[[], str],
+    ) -> None:
+        self._onboarding = onboarding
+        self._config = config
+        self._catalog = catalog
+        self._locate = locate
+        self._follower = StructureFollower(
+            onboarding.trackers, config.pipeline.schema_change_behavior
+        )
+
+    def altered(self, database: str, table: str) -> None:
+        self._follower.altered(database, table)
+
+    def dropped(self, database: str, table: str) -> bool:
+        return self._follower.dropped(database, table)
+
+    def created(self, database: str, table: str) -> bool:
+        source = self._config.source.connection()
+        found = read_tables(source, lambda db, name: (db, name) == (database, table))
+        if not found:
+            return False  # dropped or renamed since: a restart sorts it out
+        plan = build_plan(self._config, found)
+        if not plan.ok:
+            problems = "; ".join(r.reason for r in plan.refused) or "; ".join(plan.blockers)
+            raise SchemaChangeStopError(
+                f"new table {database}.{table} cannot be onboarded: {problems}"
             )
-    return Onboarding(plan, sources, tables, bindings, trackers)
+        with source.connect() as conn:
+            members = list(read_source_tables(conn, [(database, table)]).values())
+        for sink in plan.sinks:
+            _onboard_sink(self._onboarding, self._config, self._catalog, sink, members)
+        for tracker in self._onboarding.trackers.values():
+            tracker.locate = self._locate
+        logger.warning(
+            "New table %s.%s onboarded into %s from %s",
+            database,
+            table,
+            ", ".join(sink.name for sink in plan.sinks),
+            self._locate(),
+        )
+        return True
 
 
 def build_runner(
@@ -134,6 +211,7 @@ def build_runner(
             initial = TableProgress(start, watermark_ms=0, last_order=0, source=source_id)
             table.commit(table.schema.empty_table(), initial)
             progress[sink] = initial
+    live = LiveOnboarding(onboarding, config, catalog, lambda: str(assembler.last_seen))
     assembler = ChangeAssembler(
         router=onboarding.route,
         captures=config.source.captures,
@@ -142,7 +220,8 @@ def build_runner(
         source=source_id,
         initial_watermark_ms=0,
         max_transaction_rows=settings.max_transaction_rows,
-        structure=StructureFollower(onboarding.trackers, config.pipeline.schema_change_behavior),
+        structure=live,
+        follow_online_schema_changes=config.source.parse_online_schema_changes,
     )
     for tracker in onboarding.trackers.values():
         tracker.locate = lambda: str(assembler.last_seen)
@@ -150,7 +229,9 @@ def build_runner(
         source=source,
         databases=databases,
         tables={**onboarding.tables, **error_tables},
-        open_table=lambda errors: open_error_table(catalog, sink_of(errors)),
+        open_table=lambda sink: (
+            onboarding.tables.get(sink) or open_error_table(catalog, sink_of(sink))
+        ),
         assembler=assembler,
         reports=reports,
         settings=settings,
@@ -207,17 +288,25 @@ def _bootstrap_settings(config: PipelineConfig, settings: IngestSettings) -> Boo
     )
 
 
-def _shared_schema(sink: str, members: list[SourceTable], booleans: bool) -> pa.Schema:
-    schemas = [arrow_schema(member, tinyint1_as_boolean=booleans) for member in members]
-    for member, schema in zip(members[1:], schemas[1:], strict=True):
-        if not schema.equals(schemas[0]):
-            raise ConfigError(
-                f"the tables routed to {sink} differ in their columns "
-                f"({members[0].database}.{members[0].name} and {member.database}.{member.name}); "
-                "merging different shapes arrives with schema evolution: for now give the shards "
-                "the same columns, or route them to different sink tables"
-            )
-    return schemas[0]
+def _widest_schema(sink: str, members: list[SourceTable], booleans: bool) -> pa.Schema:
+    """The columns of every table routed to ``sink``, by name, each in the widest type of its
+    tables (Iceberg's promotions); shards with clashing types are refused."""
+    fields: dict[str, pa.Field] = {}
+    owners: dict[str, str] = {}
+    for member in members:
+        for field in arrow_schema(member, tinyint1_as_boolean=booleans):
+            key = field.name.lower()
+            known = fields.get(key)
+            if known is None or promotes(known.type, field.type):
+                fields[key] = field.with_nullable(True)
+                owners.setdefault(key, member.table_id)
+            elif not (known.type.equals(field.type) or promotes(field.type, known.type)):
+                raise ConfigError(
+                    f"the tables routed to {sink} disagree on the type of {field.name}: "
+                    f"{owners[key]} has {known.type}, {member.table_id} has {field.type}; give "
+                    "the shards the same type, or route them to different sink tables"
+                )
+    return pa.schema(list(fields.values()))
 
 
 def _split(table_id: str) -> tuple[str, str]:

@@ -19,7 +19,12 @@ from ingest.changelog import ChangelogTable
 from ingest.errors import SchemaChangeStopError
 from ingest.evolution import diff, plan_evolution
 from ingest.schema import SourceTable, read_source_tables
-from ingest.schema_history import SchemaVersion, read_versions, versions_property
+from ingest.schema_history import (
+    PROPERTY_PREFIX,
+    SchemaVersion,
+    read_versions,
+    versions_property,
+)
 from ingest.types import Row, arrow_schema, row_converter
 from tidemark.config.model import SchemaChangeBehavior, SchemaChangeType
 from tidemark.contracts import MetadataColumn
@@ -197,12 +202,13 @@ class SchemaTracker:
         return converter
 
     def _check_legacy(self, table: SourceTable) -> None:
-        """A changelog written before schema history: its columns must still be the table's."""
-        data = self._changelog.data_schema()
-        if len(data) == 0:
+        """A changelog written before schema history: the table's columns must still be there."""
+        history = any(key.startswith(PROPERTY_PREFIX) for key in self._changelog.properties)
+        if history or self._changelog.current_snapshot() is None:
             return
+        data = self._changelog.data_schema()
         expected = arrow_schema(table, tinyint1_as_boolean=self._options.tinyint1_as_boolean)
-        if [f.name.lower() for f in data] != [f.name.lower() for f in expected]:
+        if not {f.name.lower() for f in expected} <= {f.name.lower() for f in data}:
             raise SchemaChangeStopError(
                 f"the columns of {self._changelog.identifier} ({', '.join(data.names)}) are "
                 f"not those {table.table_id} has now ({', '.join(expected.names)}), and the "

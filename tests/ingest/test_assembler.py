@@ -277,6 +277,9 @@ class Follower:
     def dropped(self, database: str, table: str) -> bool:
         return self._stop_on_drop
 
+    def created(self, database: str, table: str) -> bool:
+        return False
+
 
 @pytest.mark.parametrize(("stop_on_drop", "stops"), [(False, False), (True, True)])
 def test_a_followed_alter_goes_on_and_a_drop_stops_only_when_the_behavior_says(

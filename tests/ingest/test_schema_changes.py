@@ -267,3 +267,156 @@ def test_a_truncate_stops_ingest_with_the_fix(
         runner.run(StopWhen(until_position=end, max_seconds=60))
 
     assert f"onboarded table {source_database}.orders was truncated" in str(stop.value)
+
+
+def _pipeline_text(
+    endpoints: StackEndpoints, database: str, namespace: str, tables: str, source_options: str = ""
+) -> str:
+    return local_pipeline(
+        endpoints,
+        database=database,
+        tables=tables,
+        namespace=namespace,
+        server_id=SERVER_ID,
+        source_options=source_options,
+    )
+
+
+def _runner_from(text: str, tmp_path: Path, catalog: Catalog) -> IngestRunner:
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    return build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
+
+
+def test_a_table_created_while_streaming_is_onboarded_without_a_restart(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner_from(
+        _pipeline_text(endpoints, source_database, namespace, "\\.*"), tmp_path, catalog
+    )
+    _execute(
+        orders,
+        "CREATE TABLE payments (id INT PRIMARY KEY, amount DECIMAL(10, 2))",
+        "INSERT INTO payments VALUES (1, 9.99)",
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    payments = catalog.load_table(f"{namespace}.payments_changelog").scan().to_arrow()
+    assert [(row["_tm_op"], row["id"]) for row in payments.to_pylist()] == [("c", 1)]
+    assert [row["id"] for row in _changelog(catalog, namespace)[1]] == [1]
+
+
+def test_shards_with_different_widths_merge_into_the_widest_type(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _execute(
+        admin_connection,
+        "CREATE TABLE orders_1 (id INT PRIMARY KEY, qty INT)",
+        "CREATE TABLE orders_2 (id BIGINT PRIMARY KEY, qty BIGINT, note TEXT)",
+    )
+    text = _pipeline_text(endpoints, source_database, namespace, "orders_\\d").replace(
+        f"  - source-table: {source_database}.\\.*\n    sink-table: {namespace}.<>\n"
+        "    replace-symbol: <>\n",
+        f"  - source-table: {source_database}.orders_\\.*\n    sink-table: {namespace}.orders\n",
+    )
+    runner = _runner_from(text, tmp_path, catalog)
+    _execute(
+        admin_connection,
+        "INSERT INTO orders_1 VALUES (1, 1)",
+        "INSERT INTO orders_2 VALUES (5000000000, 5000000000, 'big')",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    columns, rows = _changelog(catalog, namespace)
+    assert columns == ["id", "qty", "note"]
+    assert sorted(_data(rows, "id", "qty", "note")) == [
+        (1, 1, None),
+        (5_000_000_000, 5_000_000_000, "big"),
+    ]
+
+
+MIGRATIONS = {
+    "gh-ost": ("_orders_gho", "_orders_del"),
+    "pt-osc": ("_orders_new", "_orders_old"),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(MIGRATIONS))
+def test_an_online_schema_change_is_applied_at_the_swap_without_the_helpers_rows(
+    tool: str,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    helper, retired = MIGRATIONS[tool]
+    text = _pipeline_text(
+        endpoints,
+        source_database,
+        namespace,
+        "\\.*",
+        source_options="scan.parse.online.schema.changes.enabled: true",
+    )
+    runner = _runner_from(text, tmp_path, catalog)
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        f"CREATE TABLE {helper} LIKE orders",
+        f"ALTER TABLE {helper} ADD COLUMN note TEXT",
+        f"INSERT INTO {helper} (id, item, qty) SELECT id, item, qty FROM orders",
+        "INSERT INTO orders VALUES (2, 'teapot', 2)",  # written during the copy
+        f"INSERT INTO {helper} (id, item, qty) VALUES (2, 'teapot', 2)",  # the tool's copy
+        f"RENAME TABLE orders TO {retired}, {helper} TO orders",
+        f"DROP TABLE {retired}",
+        "INSERT INTO orders VALUES (3, 'cup', 3, 'after the swap')",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    columns, rows = _changelog(catalog, namespace)
+    assert columns == ["id", "item", "qty", "note"]
+    assert _data(rows, "_tm_op", "id", "note") == [
+        ("c", 1, None),
+        ("c", 2, None),
+        ("c", 3, "after the swap"),
+    ]
+    assert [identifier[-1] for identifier in catalog.list_tables(namespace)] == ["orders_changelog"]
+
+
+def test_an_online_schema_change_stops_ingest_unless_it_is_enabled(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner_from(
+        _pipeline_text(endpoints, source_database, namespace, "\\.*"), tmp_path, catalog
+    )
+    _execute(
+        orders,
+        "CREATE TABLE _orders_gho LIKE orders",
+        "RENAME TABLE orders TO _orders_del, _orders_gho TO orders",
+    )
+    end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+
+    with pytest.raises(SchemaChangeStopError) as stop:
+        runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    assert "set scan.parse.online.schema.changes.enabled: true" in str(stop.value)
