@@ -123,7 +123,9 @@ class Workload:
             elif choice < 0.8:
                 cursor.execute("DELETE FROM orders WHERE id = %s", (key,))
             else:  # re-inserts a deleted key, or does nothing
-                cursor.execute("INSERT IGNORE INTO orders VALUES (%s, 'new', 1)", (key,))
+                cursor.execute(
+                    "INSERT IGNORE INTO orders (id, item, qty) VALUES (%s, 'new', 1)", (key,)
+                )
         self.statements += 1
 
     def _run(self) -> None:

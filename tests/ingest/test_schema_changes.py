@@ -4,6 +4,7 @@ rows are decoded with the structure they were written with, and nothing is decod
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from ingest.pipeline import build_runner
 from ingest.runner import IngestRunner, StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end
+from tests.ingest.test_bootstrap import Workload, merged, source_rows
 from tidemark.config import load_pipeline
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
@@ -420,3 +422,34 @@ def test_an_online_schema_change_stops_ingest_unless_it_is_enabled(
         runner.run(StopWhen(until_position=end, max_seconds=60))
 
     assert "set scan.parse.online.schema.changes.enabled: true" in str(stop.value)
+
+
+def test_columns_change_while_a_workload_writes_and_the_changelog_still_merges_to_the_source(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    _execute(orders, "INSERT INTO orders SELECT seq, CONCAT('item-', seq), 1 FROM seq_1_to_500")
+
+    with Workload(endpoints, source_database, keys=500, seed=3) as workload:
+        _execute(
+            orders,
+            "ALTER TABLE orders ADD COLUMN note TEXT",
+            "ALTER TABLE orders MODIFY qty BIGINT",
+            "ALTER TABLE orders ADD COLUMN flag TINYINT",
+        )
+        statements_before = workload.statements
+        deadline = time.monotonic() + 30
+        while workload.statements < statements_before + 200 and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the workload's progress
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=120)
+
+    columns, rows = _changelog(catalog, namespace)
+    assert merged(rows) == source_rows(orders)
+    assert columns == ["id", "item", "qty", "note", "flag"]
+    # how many versions rows were written with depends on the workload's timing; at least two
+    assert min(r["_tm_schema_version"] for r in rows) < max(r["_tm_schema_version"] for r in rows)
