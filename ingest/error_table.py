@@ -22,9 +22,8 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
-from ingest.changelog import DEFAULT_PROPERTIES, ChangelogTable
+from ingest.changelog import DEFAULT_PROPERTIES, METADATA_FIELDS, ChangelogTable
 from ingest.errors import UnconvertibleValueError
-from tidemark.contracts import MetadataColumn
 
 logger = logging.getLogger(__name__)
 
@@ -37,13 +36,7 @@ ERROR_SCHEMA = pa.schema(
         pa.field("reason", pa.string()),
         pa.field("value", pa.string()),
         pa.field("payload", pa.string()),
-        pa.field(MetadataColumn.OPERATION, pa.string(), nullable=False),
-        pa.field(MetadataColumn.EVENT_TIME, pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field(MetadataColumn.POSITION, pa.string(), nullable=False),
-        pa.field(MetadataColumn.SOURCE_DATABASE, pa.string(), nullable=False),
-        pa.field(MetadataColumn.SOURCE_TABLE, pa.string(), nullable=False),
-        pa.field(MetadataColumn.ORDER_KEY, pa.int64(), nullable=False),
-        pa.field(MetadataColumn.SCHEMA_VERSION, pa.int32(), nullable=False),
+        *METADATA_FIELDS,
     ]
 )
 
