@@ -101,7 +101,6 @@ class Bootstrapper:
     open_errors: Callable[[str], ChangelogTable] | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-    _results: dict[str, TableProgress] = field(default_factory=dict)
 
     def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
         """Bootstrap every sink table; returns each one's progress after its last commit."""
@@ -158,7 +157,7 @@ class Bootstrapper:
             for chunk in _chunks(snapshot, member, key, done.after, self.settings):
                 data, refused = _convert(convert, chunk, member)
                 if refused:
-                    self._keep_refused(sink.sink, member, snapshot, refused)
+                    self._keep_refused(sink.sink, member, snapshot, progress.position, refused)
                 batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
                 progress = replace(progress, last_order=progress.last_order + batch.num_rows)
                 batches.append(batch)
@@ -184,6 +183,7 @@ class Bootstrapper:
         sink: str,
         member: SourceTable,
         snapshot: ConsistentSnapshot,
+        streams_from: BinlogPosition,
         refused: list[tuple[UnconvertibleValueError, dict[str, Any]]],
     ) -> None:
         """Rows the lake cannot hold go to the error table, before the chunk they came in is
@@ -201,7 +201,8 @@ class Bootstrapper:
             row = error_row(error, image) | metadata
             row[MetadataColumn.ORDER_KEY] = last_order
             rows.append(row)
-        position = min(snapshot.position, previous.position) if previous else snapshot.position
+        # where the changelog will stream from: errors the replay after it meets are still due
+        position = min(streams_from, previous.position) if previous else streams_from
         progress = TableProgress(position, 0, last_order=last_order, source=self.source_id)
         table.commit(pa.Table.from_pylist(rows, schema=table.schema), progress)
 

@@ -183,11 +183,8 @@ def build_runner(
     source = config.source.connection()
     source_id = f"{source.host}:{source.port}"
     databases = sorted({database for database, _ in onboarding.bindings})
-    error_tables = _existing_error_tables(catalog, onboarding)
     progress = {sink: table.progress() for sink, table in onboarding.tables.items()}
     to_bootstrap = _to_bootstrap(config, onboarding, progress)
-    # an error table that lags its changelog table (a crash between their commits) is re-read
-    progress.update({errors: table.progress() for errors, table in error_tables.items()})
     if to_bootstrap:
         known = [p.position for p in progress.values() if p is not None]
         resume = min(known) if known else current_position(source)
@@ -200,6 +197,10 @@ def build_runner(
             open_errors=lambda sink: open_error_table(catalog, sink),
         )
         progress.update(bootstrapper.run(to_bootstrap))
+    # an error table that lags its changelog table (a crash between their commits) is re-read
+    error_tables = _existing_error_tables(catalog, onboarding)
+    progress.update({errors: table.progress() for errors, table in error_tables.items()})
+    if to_bootstrap:
         start = min(p.position for p in progress.values() if p is not None)
     else:
         start = start_position(source, config.source.startup, progress)
