@@ -16,7 +16,7 @@ class Command:
 
 def _registry() -> list[Command]:
     # Imported here so that each command module may import this one for `Command`.
-    from tidemark.commands import export_flink_cdc, ingest, plan, stack, status, validate
+    from tidemark.commands import export_flink_cdc, ingest, plan, stack, status, validate, verify
 
     return [
         stack.COMMAND,
@@ -24,6 +24,7 @@ def _registry() -> list[Command]:
         plan.COMMAND,
         ingest.COMMAND,
         status.COMMAND,
+        verify.COMMAND,
         export_flink_cdc.COMMAND,
     ]
 

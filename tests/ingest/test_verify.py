@@ -1,0 +1,85 @@
+"""``tidemark verify``: a mirror equal to its source passes; a row changed behind the
+pipeline's back is found; a change the next window will apply is in flight, not a mismatch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog import Catalog
+
+from ingest.pipeline import build_runner
+from ingest.settings import IngestSettings
+from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.ingest.test_bootstrap import changelog, merged
+from tidemark.cli import main
+from tidemark.config import load_pipeline
+from tidemark.contracts import MirrorKey
+from tidemark.stack.endpoints import StackEndpoints
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+SERVER_ID = 4701
+
+
+def _mirror_from_changelog(catalog: Catalog, namespace: str) -> None:
+    """What a window merge makes: the changelog applied, stamped with its last order."""
+    source = catalog.load_table(f"{namespace}.orders_changelog")
+    rows = changelog(catalog, namespace)
+    schema = pa.schema([f for f in source.schema().as_arrow() if not f.name.startswith("_tm_")])
+    mirror = catalog.create_table(f"{namespace}.orders", schema=schema)
+    state = sorted(merged(rows).values(), key=lambda row: row["id"])
+    last_order = max(row["_tm_order"] for row in rows)
+    mirror.append(
+        pa.Table.from_pylist(state, schema=schema),
+        snapshot_properties={MirrorKey.MERGED_ORDER: str(last_order)},
+    )
+
+
+def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipelines_back(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
+        cursor.execute("INSERT INTO orders SELECT seq, CONCAT('item-', seq), seq FROM seq_1_to_250")
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="orders",
+        namespace=namespace,
+        server_id=SERVER_ID,
+        startup="initial",
+    )
+    runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+    _mirror_from_changelog(catalog, namespace)
+
+    assert main(["verify", str(path), "--page-rows", "100"]) == 0
+    assert f"{namespace}.orders: OK, 250 source rows" in capsys.readouterr().out
+
+    with admin_connection.cursor() as cursor:
+        cursor.execute("UPDATE orders SET qty = 1000 WHERE id = 7")  # in the binlog
+        cursor.execute("SET SESSION sql_log_bin = 0")  # behind the pipeline's back:
+        cursor.execute("UPDATE orders SET item = 'changed' WHERE id = 42")
+        cursor.execute("DELETE FROM orders WHERE id = 43")
+        cursor.execute("SET SESSION sql_log_bin = 1")
+    runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    assert main(["verify", str(path), "--page-rows", "100"]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH, 249 source rows, 0 missing, 1 extra, 1 different, 1 in flight" in out
+    assert "  different: 42\n" in out
+    assert "  extra: 43\n" in out

@@ -1,0 +1,78 @@
+"""``tidemark verify FILE``: does every mirror table equal its MySQL source? Exit 1 if not."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tidemark.commands import Command
+
+#: keys listed per kind of difference; the counts are always complete
+_SHOWN = 20
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE", help="the pipeline YAML file")
+    parser.add_argument("--table", help="only this sink table")
+    parser.add_argument(
+        "--page-rows", type=int, default=10_000, help="rows compared per primary-key page"
+    )
+    parser.set_defaults(handler=_verify)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    # Imported here: `tidemark validate` must not pay for pyarrow and PyIceberg.
+    from pyiceberg.exceptions import NoSuchTableError
+
+    from ingest.schema import read_source_tables
+    from ingest.verify import MirrorUnderTest, verify_mirror
+    from tidemark.catalog import load_catalog
+    from tidemark.config import load_pipeline
+    from tidemark.config.inventory import read_tables
+    from tidemark.config.model import reveal
+    from tidemark.config.plan import build_plan
+
+    config = load_pipeline(args.file)
+    catalog = load_catalog(config.tidemark.catalog_name, reveal(config.sink.catalog_properties))
+    source = config.source.connection()
+    plan = build_plan(config, read_tables(source, config.source.captures))
+    failures = 0
+    for sink in plan.sinks:
+        if sink.mirror is None or (args.table and args.table != sink.name):
+            continue
+        try:
+            mirror = catalog.load_table(sink.mirror)
+            changelog = catalog.load_table(sink.changelog)
+        except NoSuchTableError as error:
+            sys.stdout.write(f"{sink.name}: no mirror to verify yet ({error})\n")
+            failures += 1
+            continue
+        names = [tuple(name.split(".", 1)) for name in sink.sources]
+        with source.connect() as conn:
+            members = read_source_tables(conn, [(db, table) for db, table in names])
+        verdict = verify_mirror(
+            source,
+            MirrorUnderTest(mirror, changelog, sink.key, list(members.values())),
+            page_rows=args.page_rows,
+            server_time_zone=config.source.server_time_zone,
+            tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,
+        )
+        state = "OK" if verdict.mismatches == 0 else "MISMATCH"
+        sys.stdout.write(
+            f"{sink.mirror}: {state}, {verdict.source_rows} source rows, "
+            f"{len(verdict.missing)} missing, {len(verdict.extra)} extra, "
+            f"{len(verdict.different)} different, {len(verdict.in_flight)} in flight\n"
+        )
+        for label, keys in (
+            ("missing", verdict.missing),
+            ("extra", verdict.extra),
+            ("different", verdict.different),
+        ):
+            for key in keys[:_SHOWN]:
+                sys.stdout.write(f"  {label}: {', '.join(map(repr, key))}\n")
+        failures += verdict.mismatches > 0
+    return 1 if failures else 0
+
+
+COMMAND = Command("verify", "compare every mirror table with its MySQL source", _configure)
