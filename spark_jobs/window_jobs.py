@@ -194,15 +194,17 @@ class WindowJobs:
         return find_bound(changelog, snapshots, window.end_ms)
 
     def _transform(self, sink: SinkTable) -> TransformRule | None:
-        rules = {self._config.transform_for(*source.split(".", 1)) for source in sink.sources} - {
-            None
-        }
+        rules: list[TransformRule] = []
+        for source in sink.sources:
+            rule = self._config.transform_for(*source.split(".", 1))
+            if rule is not None and rule not in rules:
+                rules.append(rule)
         if len(rules) > 1:
             raise ConfigError(
                 f"the tables routed to {sink.name} match different transforms: give them one "
                 "transform whose source-table matches them all"
             )
-        return next(iter(rules), None)
+        return rules[0] if rules else None
 
     def _sink(self, name: str) -> SinkTable:
         for sink in self._plan.sinks:

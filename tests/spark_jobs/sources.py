@@ -37,9 +37,13 @@ def orders_pipeline(
     namespace: str,
     server_id: int,
     tidemark_block: str = "",
+    top_level: str = "",
+    table_options: str = "",
 ) -> PipelineConfig:
     """Every ``orders_<n>`` shard of ``database`` into ``namespace.orders``, keyed by order_no;
-    ``tidemark_block`` adds to the ``tidemark:`` block (indented two spaces)."""
+    ``tidemark_block`` adds to the ``tidemark:`` block (indented two spaces), ``top_level``
+    adds blocks such as ``transform:``, ``table_options`` adds to the orders table's options
+    (indented six spaces)."""
     text = local_pipeline(
         endpoints,
         database=database,
@@ -53,8 +57,8 @@ def orders_pipeline(
         f"  - source-table: {database}.orders_[0-9]+\n    sink-table: {namespace}.orders\n",
     )
     text += (
-        "\ntidemark:\n  tables:\n"
-        f"    {namespace}.orders:\n      unique-key: order_no\n" + tidemark_block
+        f"\n{top_level}\ntidemark:\n  tables:\n"
+        f"    {namespace}.orders:\n      unique-key: order_no\n" + table_options + tidemark_block
     )
     path.write_text(text)
     return load_pipeline(path)
@@ -74,9 +78,9 @@ def execute(connection: Connection, *statements: str) -> None:
             cursor.execute(statement)
 
 
-def tick_past_now(connection: Connection, deadline_seconds: float = 10) -> None:
-    """Commit a transaction in a later second than every one before it, so that the watermark
-    ingest reads after it is past all of them (binlog times are whole seconds)."""
+def tick_past_now(connection: Connection, seconds: int = 1, deadline_seconds: float = 10) -> None:
+    """Commit a transaction ``seconds`` seconds after every one before it, so that the
+    watermark ingest reads after it is past all of them (binlog times are whole seconds)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT UNIX_TIMESTAMP()")
         (now,) = cursor.fetchone() or (0,)
@@ -84,7 +88,7 @@ def tick_past_now(connection: Connection, deadline_seconds: float = 10) -> None:
         while True:
             cursor.execute("SELECT UNIX_TIMESTAMP()")
             (later,) = cursor.fetchone() or (0,)
-            if later > now:
+            if later >= now + seconds:
                 break
             assert time.monotonic() < deadline, "the source's clock did not move"
             time.sleep(0.05)  # polling the source's clock, not waiting for a result
