@@ -16,7 +16,16 @@ class Command:
 
 def _registry() -> list[Command]:
     # Imported here so that each command module may import this one for `Command`.
-    from tidemark.commands import export_flink_cdc, ingest, plan, stack, status, validate
+    from tidemark.commands import (
+        backfill,
+        export_flink_cdc,
+        ingest,
+        plan,
+        stack,
+        status,
+        validate,
+        window,
+    )
 
     return [
         stack.COMMAND,
@@ -24,6 +33,8 @@ def _registry() -> list[Command]:
         plan.COMMAND,
         ingest.COMMAND,
         status.COMMAND,
+        window.COMMAND,
+        backfill.COMMAND,
         export_flink_cdc.COMMAND,
     ]
 
