@@ -14,10 +14,13 @@ _NOT_FOR_SPARK = frozenset({"py-io-impl"})
 
 @dataclass(frozen=True)
 class SparkSettings:
-    """Where Spark runs and what it loads; ``conf`` overrides anything set here."""
+    """Where Spark runs and what it loads; ``conf`` overrides anything set here.
+
+    ``master`` None leaves the master to ``spark-submit --master``.
+    """
 
     app_name: str = "tidemark"
-    master: str = "local[*]"
+    master: str | None = "local[*]"
     jars: Sequence[Path] = ()
     conf: Mapping[str, str] = field(default_factory=dict)
 
@@ -26,7 +29,9 @@ def build_session(
     settings: SparkSettings, catalog_name: str, catalog_properties: Mapping[str, str]
 ) -> SparkSession:
     """A session whose catalog ``catalog_name`` is the Iceberg catalog the ingest writes to."""
-    builder = SparkSession.builder.appName(settings.app_name).master(settings.master)
+    builder = SparkSession.builder.appName(settings.app_name)
+    if settings.master is not None:
+        builder = builder.master(settings.master)
     for key, value in spark_conf(settings, catalog_name, catalog_properties).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -16,14 +16,30 @@ class Command:
 
 def _registry() -> list[Command]:
     # Imported here so that each command module may import this one for `Command`.
-    from tidemark.commands import export_flink_cdc, ingest, plan, stack, status, validate, verify
+    from tidemark.commands import (
+        backfill,
+        export_flink_cdc,
+        ingest,
+        maintain,
+        plan,
+        schedule,
+        stack,
+        status,
+        validate,
+        verify,
+        window,
+    )
 
     return [
         stack.COMMAND,
         validate.COMMAND,
         plan.COMMAND,
         ingest.COMMAND,
+        schedule.COMMAND,
         status.COMMAND,
+        window.COMMAND,
+        backfill.COMMAND,
+        maintain.COMMAND,
         verify.COMMAND,
         export_flink_cdc.COMMAND,
     ]

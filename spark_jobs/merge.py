@@ -1,0 +1,261 @@
+"""``MERGE INTO`` a mirror: the latest change per key of a changelog order range, with stamps.
+
+The rows with ``_tm_order`` in ``(low, high]`` are read from the changelog (min/max statistics
+on ``_tm_order`` keep that cheap), the transform's projection and filter are applied as Spark
+SQL, and the latest change of each key (by ``_tm_order``) is merged:
+
+- ``_tm_op`` ``r``/``c``/``u`` whose row passes the filter: update or insert;
+- ``d``, or a row that no longer passes the filter: delete. With ``mirror.deletes: keep`` a
+  deleted row stays, with ``_tm_deleted = true`` and the values it had when it was deleted.
+
+The merge is idempotent for any ``low`` at or below what the mirror already holds: applying the
+latest image of a key twice gives the same row. The commit carries the ``MirrorKey`` stamps in
+its snapshot summary (Iceberg 1.11 + Spark 4.1 take them from the session conf
+``spark.sql.iceberg.snapshot-property.<key>``); a merge of no rows still commits one.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.utils import AnalysisException
+
+from ingest.changelog import METADATA_NAMES
+from spark_jobs.changelog_range import SnapshotInfo
+from tidemark.contracts import MetadataColumn, MirrorKey, Operation
+from tidemark.errors import ConfigError, TerminalError
+
+logger = logging.getLogger(__name__)
+
+#: the column ``mirror.deletes: keep`` adds: true for a row deleted in the source
+DELETED_COLUMN = "_tm_deleted"
+MERGE_ON_READ = {
+    "format-version": "2",
+    "write.merge.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.delete.mode": "merge-on-read",
+}
+_STAMP_CONF = "spark.sql.iceberg.snapshot-property."
+# internal columns of the merge source; the transform's output may not use the prefix
+_OP, _ORDER, _PASSES, _RANK = "__tm_op", "__tm_order", "__tm_passes", "__tm_rank"
+_DELETE = Operation.DELETE.value
+
+
+@dataclass(frozen=True)
+class MirrorSpec:
+    """How one sink table's changelog becomes its mirror. Names are catalog-qualified."""
+
+    mirror: str
+    changelog: str
+    key: tuple[str, ...]
+    projection: str | None = None
+    filter: str | None = None
+    #: Spark partition transforms, e.g. ``days(created_at)``, ``bucket(8, order_no)``
+    partitioning: tuple[str, ...] = ()
+    keep_deletes: bool = False
+    table_properties: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class MirrorState:
+    """What the mirror's newest stamped commit says it holds."""
+
+    window_end_ms: int
+    merged_order: int
+    snapshot_id: int
+
+
+@dataclass(frozen=True)
+class MergeCounts:
+    changes: int  # changelog rows in the range
+    keys: int  # distinct keys they touch (rows merged)
+    snapshot_id: int  # the stamped mirror commit
+
+
+def table_snapshots(spark: SparkSession, table: str) -> list[SnapshotInfo]:
+    """The snapshots ``table``'s metadata lists, oldest first; fresh, not from Spark's cache."""
+    spark.catalog.refreshTable(table)
+    rows = spark.sql(
+        f"SELECT snapshot_id, committed_at, summary FROM {table}.snapshots ORDER BY committed_at"
+    ).collect()
+    return [
+        SnapshotInfo(
+            snapshot_id=row.snapshot_id,
+            committed_at_ms=int(row.committed_at.timestamp() * 1000),
+            summary=dict(row.summary or {}),
+        )
+        for row in rows
+    ]
+
+
+def mirror_state(spark: SparkSession, mirror: str) -> MirrorState | None:
+    """The newest stamp of ``mirror``; None for a mirror without one (or not created yet)."""
+    if not spark.catalog.tableExists(mirror):
+        return None
+    stamped = [s for s in table_snapshots(spark, mirror) if MirrorKey.WINDOW_END in s.summary]
+    if not stamped:
+        return None
+    # stamps only grow, and compaction commits carry none: the largest window end is the newest
+    newest = max(stamped, key=lambda s: (int(s.summary[MirrorKey.WINDOW_END]), s.committed_at_ms))
+    return MirrorState(
+        window_end_ms=int(newest.summary[MirrorKey.WINDOW_END]),
+        merged_order=int(newest.summary.get(MirrorKey.MERGED_ORDER, "0")),
+        snapshot_id=newest.snapshot_id,
+    )
+
+
+def merge_range(
+    spark: SparkSession, spec: MirrorSpec, low: int, high: int, stamps: Mapping[str, str]
+) -> MergeCounts:
+    """Merge the changelog rows with ``low < _tm_order <= high`` into the mirror, stamped."""
+    view = f"tm_latest_{uuid.uuid4().hex[:12]}"
+    changes = spark.table(spec.changelog).where(
+        f"`{MetadataColumn.ORDER_KEY}` > {low} AND `{MetadataColumn.ORDER_KEY}` <= {high}"
+    )
+    projected = _project(spark, spec, changes)
+    columns = _data_columns(spec, projected)
+    _ensure_mirror(spark, spec, projected, columns)
+    latest = _latest(projected, spec.key).cache()
+    try:
+        latest.createOrReplaceTempView(view)
+        keys = latest.count()
+        change_count = changes.count() if keys else 0
+        before = _current_snapshot(spark, spec.mirror)
+        with _stamped(spark, stamps):
+            spark.sql(_merge_statement(spec, view, columns))
+            after = _current_snapshot(spark, spec.mirror)
+            if after is None or after == before:
+                # a MERGE that changed nothing may not commit: record the window regardless
+                spark.sql(f"INSERT INTO {spec.mirror} SELECT * FROM {spec.mirror} WHERE false")
+                after = _current_snapshot(spark, spec.mirror)
+    finally:
+        spark.catalog.dropTempView(view)
+        latest.unpersist()
+    assert after is not None
+    return MergeCounts(change_count, keys, after)
+
+
+def _project(spark: SparkSession, spec: MirrorSpec, changes: DataFrame) -> DataFrame:
+    source = f"tm_changes_{uuid.uuid4().hex[:12]}"
+    changes.createOrReplaceTempView(source)
+    projection = spec.projection or "*"
+    passes = f"coalesce(({spec.filter}), false)" if spec.filter else "true"
+    try:
+        return spark.sql(
+            f"SELECT {projection}, `{MetadataColumn.OPERATION}` AS {_OP}, "
+            f"`{MetadataColumn.ORDER_KEY}` AS {_ORDER}, {passes} AS {_PASSES} FROM {source}"
+        )
+    except AnalysisException as error:
+        raise ConfigError(
+            f"the transform of {spec.mirror} does not evaluate as Spark SQL over the changelog "
+            f"{spec.changelog} (projection: {projection!r}, filter: {spec.filter!r}): "
+            f"{_first_line(error)}. Fix transform.projection/filter in the pipeline file"
+        ) from error
+
+
+def _data_columns(spec: MirrorSpec, projected: DataFrame) -> list[str]:
+    columns = [
+        c for c in projected.columns if c not in METADATA_NAMES and not c.startswith("__tm_")
+    ]
+    missing = [k for k in spec.key if k not in columns]
+    if missing:
+        raise ConfigError(
+            f"the merge key of {spec.mirror} ({', '.join(spec.key)}) needs the column(s) "
+            f"{', '.join(missing)}, which the transform's projection leaves out: add them to "
+            "transform.projection"
+        )
+    return columns
+
+
+def _latest(projected: DataFrame, key: Sequence[str]) -> DataFrame:
+    partition = ", ".join(f"`{k}`" for k in key)
+    return (
+        projected.selectExpr(
+            "*", f"row_number() OVER (PARTITION BY {partition} ORDER BY {_ORDER} DESC) AS {_RANK}"
+        )
+        .where(f"{_RANK} = 1")
+        .drop(_RANK)
+    )
+
+
+def _ensure_mirror(
+    spark: SparkSession, spec: MirrorSpec, projected: DataFrame, columns: list[str]
+) -> None:
+    wanted = [(c, projected.schema[c].dataType.simpleString()) for c in columns]
+    if spec.keep_deletes:
+        wanted.append((DELETED_COLUMN, "boolean"))
+    if spark.catalog.tableExists(spec.mirror):
+        have = [f.name for f in spark.table(spec.mirror).schema.fields]
+        if have != [name for name, _ in wanted]:
+            raise TerminalError(
+                f"the mirror {spec.mirror} has the columns ({', '.join(have)}) but its changelog "
+                f"and transform now give ({', '.join(name for name, _ in wanted)}): the schema "
+                "or the transform changed. Drop the mirror to rebuild it from the changelog"
+            )
+        return
+    namespace = spec.mirror.rsplit(".", 1)[0]
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    definition = ", ".join(f"`{name}` {kind}" for name, kind in wanted)
+    partitioned = f" PARTITIONED BY ({', '.join(spec.partitioning)})" if spec.partitioning else ""
+    properties = {**MERGE_ON_READ, **(spec.table_properties or {})}
+    listed = ", ".join(f"'{_escape(k)}' = '{_escape(v)}'" for k, v in properties.items())
+    logger.info("Creating mirror %s from %s", spec.mirror, spec.changelog)
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {spec.mirror} ({definition}) USING iceberg{partitioned} "
+        f"TBLPROPERTIES ({listed})"
+    )
+
+
+def _merge_statement(spec: MirrorSpec, view: str, columns: list[str]) -> str:
+    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in spec.key)
+    targets = [f"`{c}`" for c in columns]
+    values = [f"s.`{c}`" for c in columns]
+    live = f"(s.{_OP} != '{_DELETE}' AND s.{_PASSES})"
+    if spec.keep_deletes:
+        # deleted rows stay, flagged; rows the filter now rejects leave the mirror
+        flag = f"(s.{_OP} = '{_DELETE}')"
+        targets.append(f"`{DELETED_COLUMN}`")
+        values.append(flag)
+        remove, keep = f"NOT s.{_PASSES}", f"s.{_PASSES}"
+    else:
+        remove, keep = f"NOT {live}", live
+    updates = ", ".join(f"t.{t} = {v}" for t, v in zip(targets, values, strict=True))
+    return (
+        f"MERGE INTO {spec.mirror} t USING {view} s ON {on} "
+        f"WHEN MATCHED AND {remove} THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {updates} "
+        f"WHEN NOT MATCHED AND {keep} THEN INSERT ({', '.join(targets)}) "
+        f"VALUES ({', '.join(values)})"
+    )
+
+
+def _current_snapshot(spark: SparkSession, table: str) -> int | None:
+    rows = spark.sql(
+        f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).collect()
+    return int(rows[0].snapshot_id) if rows else None
+
+
+@contextmanager
+def _stamped(spark: SparkSession, stamps: Mapping[str, str]) -> Iterator[None]:
+    """Every Iceberg commit of this session inside the block carries ``stamps``."""
+    for key, value in stamps.items():
+        spark.conf.set(_STAMP_CONF + key, value)
+    try:
+        yield
+    finally:
+        for key in stamps:
+            spark.conf.unset(_STAMP_CONF + key)
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -1,0 +1,128 @@
+"""Run one window of a pipeline file: the entry point for ``spark-submit`` and ``tidemark window``.
+
+On a cluster (the master comes from ``spark-submit --master``, the jars from ``--jars``)::
+
+    spark-submit --master spark://host:7077 --jars iceberg-spark-runtime.jar,postgresql.jar \\
+        spark_jobs/run_window.py pipeline.yaml --task mirror:shop.orders --end 2026-03-01T13:05Z
+
+Locally: ``python -m spark_jobs.run_window ...`` (``local[*]`` and the local stack's jars unless
+``--master``/``--jars`` say otherwise). Prints the outcome as one JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.session import SparkSettings, build_session
+from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs, plan_from_source
+from tidemark.commands.window import add_arguments
+from tidemark.config import PipelineConfig, load_pipeline
+from tidemark.config.model import reveal
+from tidemark.errors import ConfigError, TidemarkError
+from tidemark.windows import TaskKind, Window, WindowTask
+
+logger = logging.getLogger(__name__)
+
+
+def task_window(config: PipelineConfig, task: WindowTask) -> timedelta:
+    """The configured window length of ``task``."""
+    if task.kind == TaskKind.MIRROR:
+        return config.tidemark.mirror_window(task.name)
+    for job in config.tidemark.jobs:
+        if job.name == task.name:
+            return job.window
+    known = ", ".join(job.name for job in config.tidemark.jobs) or "none"
+    raise ConfigError(f"{config.path} has no job {task.name!r} (its jobs: {known})")
+
+
+def session_for(config: PipelineConfig, args: argparse.Namespace, app_name: str) -> SparkSession:
+    """The pipeline's Spark session: its catalog, under its name, as the default catalog."""
+    master = args.master
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process
+    if master is None and not under_submit:
+        master = "local[*]"
+    jars: Sequence[Path] = ()
+    if args.jars:
+        jars = [Path(jar) for jar in args.jars.split(",") if jar]
+    elif not under_submit:
+        jars = _local_stack_jars()
+    settings = SparkSettings(
+        app_name=app_name,
+        master=master,
+        jars=jars,
+        conf={"spark.sql.defaultCatalog": config.tidemark.catalog_name},
+    )
+    return build_session(
+        settings, config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
+    )
+
+
+def _local_stack_jars() -> list[Path]:
+    from tidemark.stack.settings import StackSettings
+    from tidemark.stack.spark_runtime import SparkRuntime
+
+    return SparkRuntime(StackSettings.from_env()).jars()
+
+
+def run_task(
+    jobs: WindowJobs, task: WindowTask, window: Window, up_to_order: int | None = None
+) -> MergeOutcome | JobOutcome:
+    if task.kind == TaskKind.MIRROR:
+        return jobs.merge_mirror(task.name, window, up_to_order)
+    if up_to_order is not None:
+        raise ConfigError("--up-to-order applies to a mirror task, not to a job")
+    return jobs.run_job(task.name, window)
+
+
+def outcome_json(outcome: MergeOutcome | JobOutcome) -> dict[str, Any]:
+    def plain(value: Any) -> Any:
+        if isinstance(value, Window):
+            return {"start": value.start.isoformat(), "end": value.end.isoformat()}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, tuple | list):
+            return [plain(item) for item in value]
+        return value
+
+    return {"version": 1, "kind": type(outcome).__name__, **plain(outcome)}
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_pipeline(args.file)
+    task: WindowTask = args.task
+    start = args.start or args.end - task_window(config, task)
+    window = Window(start, args.end)
+    session = session_for(config, args, app_name=f"tidemark {task} {window}")
+    jobs = WindowJobs(config, plan_from_source(config), session)
+    outcome = run_task(jobs, task, window, args.up_to_order)
+    sys.stdout.write(json.dumps(outcome_json(outcome)) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run_window", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return run(args)
+    except TidemarkError as error:
+        sys.stderr.write(f"run_window: error: {error}\n")
+        return 2 if isinstance(error, ConfigError) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

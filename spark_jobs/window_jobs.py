@@ -1,0 +1,297 @@
+"""Window jobs: merge a window of changes into a mirror, or run a job's SQL for a window.
+
+The API the scheduler and the CLI use; one long-lived Spark session serves many windows::
+
+    jobs = WindowJobs(config, plan, session)
+    jobs.merge_mirror("shop.orders", window, up_to_order=None) -> MergeOutcome
+    jobs.run_job("revenue_per_hour", window) -> JobOutcome
+
+``merge_mirror`` applies the changelog rows with ``_tm_order`` in ``(M, B]``: M is the mirror's
+``tidemark.merged-order`` stamp (0 for a new mirror) and B the ``tidemark.order`` of the earliest
+complete changelog snapshot whose watermark reaches the window's end
+(``spark_jobs.changelog_range``), or ``up_to_order`` when the caller knows it (a commit report's
+``last_order``). A window whose end the mirror has already reached is a no-op, so a retried
+window is never applied twice. It raises ``WindowNotCompleteError`` (a ``TransientError``) while
+the changelog has not reached the window's end.
+
+``run_job`` merges each of the job's inputs up to the window's end, then runs the job's SQL
+files in order with the window's variables (``spark_jobs.user_sql``). The SQL itself must be
+idempotent per window (``INSERT OVERWRITE`` of the window's partition, or ``MERGE``); see
+docs/window-jobs.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.errors import ParseException
+from pyspark.sql import SparkSession
+from pyspark.sql.utils import AnalysisException
+
+from spark_jobs.changelog_range import ChangelogBound, bound_at_order, find_bound
+from spark_jobs.merge import MirrorSpec, merge_range, mirror_state, table_snapshots
+from spark_jobs.user_sql import read_statements
+from tidemark.config.inventory import read_tables
+from tidemark.config.model import (
+    JobConfig,
+    PartitionField,
+    PipelineConfig,
+    TransformRule,
+    reveal,
+)
+from tidemark.config.plan import Plan, SinkTable, build_plan
+from tidemark.contracts import MirrorKey
+from tidemark.errors import ConfigError, TerminalError
+from tidemark.windows import Window
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class MergeOutcome:
+    """What one mirror merge did. ``skipped``: the mirror already held the window."""
+
+    sink_table: str
+    mirror: str
+    window: Window
+    skipped: bool
+    previous_order: int
+    merged_order: int
+    changes: int = 0
+    keys: int = 0
+    source_watermark_ms: int | None = None
+    changelog_snapshot: int | None = None
+    mirror_snapshot: int | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    job: str
+    window: Window
+    mirrors: tuple[MergeOutcome, ...]
+    statements: int
+    seconds: float
+
+
+def plan_from_source(config: PipelineConfig) -> Plan:
+    """The pipeline's plan against its source's tables now (keys come from the server)."""
+    source = config.source
+    return build_plan(config, read_tables(source.connection(), source.captures))
+
+
+class WindowJobs:
+    """Runs windows for one pipeline file on one Spark session."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        plan: Plan,
+        session: SparkSession,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self._config = config
+        self._plan = plan
+        self._spark = session
+        self._clock = clock
+        self._catalog = config.tidemark.catalog_name
+
+    # --- mirrors -------------------------------------------------------------------------
+
+    def merge_mirror(
+        self, sink_table: str, window: Window, up_to_order: int | None = None
+    ) -> MergeOutcome:
+        started = self._clock()
+        sink = self._sink(sink_table)
+        spec = self.mirror_spec(sink)
+        state = mirror_state(self._spark, spec.mirror)
+        merged = state.merged_order if state else 0
+        if state is not None and state.window_end_ms >= window.end_ms:
+            logger.info(
+                "Mirror %s already holds %s (merged to its end %d): nothing to do",
+                spec.mirror,
+                window,
+                state.window_end_ms,
+            )
+            return MergeOutcome(sink.name, spec.mirror, window, True, merged, merged)
+        bound = self._bound(spec.changelog, window, up_to_order)
+        high = max(bound.order, merged)
+        stamps: dict[str, str] = {
+            MirrorKey.WINDOW_START: str(window.start_ms),
+            MirrorKey.WINDOW_END: str(window.end_ms),
+            MirrorKey.MERGED_ORDER: str(high),
+            MirrorKey.SOURCE_WATERMARK: str(bound.watermark_ms),
+            MirrorKey.CHANGELOG_SNAPSHOT: str(bound.snapshot_id),
+        }
+        counts = merge_range(self._spark, spec, merged, high, stamps)
+        outcome = MergeOutcome(
+            sink_table=sink.name,
+            mirror=spec.mirror,
+            window=window,
+            skipped=False,
+            previous_order=merged,
+            merged_order=high,
+            changes=counts.changes,
+            keys=counts.keys,
+            source_watermark_ms=bound.watermark_ms,
+            changelog_snapshot=bound.snapshot_id,
+            mirror_snapshot=counts.snapshot_id,
+            seconds=self._clock() - started,
+        )
+        logger.info(
+            "Merged %s into %s for %s: orders (%d, %d], %d changes, %d keys, %.1f s",
+            spec.changelog,
+            spec.mirror,
+            window,
+            merged,
+            high,
+            counts.changes,
+            counts.keys,
+            outcome.seconds,
+        )
+        return outcome
+
+    def mirror_spec(self, sink: SinkTable) -> MirrorSpec:
+        """How ``sink``'s changelog becomes its mirror: names, key, transform, partitioning."""
+        if sink.mirror is None:
+            raise ConfigError(
+                f"{sink.name} has its mirror turned off: turn it on under "
+                f'tidemark.tables."{sink.name}".mirror'
+            )
+        options = self._config.tidemark.table(sink.name).mirror
+        transform = self._transform(sink)
+        partitioning = self._config.sink.partitioning_for(sink.name)
+        if partitioning is not None:
+            partition = tuple(spark_partition(field) for field in partitioning.fields)
+        else:
+            partition = tuple(f"`{c}`" for c in (transform.partition_keys if transform else ()))
+        properties = {
+            **reveal(self._config.sink.table_properties),
+            **reveal(options.table_properties),
+        }
+        return MirrorSpec(
+            mirror=f"{self._catalog}.{sink.mirror}",
+            changelog=f"{self._catalog}.{sink.changelog}",
+            key=sink.key,
+            projection=transform.projection if transform else None,
+            filter=transform.filter if transform else None,
+            partitioning=partition,
+            keep_deletes=options.deletes == "keep",
+            table_properties=properties,
+        )
+
+    def _bound(self, changelog: str, window: Window, up_to_order: int | None) -> ChangelogBound:
+        snapshots = table_snapshots(self._spark, changelog)
+        if up_to_order is not None:
+            return bound_at_order(changelog, snapshots, up_to_order)
+        return find_bound(changelog, snapshots, window.end_ms)
+
+    def _transform(self, sink: SinkTable) -> TransformRule | None:
+        rules: list[TransformRule] = []
+        for source in sink.sources:
+            rule = self._config.transform_for(*source.split(".", 1))
+            if rule is not None and rule not in rules:
+                rules.append(rule)
+        if len(rules) > 1:
+            raise ConfigError(
+                f"the tables routed to {sink.name} match different transforms: give them one "
+                "transform whose source-table matches them all"
+            )
+        return rules[0] if rules else None
+
+    def _sink(self, name: str) -> SinkTable:
+        for sink in self._plan.sinks:
+            if sink.name == name:
+                return sink
+        known = ", ".join(sink.name for sink in self._plan.sinks) or "none"
+        raise ConfigError(
+            f"{name} is not a sink table of {self._config.path} (its sink tables: {known})"
+        )
+
+    # --- jobs ----------------------------------------------------------------------------
+
+    def run_job(self, job_name: str, window: Window) -> JobOutcome:
+        started = self._clock()
+        job = self.job(job_name)
+        mirrors = tuple(self.merge_mirror(table, window) for table in job.inputs)
+        variables = {**window.variables(job.name), **reveal(job.variables)}
+        count = 0
+        with self._job_conf(job):
+            for file in job.sql:
+                for statement in read_statements(file, variables):
+                    self._run_statement(file, statement)
+                    count += 1
+        outcome = JobOutcome(job.name, window, mirrors, count, self._clock() - started)
+        logger.info(
+            "Job %s ran %d statements for %s in %.1f s", job.name, count, window, outcome.seconds
+        )
+        return outcome
+
+    def job(self, name: str) -> JobConfig:
+        for job in self._config.tidemark.jobs:
+            if job.name == name:
+                return job
+        known = ", ".join(job.name for job in self._config.tidemark.jobs) or "none"
+        raise ConfigError(
+            f"{self._config.path} has no job {name!r} under tidemark.jobs (its jobs: {known})"
+        )
+
+    def _run_statement(self, file: Path, statement: str) -> None:
+        logger.debug("Running %s: %s", file, statement)
+        try:
+            self._spark.sql(statement)
+        except (AnalysisException, ParseException) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            raise TerminalError(
+                f"{file}: a statement failed: {first}. Fix the SQL file; the statement was: "
+                f"{statement[:200]}"
+            ) from error
+
+    @contextmanager
+    def _job_conf(self, job: JobConfig) -> Iterator[None]:
+        """The job's ``spark`` settings, and our catalog as the default one, for its SQL only."""
+        wanted: Mapping[str, str] = {
+            "spark.sql.defaultCatalog": self._catalog,
+            **reveal(job.spark),
+        }
+        conf = self._spark.conf
+        saved: dict[str, str | None] = {}
+        for key, value in wanted.items():
+            if not conf.isModifiable(key) and key != "spark.sql.defaultCatalog":
+                logger.warning(
+                    "Job %s sets %s, which a running Spark session cannot change: pass it to "
+                    "spark-submit (--conf) instead; ignored here",
+                    job.name,
+                    key,
+                )
+                continue
+            saved[key] = conf.get(key, None)
+            conf.set(key, value)
+        try:
+            yield
+        finally:
+            for key, previous in saved.items():
+                if previous is None:
+                    conf.unset(key)
+                else:
+                    conf.set(key, previous)
+
+
+_SPARK_TRANSFORMS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
+
+
+def spark_partition(field: PartitionField) -> str:
+    """A ``sink.partition.key`` field as a Spark partition transform."""
+    column = f"`{field.column}`"
+    if field.transform == "identity":
+        return column
+    if field.transform in _SPARK_TRANSFORMS:
+        return f"{_SPARK_TRANSFORMS[field.transform]}({column})"
+    return f"{field.transform}({field.width}, {column})"

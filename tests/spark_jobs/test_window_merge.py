@@ -1,0 +1,172 @@
+"""Window merges against the real stack: MariaDB changes -> ingest -> changelog -> mirror."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from pyiceberg.catalog import Catalog
+from pyspark.sql import SparkSession
+
+from spark_jobs.changelog_range import WindowNotCompleteError
+from spark_jobs.window_jobs import WindowJobs, plan_from_source
+from tests.spark_jobs.sources import (
+    changelog_watermark,
+    create_shards,
+    execute,
+    ingest_to_end,
+    orders_pipeline,
+    source_rows,
+    tick_past_now,
+)
+from tidemark.contracts import MirrorKey
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.windows import Window
+
+if TYPE_CHECKING:
+    from tests.spark_jobs.sources import Connection
+
+SERVER_ID = 4711
+BOTH_SHARDS = (
+    "SELECT order_no, status, amount FROM orders_0 UNION ALL "
+    "SELECT order_no, status, amount FROM orders_1 ORDER BY order_no"
+)
+
+
+def mirror_rows(spark: SparkSession, table: str) -> list[tuple[object, ...]]:
+    rows = spark.sql(f"SELECT order_no, status, amount FROM {table} ORDER BY order_no").collect()
+    return [tuple(row) for row in rows]
+
+
+def newest_stamp(spark: SparkSession, table: str) -> dict[str, str]:
+    row = spark.sql(
+        f"SELECT snapshot_id, summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).collect()[0]
+    return {"snapshot_id": str(row.snapshot_id), **row.summary}
+
+
+def test_each_window_leaves_the_mirror_equal_to_the_source_and_a_rerun_changes_nothing(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    create_shards(admin_connection, 2)
+    config = orders_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        namespace=namespace,
+        server_id=SERVER_ID,
+    )
+    jobs = WindowJobs(config, plan_from_source(config), spark)
+    ingest_to_end(config, catalog, endpoints, SERVER_ID)  # creates the changelog
+    execute(
+        admin_connection,
+        "INSERT INTO orders_0 VALUES (1, 101, 'new', 10.00, NOW()), (2, 102, 'new', 20.00, NOW()),"
+        " (3, 103, 'new', 30.00, NOW())",
+        # several changes of one key inside the window
+        "UPDATE orders_0 SET status = 'paid' WHERE order_no = 101",
+        "UPDATE orders_0 SET status = 'shipped', amount = 11.00 WHERE order_no = 101",
+        # deleted, then inserted again with other values
+        "DELETE FROM orders_0 WHERE order_no = 102",
+        "INSERT INTO orders_0 VALUES (4, 102, 'again', 22.00, NOW())",
+        # an update that changes the key
+        "UPDATE orders_0 SET order_no = 104 WHERE order_no = 103",
+        # an order moving to the other shard, in one transaction
+        "BEGIN",
+        "DELETE FROM orders_0 WHERE order_no = 101",
+        "INSERT INTO orders_1 VALUES (1, 101, 'moved', 11.00, NOW())",
+        "COMMIT",
+    )
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    first = Window.ending_at(
+        changelog_watermark(catalog, f"{namespace}.orders_changelog"), timedelta(minutes=5)
+    )
+
+    outcome = jobs.merge_mirror(f"{namespace}.orders", first)
+
+    mirror = f"tidemark.{namespace}.orders"
+    assert mirror_rows(spark, mirror) == [
+        (101, "moved", Decimal("11.00")),
+        (102, "again", Decimal("22.00")),
+        (104, "new", Decimal("30.00")),
+    ]
+    assert mirror_rows(spark, mirror) == source_rows(admin_connection, BOTH_SHARDS)
+    stamp = newest_stamp(spark, mirror)
+    assert stamp[MirrorKey.WINDOW_START] == str(first.start_ms)
+    assert stamp[MirrorKey.WINDOW_END] == str(first.end_ms)
+    assert stamp[MirrorKey.MERGED_ORDER] == str(outcome.merged_order)
+    assert int(stamp[MirrorKey.SOURCE_WATERMARK]) >= first.end_ms
+    assert stamp[MirrorKey.CHANGELOG_SNAPSHOT] == str(outcome.changelog_snapshot)
+    assert (outcome.changes, outcome.keys) == (11, 4)  # 103 is deleted by its key change
+
+    rerun = jobs.merge_mirror(f"{namespace}.orders", first)
+
+    assert rerun.skipped
+    assert newest_stamp(spark, mirror)["snapshot_id"] == stamp["snapshot_id"]
+
+    execute(
+        admin_connection,
+        "UPDATE orders_0 SET amount = 31.00 WHERE order_no = 104",
+        "DELETE FROM orders_1 WHERE order_no = 101",
+        "INSERT INTO orders_1 VALUES (5, 105, 'new', 50.00, NOW())",
+    )
+    tick_past_now(admin_connection)
+    with pytest.raises(WindowNotCompleteError):
+        # not ingested yet: the changelog has not reached the next window's end
+        jobs.merge_mirror(f"{namespace}.orders", Window(first.end, first.end + timedelta(days=1)))
+    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    second = Window(first.end, changelog_watermark(catalog, f"{namespace}.orders_changelog"))
+
+    outcome = jobs.merge_mirror(f"{namespace}.orders", second)
+
+    assert mirror_rows(spark, mirror) == [
+        (102, "again", Decimal("22.00")),
+        (104, "new", Decimal("31.00")),
+        (105, "new", Decimal("50.00")),
+    ]
+    assert mirror_rows(spark, mirror) == source_rows(admin_connection, BOTH_SHARDS)
+    assert (outcome.previous_order, outcome.changes) == (rerun.merged_order, 3)
+
+
+def test_a_window_without_changes_still_stamps_the_mirror(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    create_shards(admin_connection, 1)
+    config = orders_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        namespace=namespace,
+        server_id=SERVER_ID + 1,
+    )
+    jobs = WindowJobs(config, plan_from_source(config), spark)
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, SERVER_ID + 1)
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, SERVER_ID + 1)
+    end = changelog_watermark(catalog, f"{namespace}.orders_changelog")
+
+    outcome = jobs.merge_mirror(f"{namespace}.orders", Window.ending_at(end, timedelta(minutes=5)))
+
+    mirror = f"tidemark.{namespace}.orders"
+    assert mirror_rows(spark, mirror) == []
+    assert (outcome.changes, outcome.keys) == (0, 0)
+    assert newest_stamp(spark, mirror)[MirrorKey.WINDOW_END] == str(outcome.window.end_ms)
+    properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {mirror}").collect()}
+    assert properties["format-version"] == "2"
+    assert properties["write.merge.mode"] == "merge-on-read"
