@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from scheduler.executor import WindowExecutor
-from scheduler.gate import Decision, DueWindow, TaskSpec, decide
+from scheduler.gate import Decision, DueWindow, TaskSpec, cuts_since, decide
 from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
@@ -132,14 +132,9 @@ class WindowEngine:
     def decide(self) -> Decision:
         """What the gate says now, from the recorded state."""
         tasks = self._store.task_states(self.pipeline)
-        # cuts are needed only at or after the oldest mirror end not yet merged
-        ends = [
-            state.done_end
-            for task, state in tasks.items()
-            if task.kind == TaskKind.MIRROR and state.done_end is not None
-        ]
-        since_ms = (min(ends) - EPOCH) // timedelta(milliseconds=1) if ends else 0
-        tables = self._store.table_states(self._schedule.changelogs, since_ms)
+        tables = self._store.table_states(
+            self._schedule.changelogs, cuts_since(self._schedule.tasks, tasks)
+        )
         with self._lock:
             in_flight = frozenset(self._in_flight)
         return decide(self._schedule.tasks, tables, tasks, self._clock(), in_flight)

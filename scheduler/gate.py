@@ -171,6 +171,19 @@ def job_task(name: str) -> WindowTask:
     return WindowTask(TaskKind.JOB, name)
 
 
+def cuts_since(specs: Sequence[TaskSpec], tasks: Mapping[WindowTask, TaskState]) -> int:
+    """Epoch ms from which reports are needed to find merge cuts: the oldest end any mirror
+    has merged to (earlier reports only served windows already recorded, with their cut)."""
+    ends = [
+        tasks.get(spec.task, TaskState()).done_end
+        for spec in specs
+        if spec.task.kind == TaskKind.MIRROR
+    ]
+    if not ends or any(end is None for end in ends):
+        return 0
+    return min(_ms(end) for end in ends if end is not None)
+
+
 def decide(
     specs: Sequence[TaskSpec],
     tables: Mapping[str, TableState],

@@ -16,13 +16,22 @@ class Command:
 
 def _registry() -> list[Command]:
     # Imported here so that each command module may import this one for `Command`.
-    from tidemark.commands import export_flink_cdc, ingest, plan, stack, status, validate
+    from tidemark.commands import (
+        export_flink_cdc,
+        ingest,
+        plan,
+        schedule,
+        stack,
+        status,
+        validate,
+    )
 
     return [
         stack.COMMAND,
         validate.COMMAND,
         plan.COMMAND,
         ingest.COMMAND,
+        schedule.COMMAND,
         status.COMMAND,
         export_flink_cdc.COMMAND,
     ]
