@@ -131,12 +131,14 @@ class WindowEngine:
 
     def decide(self) -> Decision:
         """What the gate says now, from the recorded state."""
+        # in flight first: a window that finishes after this line has recorded its end before
+        # the states below are read, so it is never taken for one a stopped scheduler left
+        with self._lock:
+            in_flight = frozenset(self._in_flight)
         tasks = self._store.task_states(self.pipeline)
         tables = self._store.table_states(
             self._schedule.changelogs, cuts_since(self._schedule.tasks, tasks)
         )
-        with self._lock:
-            in_flight = frozenset(self._in_flight)
         return decide(self._schedule.tasks, tables, tasks, self._clock(), in_flight)
 
     def idle(self) -> bool:

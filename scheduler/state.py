@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
 from psycopg2 import sql
 
@@ -79,6 +80,10 @@ CREATE TABLE IF NOT EXISTS {schema}.window_runs (
 
 class StateUnavailableError(SchedulerError, TransientError):
     """PostgreSQL did not answer; the tick is tried again and nothing was half-written."""
+
+
+class StateMissingError(SchedulerError, TerminalError):
+    """The state schema does not exist: no scheduler has run against this database yet."""
 
 
 class StateVersionError(SchedulerError, TerminalError):
@@ -436,6 +441,12 @@ class StateStore:
         try:
             with connection, connection.cursor() as cursor:  # commits, or rolls back on error
                 yield cursor
+        except psycopg2.errors.UndefinedTable:
+            raise StateMissingError(
+                f"the scheduler state schema {self.schema} does not exist at {self._where()}: "
+                "no scheduler has run against this database yet (`tidemark schedule` creates "
+                "it), or --state-schema names another"
+            ) from None
         except psycopg2.OperationalError as error:
             raise StateUnavailableError(
                 f"the scheduler state database at {self._where()} failed mid-transaction: "

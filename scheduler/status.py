@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
 from scheduler.gate import RunState, TaskState, cuts_since, decide
 from scheduler.spec import PipelineSchedule
-from scheduler.state import StateStore
+from scheduler.state import StateSettings, StateStore
+from tidemark.config.model import PipelineConfig, reveal
+from tidemark.config.plan import SinkTable
 from tidemark.windows import Window, WindowTask
 
 
@@ -28,6 +31,18 @@ class TaskStatus:
     condition: TaskCondition
     #: for people: "waiting for shop.orders watermark 2026-01-01 10:04:58 < 2026-01-01 10:05:00"
     reason: str
+
+
+def describe_pipeline(
+    config: PipelineConfig,
+    sinks: Sequence[SinkTable],
+    now: datetime,
+    state: StateSettings | None = None,
+) -> list[TaskStatus]:
+    """``describe`` for a pipeline file and its planned sink tables (``build_plan``), with the
+    state in the catalog's database unless ``state`` says otherwise."""
+    settings = state or StateSettings.from_catalog(reveal(config.sink.catalog_properties))
+    return describe(PipelineSchedule.from_config(config, sinks), StateStore(settings), now)
 
 
 def describe(schedule: PipelineSchedule, store: StateStore, now: datetime) -> list[TaskStatus]:

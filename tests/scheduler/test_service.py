@@ -18,7 +18,7 @@ from scheduler.engine import EngineSettings, WindowEngine
 from scheduler.gate import RunState, job_task, mirror_task
 from scheduler.reports_consumer import ReportBatch, ReportsConsumer
 from scheduler.service import PipelineRun, ServiceSettings, run
-from scheduler.state import StateSettings, StateStore
+from scheduler.state import StateMissingError, StateSettings, StateStore
 from scheduler.status import TaskCondition, describe
 from tests.scheduler.harness import (
     ORDERS,
@@ -369,3 +369,10 @@ def test_a_table_whose_watermark_stops_moving_raises_an_alert(
         "ALERT: the watermark of shop.orders has stayed at 2026-01-01T10:11:30" in r.getMessage()
         for r in caplog.records
     )
+
+
+def test_status_before_any_scheduler_ran_says_so(state_settings: StateSettings) -> None:
+    never_created = StateStore(state_settings)
+
+    with pytest.raises(StateMissingError, match="no scheduler has run against this database"):
+        describe(two_table_schedule("nobody"), never_created, at("10:00"))

@@ -64,8 +64,9 @@ def _schedule(args: argparse.Namespace) -> int:
             f"pipeline.name {', '.join(duplicates)} is used by more than one file; the scheduler "
             "keeps each pipeline's windows under its name: give each file its own pipeline.name"
         )
-    pipelines = [_pipeline(config) for config in configs]
+    # before connecting to anything: without an executor there is nothing to schedule
     executor = EXECUTORS[args.executor]()
+    pipelines = [_pipeline(config) for config in configs]
     if args.state_dsn:
         state = StateSettings.from_dsn(args.state_dsn, args.state_schema)
     else:
