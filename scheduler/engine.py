@@ -27,6 +27,7 @@ from typing import Protocol
 
 from scheduler.executor import WindowExecutor
 from scheduler.gate import Decision, DueWindow, TaskSpec, cuts_since, decide
+from scheduler.metrics import Metrics
 from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
@@ -85,6 +86,7 @@ class WindowEngine:
         submit: Submit = inline,
         settings: EngineSettings = EngineSettings(),  # noqa: B008 - frozen
         on_finished: Callable[[], None] = lambda: None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._schedule = schedule
         self._store = store
@@ -94,6 +96,7 @@ class WindowEngine:
         self._submit = submit
         self._settings = settings
         self._on_finished = on_finished
+        self.metrics = metrics or Metrics()
         self._specs = {spec.task: spec for spec in schedule.tasks}
         self._lock = threading.Lock()
         self._in_flight: set[WindowTask] = set()
@@ -107,7 +110,12 @@ class WindowEngine:
         """Record new reports, then submit every window due."""
         self.consume()
         decision = self.decide()
+        for waiting in decision.waiting:
+            self.metrics.set(
+                "tidemark_windows_held", float(waiting.held), **self._labels(waiting.task)
+            )
         for due in decision.due:
+            self.metrics.set("tidemark_windows_held", 0.0, **self._labels(due.task))
             self._dispatch(due)
         return decision
 
@@ -139,7 +147,14 @@ class WindowEngine:
         tables = self._store.table_states(
             self._schedule.changelogs, cuts_since(self._schedule.tasks, tasks)
         )
-        return decide(self._schedule.tasks, tables, tasks, self._clock(), in_flight)
+        now = self._clock()
+        for sink, table in tables.items():
+            if table.watermark_ms is not None:
+                lag = (now - EPOCH) / timedelta(seconds=1) - table.watermark_ms / 1000
+                self.metrics.set(
+                    "tidemark_watermark_lag_seconds", lag, pipeline=self.pipeline, table=sink
+                )
+        return decide(self._schedule.tasks, tables, tasks, now, in_flight)
 
     def idle(self) -> bool:
         """No window submitted and not finished."""
@@ -209,7 +224,10 @@ class WindowEngine:
         except Exception as error:  # any failure of a window job is the job's, not ours
             self._fail(spec, due, attempt, error)
             return
-        self._store.mark_succeeded(self.pipeline, due.task, due.window, self._clock())
+        now = self._clock()
+        self._store.mark_succeeded(self.pipeline, due.task, due.window, now)
+        delay = (now - due.window.end) / timedelta(seconds=1)
+        self.metrics.set("tidemark_window_delay_seconds", delay, **self._labels(due.task))
         logger.info("Finished %s window %s", due.task, due.window)
 
     def _call_executor(self, due: DueWindow) -> None:
@@ -243,4 +261,8 @@ class WindowEngine:
                 due.task,
                 text,
             )
+        self.metrics.add("tidemark_window_failures_total", 1.0, **self._labels(due.task))
         self._store.mark_failed(self.pipeline, due.task, due.window, text, retry_at, now)
+
+    def _labels(self, task: WindowTask) -> dict[str, str]:
+        return {"pipeline": self.pipeline, "task": str(task)}

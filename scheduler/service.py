@@ -25,6 +25,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from scheduler.engine import Clock, EngineSettings, WindowEngine
 from scheduler.executor import WindowExecutor
+from scheduler.metrics import Metrics, serve
 from scheduler.reports_consumer import ConsumerSettings, ReportsConsumer
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
@@ -169,12 +170,18 @@ def run(
     clock: Clock = utc_now,
     stop: threading.Event | None = None,
     max_seconds: float | None = None,
+    metrics_port: int | None = None,
 ) -> None:
     """Schedule ``pipelines`` until ``stop`` is set or ``max_seconds`` pass (the Python API
-    behind ``tidemark schedule``); ``executor`` runs the windows."""
+    behind ``tidemark schedule``); ``executor`` runs the windows. With ``metrics_port``,
+    Prometheus scrapes ``http://127.0.0.1:<port>/metrics``."""
     store.create()
     service = SchedulerService(settings)
     consumers = [ReportsConsumer(p.reports) for p in pipelines]
+    metrics = Metrics()
+    server = serve(metrics, port=metrics_port) if metrics_port is not None else None
+    if server is not None:
+        logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
     try:
         engines = [
             WindowEngine(
@@ -186,6 +193,7 @@ def run(
                 submit=service.submit,
                 settings=engine_settings,
                 on_finished=service.wake,
+                metrics=metrics,
             )
             for p, consumer in zip(pipelines, consumers, strict=True)
         ]
@@ -193,3 +201,5 @@ def run(
     finally:
         for consumer in consumers:
             consumer.close()
+        if server is not None:
+            server.close()

@@ -270,6 +270,9 @@ def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
         ("mirror:shop.orders", "10:05"),
         ("mirror:shop.users", "10:05"),
     }
+    labels = {"pipeline": unique_name, "task": "job:gmv"}
+    assert engine.metrics.get("tidemark_window_failures_total", **labels) == 2
+    assert engine.metrics.get("tidemark_windows_held", **labels) == 1
     rows = {str(row.task): row for row in describe(schedule, store, clock.now)}
     assert rows["job:gmv"].condition is TaskCondition.HELD
     assert "held after 2 failed attempt(s): RuntimeError: job:gmv was told to fail" == (
@@ -281,6 +284,9 @@ def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
     assert store.release(unique_name, gmv, clock.now)
     tick_until(engine, all_succeeded(store, unique_name))
     assert executor.effects() == EXPECTED
+    assert engine.metrics.get("tidemark_windows_held", **labels) == 0
+    # the 10:10 window finished at 11:30 by the scheduler's clock
+    assert engine.metrics.get("tidemark_window_delay_seconds", **labels) == 80 * 60
 
 
 def test_redelivered_and_republished_reports_are_recorded_once(

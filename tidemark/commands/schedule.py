@@ -43,6 +43,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="log an ERROR when a table's watermark has not moved for this long",
     )
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics",
+    )
+    parser.add_argument(
         "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
     )
     parser.set_defaults(handler=_schedule)
@@ -83,6 +88,7 @@ def _schedule(args: argparse.Namespace) -> int:
         engine_settings=EngineSettings(stall_after=timedelta(minutes=args.stall_minutes)),
         stop=stop,
         max_seconds=args.max_seconds,
+        metrics_port=args.metrics_port,
     )
     return 0
 
