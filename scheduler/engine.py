@@ -1,0 +1,268 @@
+"""One pipeline's scheduler, tick by tick: record reports, decide, run windows exactly once.
+
+``tick`` reads commit reports, records them durably and only then commits their offsets, asks
+the gate (``scheduler.gate``) which windows are due, records each as ``pending`` with its merge
+cut and submits it. The submitted run records ``running`` before it calls the executor and
+``succeeded`` or ``failed`` after. A window found ``pending`` or ``running`` by a later tick
+that did not submit it (the scheduler stopped in between) is run again; the executor's calls
+are idempotent per window, so its effect is exactly once.
+
+A failed window is retried after ``retry_delay``, doubled at each attempt, ``retries`` times;
+then it is *held*: an ERROR names the task, the window and the error, and later windows of
+that task wait until someone releases it (``StateStore.release``).
+
+The engine has no threads and no clock of its own: ``submit`` and ``clock`` are injected, so
+tests run windows inline at chosen instants, and ``scheduler.service`` runs them in
+APScheduler's bounded thread pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from scheduler.executor import WindowExecutor
+from scheduler.gate import Decision, DueWindow, TaskSpec, cuts_since, decide
+from scheduler.metrics import Metrics
+from scheduler.reports_consumer import ReportBatch
+from scheduler.spec import PipelineSchedule
+from scheduler.state import StateStore
+from tidemark.windows import EPOCH, TaskKind, WindowTask
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+Submit = Callable[[Callable[[], None]], None]
+
+#: the longest error text kept in the state store (a Spark error can carry a page of trace)
+MAX_ERROR_CHARS = 2_000
+
+
+class ReportSource(Protocol):
+    """Where reports come from: ``ReportsConsumer``, or anything that batches like it."""
+
+    def poll(self, max_messages: int = 500, timeout: float = 0.5) -> ReportBatch: ...
+
+    def commit(self, batch: ReportBatch) -> None: ...
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    #: an ERROR when a table's watermark has not moved for this long
+    stall_after: timedelta = timedelta(minutes=10)
+    #: reports read per tick at most, so a long backlog does not starve the windows
+    max_reports_per_tick: int = 5_000
+    #: how long one poll of Kafka may wait for reports
+    poll_timeout_seconds: float = 0.2
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A table whose watermark has not moved for longer than ``stall_after``."""
+
+    table: str
+    watermark: datetime
+    since: datetime
+
+
+def inline(run: Callable[[], None]) -> None:
+    """A ``submit`` that runs the window at once, in the caller's thread."""
+    run()
+
+
+class WindowEngine:
+    def __init__(
+        self,
+        schedule: PipelineSchedule,
+        store: StateStore,
+        reports: ReportSource,
+        executor: WindowExecutor,
+        *,
+        clock: Clock,
+        submit: Submit = inline,
+        settings: EngineSettings = EngineSettings(),  # noqa: B008 - frozen
+        on_finished: Callable[[], None] = lambda: None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._schedule = schedule
+        self._store = store
+        self._reports = reports
+        self._executor = executor
+        self._clock = clock
+        self._submit = submit
+        self._settings = settings
+        self._on_finished = on_finished
+        self.metrics = metrics or Metrics()
+        self._specs = {spec.task: spec for spec in schedule.tasks}
+        self._lock = threading.Lock()
+        self._in_flight: set[WindowTask] = set()
+        self._stall_alerted: dict[str, datetime] = {}
+
+    @property
+    def pipeline(self) -> str:
+        return self._schedule.pipeline
+
+    def tick(self) -> Decision:
+        """Record new reports, then submit every window due."""
+        self.consume()
+        decision = self.decide()
+        for waiting in decision.waiting:
+            self.metrics.set(
+                "tidemark_windows_held", float(waiting.held), **self._labels(waiting.task)
+            )
+        for due in decision.due:
+            self.metrics.set("tidemark_windows_held", 0.0, **self._labels(due.task))
+            self._dispatch(due)
+        return decision
+
+    def consume(self) -> int:
+        """Record the reports Kafka has, then commit their offsets; how many were new."""
+        ours = self._schedule.sink_of
+        new = read = 0
+        while read < self._settings.max_reports_per_tick:
+            batch = self._reports.poll(timeout=self._settings.poll_timeout_seconds)
+            if not batch.offsets:
+                break
+            read += len(batch)
+            # reports of other pipelines' tables share the topic; their offsets are ours too
+            new += self._store.record_reports(
+                [r for r in batch.reports if r.table in ours], self._clock()
+            )
+            self._reports.commit(batch)
+        if new:
+            logger.debug("Recorded %d new commit report(s) of %d read", new, read)
+        return new
+
+    def decide(self) -> Decision:
+        """What the gate says now, from the recorded state."""
+        # in flight first: a window that finishes after this line has recorded its end before
+        # the states below are read, so it is never taken for one a stopped scheduler left
+        with self._lock:
+            in_flight = frozenset(self._in_flight)
+        tasks = self._store.task_states(self.pipeline)
+        tables = self._store.table_states(
+            self._schedule.changelogs, cuts_since(self._schedule.tasks, tasks)
+        )
+        now = self._clock()
+        for sink, table in tables.items():
+            if table.watermark_ms is not None:
+                lag = (now - EPOCH) / timedelta(seconds=1) - table.watermark_ms / 1000
+                self.metrics.set(
+                    "tidemark_watermark_lag_seconds", lag, pipeline=self.pipeline, table=sink
+                )
+        return decide(self._schedule.tasks, tables, tasks, now, in_flight)
+
+    def idle(self) -> bool:
+        """No window submitted and not finished."""
+        with self._lock:
+            return not self._in_flight
+
+    def housekeeping(self) -> list[Stall]:
+        """ERROR for each table whose watermark has not moved for ``stall_after``, once per
+        ``stall_after`` while it lasts."""
+        now = self._clock()
+        reached = self._store.watermark_reached_at(self._schedule.changelogs.values())
+        stalls = []
+        for sink, changelog in sorted(self._schedule.changelogs.items()):
+            report = reached.get(changelog)
+            if report is None or now - report.recorded_at <= self._settings.stall_after:
+                self._stall_alerted.pop(sink, None)
+                continue
+            stall = Stall(
+                sink, EPOCH + timedelta(milliseconds=report.watermark_ms), report.recorded_at
+            )
+            stalls.append(stall)
+            alerted = self._stall_alerted.get(sink)
+            if alerted is None or now - alerted >= self._settings.stall_after:
+                self._stall_alerted[sink] = now
+                logger.error(
+                    "ALERT: the watermark of %s has stayed at %s since %s (%s): its windows "
+                    "and every job reading it wait; check that ingest of pipeline %s runs",
+                    sink,
+                    stall.watermark.isoformat(),
+                    stall.since.isoformat(timespec="seconds"),
+                    now - stall.since,
+                    self.pipeline,
+                )
+        return stalls
+
+    # -- running windows -----------------------------------------------------------------
+
+    def _dispatch(self, due: DueWindow) -> None:
+        self._store.mark_pending(
+            self.pipeline, due.task, due.window, due.up_to_order, self._clock()
+        )
+        with self._lock:
+            self._in_flight.add(due.task)
+        try:
+            self._submit(lambda: self._run(due))
+        except Exception:
+            with self._lock:
+                self._in_flight.discard(due.task)
+            raise
+
+    def _run(self, due: DueWindow) -> None:
+        try:
+            self._run_recorded(due)
+        except Exception:  # the state store failed: the window stays open and runs again
+            logger.exception("Recording window %s of %s failed", due.window, due.task)
+        finally:
+            with self._lock:
+                self._in_flight.discard(due.task)
+            self._on_finished()
+
+    def _run_recorded(self, due: DueWindow) -> None:
+        spec = self._specs[due.task]
+        attempt = self._store.mark_running(self.pipeline, due.task, due.window, self._clock())
+        logger.info("Running %s window %s (attempt %d)", due.task, due.window, attempt)
+        try:
+            self._call_executor(due)
+        except Exception as error:  # any failure of a window job is the job's, not ours
+            self._fail(spec, due, attempt, error)
+            return
+        now = self._clock()
+        self._store.mark_succeeded(self.pipeline, due.task, due.window, now)
+        delay = (now - due.window.end) / timedelta(seconds=1)
+        self.metrics.set("tidemark_window_delay_seconds", delay, **self._labels(due.task))
+        logger.info("Finished %s window %s", due.task, due.window)
+
+    def _call_executor(self, due: DueWindow) -> None:
+        if due.task.kind == TaskKind.MIRROR:
+            self._executor.merge_mirror(due.task.name, due.window, due.up_to_order)
+        else:
+            self._executor.run_job(due.task.name, due.window)
+
+    def _fail(self, spec: TaskSpec, due: DueWindow, attempt: int, error: Exception) -> None:
+        text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]
+        now = self._clock()
+        retry_at = None
+        if attempt <= spec.retries:
+            retry_at = now + spec.retry_delay * 2 ** (attempt - 1)
+            logger.warning(
+                "%s window %s failed (attempt %d of %d), retrying at %s: %s",
+                due.task,
+                due.window,
+                attempt,
+                spec.retries + 1,
+                retry_at.isoformat(timespec="seconds"),
+                text,
+            )
+        else:
+            logger.error(
+                "ALERT: %s window %s failed %d time(s) and is held; later windows of %s wait "
+                "until it is released. Last error: %s",
+                due.task,
+                due.window,
+                attempt,
+                due.task,
+                text,
+            )
+        self.metrics.add("tidemark_window_failures_total", 1.0, **self._labels(due.task))
+        self._store.mark_failed(self.pipeline, due.task, due.window, text, retry_at, now)
+
+    def _labels(self, task: WindowTask) -> dict[str, str]:
+        return {"pipeline": self.pipeline, "task": str(task)}

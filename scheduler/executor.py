@@ -1,0 +1,24 @@
+"""What the scheduler calls to run a window: the Spark window jobs, or anything shaped so.
+
+``spark_jobs.window_jobs.WindowJobs`` provides these methods; the scheduler never imports
+``spark_jobs`` (pyspark stays behind that package). Both calls must be idempotent per window:
+a window found ``running`` after a restart is run again, so the effect is exactly once only if
+a second run of a window that already took effect changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from tidemark.windows import Window
+
+
+class WindowExecutor(Protocol):
+    def merge_mirror(self, sink_table: str, window: Window, up_to_order: int | None) -> object:
+        """Merge the changelog of ``sink_table`` into its mirror up to ``window.end``: the rows
+        with ``_tm_order`` up to ``up_to_order`` (None: decide from the snapshots' watermarks)."""
+        ...
+
+    def run_job(self, job_name: str, window: Window) -> object:
+        """Run the job's SQL for ``window``; the mirrors it reads stand exactly at its end."""
+        ...

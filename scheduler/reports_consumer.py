@@ -1,0 +1,128 @@
+"""Commit reports from Kafka, committed back only once the scheduler has recorded them.
+
+The only module of ``scheduler`` that imports ``confluent_kafka``. One consumer group per
+pipeline (``tidemark-scheduler.<pipeline>``), so two pipelines sharing the topic each see every
+report. Offsets are never committed automatically: ``poll`` returns a batch, the caller records
+it durably, then calls ``commit(batch)``. A crash in between redelivers the batch, and the
+state store ignores reports it already holds (table and snapshot id), so every report is
+recorded exactly once whatever Kafka redelivers or ingest republishes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from scheduler.errors import SchedulerError
+from tidemark.config.model import ReportsSettings, reveal
+from tidemark.contracts import CommitReport
+from tidemark.errors import TransientError
+
+logger = logging.getLogger(__name__)
+
+GROUP_PREFIX = "tidemark-scheduler."
+#: librdkafka settings exactly-once recording depends on; a user may not change them
+_FIXED = {"enable.auto.commit": False, "enable.auto.offset.store": False}
+
+
+class ReportsUnavailableError(SchedulerError, TransientError):
+    """Kafka did not answer, or the topic does not exist yet; the next tick tries again."""
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    topic: str
+    #: librdkafka properties, ``bootstrap.servers`` at least
+    kafka: Mapping[str, str]
+    group_id: str
+
+    @classmethod
+    def from_reports(cls, reports: ReportsSettings, pipeline: str) -> ConsumerSettings:
+        return cls(reports.topic, reveal(reports.kafka), GROUP_PREFIX + pipeline)
+
+    def consumer_config(self) -> dict[str, Any]:
+        return {
+            # a new group reads the topic from its start: reports published before the
+            # scheduler first ran are the tables' first watermarks
+            "auto.offset.reset": "earliest",
+            **self.kafka,
+            "group.id": self.group_id,
+            **_FIXED,
+            "logger": logger,
+        }
+
+
+@dataclass(frozen=True)
+class ReportBatch:
+    """Reports read in one poll, and the offsets to commit once they are recorded."""
+
+    reports: tuple[CommitReport, ...] = ()
+    #: (partition, next offset to read) per partition seen
+    offsets: tuple[tuple[int, int], ...] = field(default=())
+
+    def __len__(self) -> int:
+        return len(self.reports)
+
+
+class ReportsConsumer:
+    """Reads commit reports; used by one thread at a time (the scheduler's tick)."""
+
+    def __init__(self, settings: ConsumerSettings) -> None:
+        self._settings = settings
+        self._consumer = Consumer(settings.consumer_config())
+        self._consumer.subscribe([settings.topic])
+
+    def poll(self, max_messages: int = 500, timeout: float = 0.5) -> ReportBatch:
+        """Up to ``max_messages`` reports. Raises ``TerminalError`` (from
+        ``CommitReport.from_json``) for a report of a newer major version or a malformed one:
+        the scheduler stops rather than skip a watermark it cannot read."""
+        try:
+            messages = self._consumer.consume(num_messages=max_messages, timeout=timeout)
+        except KafkaException as error:
+            raise ReportsUnavailableError(f"reading {self._settings.topic}: {error}") from None
+        reports: list[CommitReport] = []
+        offsets: dict[int, int] = {}
+        for message in messages:
+            problem = message.error()
+            if problem is not None:
+                self._raise(problem)
+                continue
+            partition, offset = message.partition(), message.offset()
+            if partition is None or offset is None:  # only error events lack them
+                continue
+            reports.append(CommitReport.from_json(message.value() or b""))
+            offsets[partition] = offset + 1
+        return ReportBatch(tuple(reports), tuple(sorted(offsets.items())))
+
+    def commit(self, batch: ReportBatch) -> None:
+        """Store the batch's offsets in the group: call only after recording its reports."""
+        if not batch.offsets:
+            return
+        partitions = [TopicPartition(self._settings.topic, p, o) for p, o in batch.offsets]
+        try:
+            self._consumer.commit(offsets=partitions, asynchronous=False)
+        except KafkaException as error:
+            # the batch is recorded; Kafka redelivers it and the store ignores the duplicates
+            raise ReportsUnavailableError(
+                f"committing offsets of {self._settings.topic} for group "
+                f"{self._settings.group_id}: {error}"
+            ) from None
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def _raise(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._PARTITION_EOF:
+            return
+        if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise ReportsUnavailableError(
+                f"the commit report topic {self._settings.topic} does not exist yet; ingest "
+                "creates it when it starts (or create it, since the broker may not)"
+            )
+        if error.retriable() or not error.fatal():
+            raise ReportsUnavailableError(f"reading {self._settings.topic}: {error}")
+        raise SchedulerError(f"Kafka consumer failed for good on {self._settings.topic}: {error}")

@@ -1,0 +1,205 @@
+"""The long-running scheduler: APScheduler ticks each pipeline's engine and runs its windows.
+
+The only module of ``scheduler`` that imports ``apscheduler``. Two thread pools keep the parts
+apart: ``control`` (one thread) runs every pipeline's tick and housekeeping in turn, so the
+Kafka consumers are only ever used by one thread; ``windows`` (``max_workers`` threads) runs
+window jobs, so at most that many run at once however many are due. A window that finishes
+wakes the tick at once, so a mirror merge is followed by its jobs without waiting a period.
+
+``run`` returns when ``stop`` is set (SIGINT/SIGTERM in the CLI), after ``max_seconds``, or when
+a tick hits a terminal error (a report of a newer major version, a newer state schema), which it
+then raises. On the way out it waits for the windows running, so their state is recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from scheduler.engine import Clock, EngineSettings, WindowEngine
+from scheduler.executor import WindowExecutor
+from scheduler.metrics import Metrics, serve
+from scheduler.reports_consumer import ConsumerSettings, ReportsConsumer
+from scheduler.spec import PipelineSchedule
+from scheduler.state import StateStore
+from tidemark.errors import TerminalError, TidemarkError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    #: how often each pipeline reads reports and looks for due windows
+    tick_interval: timedelta = timedelta(seconds=1)
+    #: how often stalled watermarks are looked for
+    housekeeping_interval: timedelta = timedelta(minutes=1)
+    #: window jobs running at once, at most, across all pipelines
+    max_workers: int = 4
+
+    def __post_init__(self) -> None:
+        if self.max_workers < 1:
+            raise ValueError(f"max_workers must be positive, got: {self.max_workers}")
+        if self.tick_interval <= timedelta(0):
+            raise ValueError(f"tick_interval must be positive, got: {self.tick_interval}")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SchedulerService:
+    """APScheduler around engines; build the engines with ``submit=service.submit`` and
+    ``on_finished=service.wake``."""
+
+    def __init__(self, settings: ServiceSettings = ServiceSettings()) -> None:  # noqa: B008
+        self._settings = settings
+        self._aps = BackgroundScheduler(
+            executors={
+                "control": ThreadPoolExecutor(1),
+                "windows": ThreadPoolExecutor(settings.max_workers),
+            },
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+            timezone=UTC,
+        )
+        self._engines: list[WindowEngine] = []
+        self._failure: TidemarkError | None = None
+        self._stop = threading.Event()
+
+    def submit(self, run: Callable[[], None]) -> None:
+        """Run a window in the bounded pool; it waits in the pool's queue when all are busy."""
+        self._aps.add_job(run, executor="windows", misfire_grace_time=None)
+
+    def wake(self) -> None:
+        """Tick now rather than at the next period (a window finished: its successors may be
+        due). Also safe to call before start and after shutdown."""
+        job = self._aps.get_job("tick") if self._aps.running else None
+        if job is not None:
+            job.modify(next_run_time=datetime.now(UTC))
+
+    def run(
+        self,
+        engines: Sequence[WindowEngine],
+        *,
+        stop: threading.Event | None = None,
+        max_seconds: float | None = None,
+    ) -> None:
+        self._engines = list(engines)
+        stop = stop or self._stop
+        self._aps.add_job(
+            self._guarded(self._tick, stop),
+            "interval",
+            seconds=self._settings.tick_interval.total_seconds(),
+            id="tick",
+            executor="control",
+            next_run_time=datetime.now(UTC),
+        )
+        self._aps.add_job(
+            self._guarded(self._housekeeping, stop),
+            "interval",
+            seconds=self._settings.housekeeping_interval.total_seconds(),
+            id="housekeeping",
+            executor="control",
+        )
+        self._aps.start()
+        logger.info(
+            "Scheduler started for %s (up to %d windows at once)",
+            ", ".join(e.pipeline for e in self._engines),
+            self._settings.max_workers,
+        )
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        try:
+            while not stop.is_set():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    break
+                stop.wait(1.0 if remaining is None else min(1.0, remaining))
+        finally:
+            logger.info("Scheduler stopping; waiting for the windows running")
+            self._aps.shutdown(wait=True)
+        if self._failure is not None:
+            raise self._failure
+
+    def _tick(self) -> None:
+        for engine in self._engines:
+            engine.tick()
+
+    def _housekeeping(self) -> None:
+        for engine in self._engines:
+            engine.housekeeping()
+
+    def _guarded(self, step: Callable[[], None], stop: threading.Event) -> Callable[[], None]:
+        """Log transient errors and go on; stop the service on a terminal one."""
+
+        def guarded() -> None:
+            try:
+                step()
+            except TerminalError as error:
+                logger.error("Scheduler stopping: %s", error)
+                self._failure = error
+                stop.set()
+            except TidemarkError as error:
+                logger.warning("Scheduler tick failed, trying again: %s", error)
+            except Exception:  # a bug: keep the service up, and loud
+                logger.exception("Scheduler tick failed")
+
+        return guarded
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """One pipeline to schedule: its tasks and where its commit reports come from."""
+
+    schedule: PipelineSchedule
+    reports: ConsumerSettings
+
+
+def run(
+    pipelines: Sequence[PipelineRun],
+    store: StateStore,
+    executor: WindowExecutor,
+    *,
+    settings: ServiceSettings = ServiceSettings(),  # noqa: B008 - frozen
+    engine_settings: EngineSettings = EngineSettings(),  # noqa: B008 - frozen
+    clock: Clock = utc_now,
+    stop: threading.Event | None = None,
+    max_seconds: float | None = None,
+    metrics_port: int | None = None,
+) -> None:
+    """Schedule ``pipelines`` until ``stop`` is set or ``max_seconds`` pass (the Python API
+    behind ``tidemark schedule``); ``executor`` runs the windows. With ``metrics_port``,
+    Prometheus scrapes ``http://127.0.0.1:<port>/metrics``."""
+    store.create()
+    service = SchedulerService(settings)
+    consumers = [ReportsConsumer(p.reports) for p in pipelines]
+    metrics = Metrics()
+    server = serve(metrics, port=metrics_port) if metrics_port is not None else None
+    if server is not None:
+        logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
+    try:
+        engines = [
+            WindowEngine(
+                p.schedule,
+                store,
+                consumer,
+                executor,
+                clock=clock,
+                submit=service.submit,
+                settings=engine_settings,
+                on_finished=service.wake,
+                metrics=metrics,
+            )
+            for p, consumer in zip(pipelines, consumers, strict=True)
+        ]
+        service.run(engines, stop=stop, max_seconds=max_seconds)
+    finally:
+        for consumer in consumers:
+            consumer.close()
+        if server is not None:
+            server.close()

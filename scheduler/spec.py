@@ -1,0 +1,82 @@
+"""What one pipeline schedules: its tables and its tasks, built once from the checked config."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from scheduler.gate import TaskSpec, job_task, mirror_task
+from tidemark.config.model import PipelineConfig
+from tidemark.config.plan import SinkTable
+from tidemark.errors import ConfigError
+
+#: the retry policy of mirror merges, which have no job block to say otherwise
+MIRROR_RETRIES = 2
+MIRROR_RETRY_DELAY = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class PipelineSchedule:
+    """The tasks of one pipeline and the changelog table behind each sink table."""
+
+    #: the pipeline's id in the state store and in the consumer group's name
+    pipeline: str
+    #: sink table -> changelog table (commit reports name the changelog)
+    changelogs: Mapping[str, str]
+    tasks: tuple[TaskSpec, ...]
+
+    @property
+    def sink_of(self) -> dict[str, str]:
+        """changelog table -> sink table."""
+        return {changelog: sink for sink, changelog in self.changelogs.items()}
+
+    @classmethod
+    def build(
+        cls,
+        pipeline: str,
+        sinks: Sequence[SinkTable],
+        jobs: Iterable[TaskSpec] = (),
+        *,
+        mirror_retries: int = MIRROR_RETRIES,
+        mirror_retry_delay: timedelta = MIRROR_RETRY_DELAY,
+    ) -> PipelineSchedule:
+        mirrors = [
+            TaskSpec(
+                mirror_task(sink.name),
+                (sink.name,),
+                sink.mirror_window,
+                mirror_retries,
+                mirror_retry_delay,
+            )
+            for sink in sinks
+            if sink.mirror is not None
+        ]
+        schedule = cls(pipeline, {sink.name: sink.changelog for sink in sinks}, (*mirrors, *jobs))
+        schedule._check()
+        return schedule
+
+    @classmethod
+    def from_config(cls, config: PipelineConfig, sinks: Sequence[SinkTable]) -> PipelineSchedule:
+        """Mirrors of the planned sink tables, and the file's jobs, with their retry policy."""
+        jobs = [
+            TaskSpec(job_task(job.name), job.inputs, job.window, job.retries, job.retry_delay)
+            for job in config.tidemark.jobs
+        ]
+        return cls.build(config.pipeline.name, sinks, jobs)
+
+    def _check(self) -> None:
+        windows = {s.task.name: s.window for s in self.tasks if s.task.kind == "mirror"}
+        for spec in self.tasks:
+            for table in spec.inputs:
+                if table not in self.changelogs:
+                    raise ConfigError(
+                        f"{spec.task} reads {table}, which this pipeline does not produce; "
+                        "check the job's inputs against `tidemark plan`"
+                    )
+                mirror_window = windows.get(table)
+                if mirror_window is not None and spec.window % mirror_window:
+                    raise ConfigError(
+                        f"{spec.task} has a {spec.window} window, not a multiple of the mirror "
+                        f"window of its input {table} ({mirror_window})"
+                    )

@@ -1,0 +1,481 @@
+"""The scheduler's durable state in PostgreSQL: commit reports and window runs.
+
+The only module of ``scheduler`` that imports ``psycopg2``. By default the state lives in a
+schema ``tidemark_scheduler`` of the catalog's own database (``catalog.properties.uri``), so a
+pipeline needs no second server. Every write is one transaction, and the inserts are idempotent:
+a report recorded twice, or a window recorded pending twice, changes nothing.
+
+A connection is opened per operation: the scheduler makes a handful of them per tick, and a
+PostgreSQL restart then costs the failing operation only (``StateUnavailableError``, transient),
+not a broken connection kept in a pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import psycopg2
+import psycopg2.errors
+import psycopg2.extensions
+from psycopg2 import sql
+
+from scheduler.errors import SchedulerError
+from scheduler.gate import ReportRecord, RunState, TableState, TaskState, WindowRun
+from tidemark.contracts import CommitReport
+from tidemark.errors import ConfigError, TerminalError, TransientError
+from tidemark.windows import TaskKind, Window, WindowTask
+
+logger = logging.getLogger(__name__)
+
+#: the layout of the tables below; a store refuses a schema written by a newer Tidemark
+STATE_VERSION = 1
+DEFAULT_SCHEMA = "tidemark_scheduler"
+
+_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {schema}.meta (
+    key text PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {schema}.reports (
+    table_name text NOT NULL,
+    snapshot_id bigint NOT NULL,
+    watermark_ms bigint NOT NULL,
+    last_order bigint,
+    partial boolean NOT NULL,
+    position text NOT NULL,
+    rows_added bigint NOT NULL,
+    committed_at_ms bigint NOT NULL,
+    source text,
+    version text NOT NULL,
+    recorded_at timestamptz NOT NULL,
+    PRIMARY KEY (table_name, snapshot_id)
+);
+CREATE INDEX IF NOT EXISTS reports_by_watermark ON {schema}.reports (table_name, watermark_ms);
+CREATE TABLE IF NOT EXISTS {schema}.window_runs (
+    pipeline text NOT NULL,
+    task text NOT NULL,
+    window_start timestamptz NOT NULL,
+    window_end timestamptz NOT NULL,
+    state text NOT NULL CHECK (state IN ('pending', 'running', 'succeeded', 'failed')),
+    attempts integer NOT NULL DEFAULT 0,
+    up_to_order bigint,
+    last_error text,
+    retry_at timestamptz,
+    updated_at timestamptz NOT NULL,
+    PRIMARY KEY (pipeline, task, window_end)
+);
+"""
+
+
+class StateUnavailableError(SchedulerError, TransientError):
+    """PostgreSQL did not answer; the tick is tried again and nothing was half-written."""
+
+
+class StateMissingError(SchedulerError, TerminalError):
+    """The state schema does not exist: no scheduler has run against this database yet."""
+
+
+class StateVersionError(SchedulerError, TerminalError):
+    """The state schema was written by a newer Tidemark."""
+
+
+@dataclass(frozen=True)
+class StateSettings:
+    """Where the state lives: libpq connection keywords and a schema name."""
+
+    #: libpq keywords (host, port, dbname, user, password, ...)
+    connection: Mapping[str, str]
+    schema: str = DEFAULT_SCHEMA
+    connect_timeout_seconds: int = 10
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.schema):
+            raise ConfigError(
+                f"the scheduler state schema must be a lower-case SQL name (letters, digits, _), "
+                f"got: {self.schema!r}"
+            )
+
+    @classmethod
+    def from_catalog(
+        cls, properties: Mapping[str, str], schema: str = DEFAULT_SCHEMA
+    ) -> StateSettings:
+        """The catalog's own PostgreSQL database, from Java-style catalog properties."""
+        uri = properties.get("uri", "")
+        if not uri.startswith("jdbc:postgresql:"):
+            raise ConfigError(
+                "the scheduler keeps its state in the catalog's PostgreSQL database by default, "
+                "but catalog.properties.uri is not a jdbc:postgresql: URL; give the state "
+                "database with --state-dsn (a libpq connection string)"
+            )
+        parts = urlsplit(uri.removeprefix("jdbc:"))
+        connection = {
+            "host": parts.hostname or "localhost",
+            "port": str(parts.port or 5432),
+            "dbname": parts.path.lstrip("/"),
+        }
+        # JDBC query parameters named like libpq's (sslmode, ...) carry over
+        for key, value in parse_qsl(parts.query):
+            if key in {"sslmode", "sslrootcert", "sslcert", "sslkey", "application_name"}:
+                connection[key] = value
+        if properties.get("jdbc.user"):
+            connection["user"] = properties["jdbc.user"]
+        if properties.get("jdbc.password"):
+            connection["password"] = properties["jdbc.password"]
+        return cls(connection, schema)
+
+    @classmethod
+    def from_dsn(cls, dsn: str, schema: str = DEFAULT_SCHEMA) -> StateSettings:
+        """A libpq connection string (``host=... dbname=...`` or ``postgresql://...``)."""
+        try:
+            parsed = psycopg2.extensions.parse_dsn(dsn)
+        except psycopg2.ProgrammingError as error:
+            raise ConfigError(f"--state-dsn is not a libpq connection string: {error}") from None
+        return cls(parsed, schema)
+
+
+@dataclass(frozen=True)
+class RecordedReport:
+    """A report as the store holds it, with the scheduler's time of recording."""
+
+    table: str
+    snapshot_id: int
+    watermark_ms: int
+    recorded_at: datetime
+
+
+class StateStore:
+    """Reports and window runs of any number of pipelines, in one PostgreSQL schema."""
+
+    def __init__(self, settings: StateSettings) -> None:
+        self._settings = settings
+        self._schema = sql.Identifier(settings.schema)
+
+    @property
+    def schema(self) -> str:
+        return self._settings.schema
+
+    def create(self) -> None:
+        """Create the schema and its tables if needed; refuse state from a newer Tidemark."""
+        with self._transaction() as cursor:
+            # two schedulers starting at once must not race on CREATE ... IF NOT EXISTS
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            cursor.execute(sql.SQL(_DDL).format(schema=self._schema))
+            cursor.execute(
+                sql.SQL(
+                    "INSERT INTO {}.meta (key, value) VALUES ('version', %s) "
+                    "ON CONFLICT (key) DO NOTHING"
+                ).format(self._schema),
+                (str(STATE_VERSION),),
+            )
+            cursor.execute(
+                sql.SQL("SELECT value FROM {}.meta WHERE key = 'version'").format(self._schema)
+            )
+            (version,) = cursor.fetchone() or ("0",)
+        if int(version) > STATE_VERSION:
+            raise StateVersionError(
+                f"the scheduler state in schema {self.schema} has version {version}, newer than "
+                f"this Tidemark understands ({STATE_VERSION}); upgrade Tidemark, or use another "
+                "schema with --state-schema"
+            )
+
+    def drop(self) -> None:
+        """Remove the schema and everything in it (tests, and starting over on purpose)."""
+        with self._transaction() as cursor:
+            cursor.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(self._schema))
+
+    # -- reports -------------------------------------------------------------------------
+
+    def record_reports(self, reports: Sequence[CommitReport], now: datetime) -> int:
+        """Record ``reports`` in one transaction; returns how many were new (others are
+        duplicates of the same table and snapshot id, and are ignored)."""
+        if not reports:
+            return 0
+        rows = [
+            (
+                r.table,
+                r.snapshot_id,
+                r.watermark_ms,
+                r.last_order,
+                r.partial,
+                r.position,
+                r.rows_added,
+                r.committed_at_ms,
+                r.source,
+                r.version,
+                now,
+            )
+            for r in reports
+        ]
+        with self._transaction() as cursor:
+            new = 0
+            statement = sql.SQL(
+                "INSERT INTO {}.reports (table_name, snapshot_id, watermark_ms, last_order, "
+                "partial, position, rows_added, committed_at_ms, source, version, recorded_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (table_name, snapshot_id) DO NOTHING"
+            ).format(self._schema)
+            for row in rows:
+                cursor.execute(statement, row)
+                new += cursor.rowcount
+        return new
+
+    def report_count(self, table: str) -> int:
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL("SELECT count(*) FROM {}.reports WHERE table_name = %s").format(
+                    self._schema
+                ),
+                (table,),
+            )
+            (count,) = cursor.fetchone() or (0,)
+        return int(count)
+
+    def table_states(self, tables: Mapping[str, str], since_ms: int) -> dict[str, TableState]:
+        """Per sink table (``tables`` maps sink to changelog name): its complete watermarks and
+        the complete reports with a watermark at or after ``since_ms`` (where cuts are found)."""
+        changelogs = list(tables.values())
+        states: dict[str, TableState] = {}
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT table_name, min(watermark_ms), max(watermark_ms) FROM {}.reports "
+                    "WHERE table_name = ANY(%s) AND NOT partial GROUP BY table_name"
+                ).format(self._schema),
+                (changelogs,),
+            )
+            bounds = {row[0]: (int(row[1]), int(row[2])) for row in cursor.fetchall()}
+            cursor.execute(
+                sql.SQL(
+                    "SELECT table_name, snapshot_id, watermark_ms, last_order FROM {}.reports "
+                    "WHERE table_name = ANY(%s) AND NOT partial AND watermark_ms >= %s "
+                    "ORDER BY table_name, watermark_ms, snapshot_id"
+                ).format(self._schema),
+                (changelogs, since_ms),
+            )
+            history: dict[str, list[ReportRecord]] = defaultdict(list)
+            for table, snapshot_id, watermark_ms, last_order in cursor.fetchall():
+                history[table].append(ReportRecord(snapshot_id, watermark_ms, last_order))
+        for sink, changelog in tables.items():
+            if changelog in bounds:
+                first, last = bounds[changelog]
+                states[sink] = TableState(first, last, tuple(history[changelog]))
+        return states
+
+    def watermark_reached_at(self, tables: Iterable[str]) -> dict[str, RecordedReport]:
+        """Per changelog table, the first recorded report that carried its current watermark:
+        when the watermark last moved, by the scheduler's clock."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT DISTINCT ON (table_name) table_name, snapshot_id, watermark_ms, "
+                    "recorded_at FROM {}.reports WHERE table_name = ANY(%s) AND NOT partial "
+                    "ORDER BY table_name, watermark_ms DESC, recorded_at ASC"
+                ).format(self._schema),
+                (list(tables),),
+            )
+            return {row[0]: RecordedReport(*row) for row in cursor.fetchall()}
+
+    # -- window runs ---------------------------------------------------------------------
+
+    def task_states(self, pipeline: str) -> dict[WindowTask, TaskState]:
+        """Per task: its last succeeded window's end and its open (not succeeded) window."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT task, max(window_end) FROM {}.window_runs "
+                    "WHERE pipeline = %s AND state = 'succeeded' GROUP BY task"
+                ).format(self._schema),
+                (pipeline,),
+            )
+            done = {_task(row[0]): row[1] for row in cursor.fetchall()}
+            cursor.execute(
+                sql.SQL(
+                    "SELECT DISTINCT ON (task) " + _RUN_COLUMNS + " FROM {}.window_runs "
+                    "WHERE pipeline = %s AND state <> 'succeeded' ORDER BY task, window_end"
+                ).format(self._schema),
+                (pipeline,),
+            )
+            open_runs = {run.task: run for run in map(_run, cursor.fetchall())}
+        return {
+            task: TaskState(done.get(task), open_runs.get(task))
+            for task in done.keys() | open_runs.keys()
+        }
+
+    def runs(self, pipeline: str, task: WindowTask | None = None) -> list[WindowRun]:
+        """Every recorded window of ``pipeline`` (of one task), oldest first."""
+        condition = sql.SQL("pipeline = %s") + (sql.SQL(" AND task = %s") if task else sql.SQL(""))
+        params: tuple[str, ...] = (pipeline, str(task)) if task else (pipeline,)
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT " + _RUN_COLUMNS + " FROM {}.window_runs WHERE {} "
+                    "ORDER BY task, window_end"
+                ).format(self._schema, condition),
+                params,
+            )
+            return [_run(row) for row in cursor.fetchall()]
+
+    def mark_pending(
+        self,
+        pipeline: str,
+        task: WindowTask,
+        window: Window,
+        up_to_order: int | None,
+        now: datetime,
+    ) -> None:
+        """Record a window about to be submitted; its cut is fixed from here on."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "INSERT INTO {}.window_runs (pipeline, task, window_start, window_end, "
+                    "state, up_to_order, updated_at) VALUES (%s, %s, %s, %s, 'pending', %s, %s) "
+                    "ON CONFLICT (pipeline, task, window_end) DO NOTHING"
+                ).format(self._schema),
+                (pipeline, str(task), window.start, window.end, up_to_order, now),
+            )
+
+    def mark_running(self, pipeline: str, task: WindowTask, window: Window, now: datetime) -> int:
+        """Record that the executor is being called; returns the attempt number."""
+        return self._update(
+            pipeline,
+            task,
+            window,
+            "state = 'running', attempts = attempts + 1, retry_at = NULL, updated_at = %s",
+            (now,),
+        )
+
+    def mark_succeeded(
+        self, pipeline: str, task: WindowTask, window: Window, now: datetime
+    ) -> None:
+        self._update(
+            pipeline,
+            task,
+            window,
+            "state = 'succeeded', last_error = NULL, retry_at = NULL, updated_at = %s",
+            (now,),
+        )
+
+    def mark_failed(
+        self,
+        pipeline: str,
+        task: WindowTask,
+        window: Window,
+        error: str,
+        retry_at: datetime | None,
+        now: datetime,
+    ) -> None:
+        """Record a failure; ``retry_at`` None holds the window until someone releases it."""
+        self._update(
+            pipeline,
+            task,
+            window,
+            "state = 'failed', last_error = %s, retry_at = %s, updated_at = %s",
+            (error, retry_at, now),
+        )
+
+    def release(self, pipeline: str, task: WindowTask, now: datetime) -> bool:
+        """Let a held window of ``task`` be tried again at once; whether one was held."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "UPDATE {}.window_runs SET retry_at = %s, attempts = 0, updated_at = %s "
+                    "WHERE pipeline = %s AND task = %s AND state = 'failed' AND retry_at IS NULL"
+                ).format(self._schema),
+                (now, now, pipeline, str(task)),
+            )
+            return bool(cursor.rowcount)
+
+    def _update(
+        self,
+        pipeline: str,
+        task: WindowTask,
+        window: Window,
+        assignments: str,
+        params: tuple[Any, ...],
+    ) -> int:
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "UPDATE {}.window_runs SET "
+                    + assignments
+                    + " WHERE pipeline = %s AND task = %s AND window_end = %s RETURNING attempts"
+                ).format(self._schema),
+                (*params, pipeline, str(task), window.end),
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise SchedulerError(
+                f"window {window} of {task} in pipeline {pipeline} is not recorded; it must be "
+                "marked pending before it runs"
+            )
+        return int(row[0])
+
+    # -- connections ---------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg2.extensions.cursor]:
+        try:
+            params: dict[str, Any] = {
+                "connect_timeout": str(self._settings.connect_timeout_seconds),
+                **self._settings.connection,
+                # times come back in UTC, whatever the server's TimeZone
+                "options": "-c TimeZone=UTC",
+            }
+            connection = psycopg2.connect(**params)
+        except psycopg2.OperationalError as error:
+            raise StateUnavailableError(
+                f"the scheduler state database at {self._where()} did not answer: "
+                f"{str(error).strip()}"
+            ) from None
+        try:
+            with connection, connection.cursor() as cursor:  # commits, or rolls back on error
+                yield cursor
+        except psycopg2.errors.UndefinedTable:
+            raise StateMissingError(
+                f"the scheduler state schema {self.schema} does not exist at {self._where()}: "
+                "no scheduler has run against this database yet (`tidemark schedule` creates "
+                "it), or --state-schema names another"
+            ) from None
+        except psycopg2.OperationalError as error:
+            raise StateUnavailableError(
+                f"the scheduler state database at {self._where()} failed mid-transaction: "
+                f"{str(error).strip()}"
+            ) from None
+        finally:
+            connection.close()
+
+    def _where(self) -> str:
+        connection = self._settings.connection
+        return f"{connection.get('host', 'localhost')}:{connection.get('port', 5432)}"
+
+
+_RUN_COLUMNS = "task, window_start, window_end, state, attempts, up_to_order, last_error, retry_at"
+
+
+def _run(row: tuple[Any, ...]) -> WindowRun:
+    task, start, end, state, attempts, up_to_order, last_error, retry_at = row
+    return WindowRun(
+        _task(task),
+        Window(start, end),
+        RunState(state),
+        attempts,
+        up_to_order,
+        last_error,
+        retry_at,
+    )
+
+
+def _task(text: str) -> WindowTask:
+    kind, name = text.split(":", 1)
+    return WindowTask(TaskKind(kind), name)

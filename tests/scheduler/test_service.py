@@ -1,0 +1,384 @@
+"""The scheduler against the real Kafka and PostgreSQL: each window fires once its inputs are
+complete, exactly once, through crashes, failures and redelivered reports."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+
+import pytest
+
+from scheduler.engine import EngineSettings, WindowEngine
+from scheduler.gate import RunState, job_task, mirror_task
+from scheduler.reports_consumer import ReportBatch, ReportsConsumer
+from scheduler.service import PipelineRun, ServiceSettings, run
+from scheduler.state import StateMissingError, StateSettings, StateStore
+from scheduler.status import TaskCondition, describe
+from tests.scheduler.harness import (
+    ORDERS,
+    USERS,
+    RecordingExecutor,
+    at,
+    consumer_settings,
+    dumps_state,
+    publish,
+    report,
+    two_table_schedule,
+)
+from tidemark.contracts import CommitReport
+from tidemark.errors import TerminalError
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.process import wait_for
+
+DEADLINE = 60.0
+
+#: orders complete to 10:11:30, users to 10:10:00: windows ending 10:05 and 10:10 are due
+REPORTS = [
+    report(ORDERS, 1, "10:01", 10),
+    report(ORDERS, 2, "10:06", 20),
+    report(ORDERS, 3, "10:11:30", 30),
+    report(USERS, 1, "10:02", 5),
+    report(USERS, 2, "10:07", 6),
+    report(USERS, 3, "10:10:00", 7),
+]
+EXPECTED = [
+    ("job:gmv", "10:05"),
+    ("job:gmv", "10:10"),
+    ("mirror:shop.orders", "10:05"),
+    ("mirror:shop.orders", "10:10"),
+    ("mirror:shop.users", "10:05"),
+    ("mirror:shop.users", "10:10"),
+]
+
+
+class Clock:
+    """The scheduler's time, moved by the test."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class CountingSource:
+    """The real consumer, counting what Kafka delivers before the store deduplicates it."""
+
+    def __init__(self, consumer: ReportsConsumer) -> None:
+        self.consumer = consumer
+        self.delivered = 0
+
+    def poll(self, max_messages: int = 500, timeout: float = 0.5) -> ReportBatch:
+        batch = self.consumer.poll(max_messages, timeout)
+        self.delivered += len(batch)
+        return batch
+
+    def commit(self, batch: ReportBatch) -> None:
+        self.consumer.commit(batch)
+
+
+@pytest.fixture
+def servers(endpoints: StackEndpoints) -> str:
+    return endpoints.kafka.bootstrap_servers
+
+
+@pytest.fixture
+def consumer(servers: str, reports_topic: str, unique_name: str) -> Iterator[ReportsConsumer]:
+    consumer = ReportsConsumer(consumer_settings(servers, reports_topic, unique_name))
+    yield consumer
+    consumer.close()
+
+
+def run_in_thread(target: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            target()
+        except BaseException as error:  # handed to the test thread
+            errors.append(error)
+
+    thread = threading.Thread(target=guarded, daemon=True)
+    thread.start()
+    return thread, errors
+
+
+def serve_until(
+    condition: Callable[[], bool],
+    store: StateStore,
+    executor: RecordingExecutor,
+    servers: str,
+    topic: str,
+    pipeline: str,
+) -> None:
+    """Run the real service (APScheduler, thread pool) until ``condition`` holds, then stop."""
+    stop = threading.Event()
+    schedule = PipelineRun(
+        two_table_schedule(pipeline), consumer_settings(servers, topic, pipeline)
+    )
+    thread, errors = run_in_thread(
+        lambda: run([schedule], store, executor, settings=ServiceSettings(max_workers=2), stop=stop)
+    )
+    try:
+        assert wait_for(condition, timeout=DEADLINE), executor.effects()
+    finally:
+        stop.set()
+        thread.join(DEADLINE)
+    assert not errors, errors
+
+
+def tick_until(engine: WindowEngine, condition: Callable[[], bool]) -> None:
+    """Tick (Kafka needs a moment to hand the group its partitions) until ``condition``."""
+    assert wait_for(lambda: (engine.tick(), condition())[1], timeout=DEADLINE)
+
+
+def all_succeeded(store: StateStore, pipeline: str) -> Callable[[], bool]:
+    def check() -> bool:
+        runs = store.runs(pipeline)
+        return len(runs) == len(EXPECTED) and all(r.state is RunState.SUCCEEDED for r in runs)
+
+    return check
+
+
+def test_reports_for_two_tables_fire_exactly_the_expected_windows_once(
+    store: StateStore,
+    state_settings: StateSettings,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    publish(servers, reports_topic, REPORTS)
+
+    serve_until(
+        all_succeeded(store, unique_name), store, executor, servers, reports_topic, unique_name
+    )
+
+    calls = executor.calls()
+    assert sorted((c.task, c.window_end.strftime("%H:%M")) for c in calls) == EXPECTED
+    merges = {(c.task, c.window_end.strftime("%H:%M")): c.up_to_order for c in calls}
+    # each merge stops at the first commit that completes its window
+    assert merges["mirror:shop.orders", "10:05"] == 20
+    assert merges["mirror:shop.orders", "10:10"] == 30
+    assert merges["mirror:shop.users", "10:05"] == 6
+    assert merges["mirror:shop.users", "10:10"] == 7
+    # the job's SQL ran on mirrors merged exactly to its window's end
+    cuts = {c.window_end.strftime("%H:%M"): c.cut for c in calls if c.task == "job:gmv"}
+    assert cuts == {
+        "10:05": "shop.orders=10:05,shop.users=10:05",
+        "10:10": "shop.orders=10:10,shop.users=10:10",
+    }
+    assert store.report_count("shop.orders_changelog") == 3
+
+
+def test_a_scheduler_killed_inside_a_window_completes_each_window_once_after_restart(
+    store: StateStore,
+    state_settings: StateSettings,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    publish(servers, reports_topic, REPORTS)
+    args = {
+        "state": dumps_state(state_settings),
+        "servers": servers,
+        "topic": reports_topic,
+        "group": unique_name,
+        "pipeline": unique_name,
+        "kill_task": "mirror:shop.orders",
+        "kill_end": at("10:10").isoformat(),
+    }
+    crashed = subprocess.run(
+        [sys.executable, "-m", "tests.scheduler.crash_scheduler", json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+    assert crashed.returncode == -9, crashed.stderr[-3000:]
+    killed = store.runs(unique_name, mirror_task(ORDERS))[-1]
+    # the merge took effect, but the scheduler died before recording it
+    assert (killed.window.end, killed.state) == (at("10:10"), RunState.RUNNING)
+    assert ("mirror:shop.orders", "10:10") in executor.effects()
+
+    serve_until(
+        all_succeeded(store, unique_name), store, executor, servers, reports_topic, unique_name
+    )
+
+    calls = Counter((c.task, c.window_end.strftime("%H:%M")) for c in executor.calls())
+    assert calls.pop(("mirror:shop.orders", "10:10")) == 2  # run again: the merge is idempotent
+    assert set(calls.values()) == {1}, calls
+    assert executor.effects() == EXPECTED
+
+
+def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    executor = RecordingExecutor(state_settings, fail=["job:gmv"])
+    schedule = two_table_schedule(unique_name, job_retries=1, job_retry_delay=timedelta(minutes=1))
+    clock = Clock(at("10:20"))
+    engine = WindowEngine(schedule, store, consumer, executor, clock=clock)
+    publish(servers, reports_topic, REPORTS)
+    gmv = job_task("gmv")
+
+    tick_until(engine, lambda: len(store.runs(unique_name, gmv)) == 1)
+    (first,) = store.runs(unique_name, gmv)
+    assert (first.state, first.attempts, first.retry_at) == (
+        RunState.FAILED,
+        1,
+        at("10:21"),
+    )
+    engine.tick()
+    engine.tick()
+    assert [c.task for c in executor.calls()].count("job:gmv") == 1  # not before 10:21
+
+    clock.now = at("10:21")
+    with caplog.at_level(logging.ERROR):
+        engine.tick()
+    (held,) = store.runs(unique_name, gmv)
+    assert (held.window.end, held.state, held.attempts, held.held) == (
+        at("10:05"),
+        RunState.FAILED,
+        2,
+        True,
+    )
+    assert any(
+        "ALERT: job:gmv window" in r.getMessage()
+        and "held" in r.getMessage()
+        and "job:gmv was told to fail" in r.getMessage()
+        for r in caplog.records
+    )
+
+    clock.now = at("11:30")
+    engine.tick()
+    ran = {(c.task, c.window_end.strftime("%H:%M")) for c in executor.calls()}
+    # neither the job's next window nor the mirrors it needs at 10:05 moved on
+    assert ran == {
+        ("job:gmv", "10:05"),
+        ("mirror:shop.orders", "10:05"),
+        ("mirror:shop.users", "10:05"),
+    }
+    labels = {"pipeline": unique_name, "task": "job:gmv"}
+    assert engine.metrics.get("tidemark_window_failures_total", **labels) == 2
+    assert engine.metrics.get("tidemark_windows_held", **labels) == 1
+    rows = {str(row.task): row for row in describe(schedule, store, clock.now)}
+    assert rows["job:gmv"].condition is TaskCondition.HELD
+    assert "held after 2 failed attempt(s): RuntimeError: job:gmv was told to fail" == (
+        rows["job:gmv"].reason
+    )
+    assert rows["mirror:shop.orders"].reason.startswith("waiting for job:gmv to finish")
+
+    executor.stop_failing()
+    assert store.release(unique_name, gmv, clock.now)
+    tick_until(engine, all_succeeded(store, unique_name))
+    assert executor.effects() == EXPECTED
+    assert engine.metrics.get("tidemark_windows_held", **labels) == 0
+    # the 10:10 window finished at 11:30 by the scheduler's clock
+    assert engine.metrics.get("tidemark_window_delay_seconds", **labels) == 80 * 60
+
+
+def test_redelivered_and_republished_reports_are_recorded_once(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    publish(servers, reports_topic, REPORTS)
+    seen: list[CommitReport] = []
+
+    def read() -> bool:
+        seen.extend(consumer.poll().reports)
+        return len(seen) == len(REPORTS)
+
+    assert wait_for(read, timeout=DEADLINE)
+    assert store.record_reports(seen, at("10:20")) == 6
+    consumer.close()  # without committing: the group reads them all again
+    publish(servers, reports_topic, REPORTS[1:3])  # ingest republishing after a restart
+
+    executor = RecordingExecutor(state_settings)
+    source = CountingSource(ReportsConsumer(consumer_settings(servers, reports_topic, unique_name)))
+    engine = WindowEngine(
+        two_table_schedule(unique_name), store, source, executor, clock=Clock(at("10:20"))
+    )
+    try:
+        tick_until(engine, all_succeeded(store, unique_name))
+        tick_until(engine, lambda: source.delivered == 8)
+    finally:
+        source.consumer.close()
+
+    assert store.report_count("shop.orders_changelog") == 3
+    assert store.report_count("shop.users_changelog") == 3
+    assert sorted((c.task, c.window_end.strftime("%H:%M")) for c in executor.calls()) == EXPECTED
+
+
+def test_a_report_of_a_newer_major_version_stops_the_scheduler_with_the_fix(
+    store: StateStore,
+    state_settings: StateSettings,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    newer = json.loads(REPORTS[0].to_json()) | {"version": "2.0"}
+    publish(servers, reports_topic, [json.dumps(newer).encode()])
+    schedule = PipelineRun(
+        two_table_schedule(unique_name), consumer_settings(servers, reports_topic, unique_name)
+    )
+
+    with pytest.raises(TerminalError, match="newer than this Tidemark understands"):
+        run([schedule], store, RecordingExecutor(state_settings), max_seconds=DEADLINE)
+
+
+def test_a_table_whose_watermark_stops_moving_raises_an_alert(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock(at("10:20"))
+    engine = WindowEngine(
+        two_table_schedule(unique_name),
+        store,
+        consumer,
+        RecordingExecutor(state_settings),
+        clock=clock,
+        settings=EngineSettings(stall_after=timedelta(minutes=10)),
+    )
+    publish(servers, reports_topic, REPORTS)
+    tick_until(engine, lambda: store.report_count("shop.users_changelog") == 3)
+    assert engine.housekeeping() == []
+
+    clock.now = at("10:31")
+    publish(servers, reports_topic, [report(USERS, 4, "10:30", 8)])
+    tick_until(engine, lambda: store.report_count("shop.users_changelog") == 4)
+    with caplog.at_level(logging.ERROR):
+        stalls = engine.housekeeping()
+
+    assert [s.table for s in stalls] == [ORDERS]
+    assert any(
+        "ALERT: the watermark of shop.orders has stayed at 2026-01-01T10:11:30" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+def test_status_before_any_scheduler_ran_says_so(state_settings: StateSettings) -> None:
+    never_created = StateStore(state_settings)
+
+    with pytest.raises(StateMissingError, match="no scheduler has run against this database"):
+        describe(two_table_schedule("nobody"), never_created, at("10:00"))

@@ -1,0 +1,139 @@
+"""``tidemark schedule FILE...``: fire each pipeline's windows as their inputs complete."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from tidemark.commands import Command
+
+if TYPE_CHECKING:
+    from scheduler.executor import WindowExecutor
+    from scheduler.service import PipelineRun
+    from tidemark.config.model import PipelineConfig
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", type=Path, nargs="+", metavar="FILE", help="pipeline YAML files")
+    parser.add_argument(
+        "--executor",
+        choices=sorted(EXECUTORS),
+        default="spark",
+        help="what runs the windows (default: spark, the window jobs of spark_jobs)",
+    )
+    parser.add_argument(
+        "--state-dsn",
+        help="libpq connection string of the state database "
+        "(default: the catalog's PostgreSQL database, from the first file's sink)",
+    )
+    parser.add_argument(
+        "--state-schema", default="tidemark_scheduler", help="schema of the scheduler's tables"
+    )
+    parser.add_argument("--max-workers", type=int, default=4, help="windows running at once")
+    parser.add_argument(
+        "--stall-minutes",
+        type=float,
+        default=10.0,
+        help="log an ERROR when a table's watermark has not moved for this long",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics",
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
+    )
+    parser.set_defaults(handler=_schedule)
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    from scheduler.engine import EngineSettings
+    from scheduler.service import ServiceSettings, run
+    from scheduler.state import StateSettings, StateStore
+    from tidemark.config import load_pipeline
+    from tidemark.config.model import reveal
+    from tidemark.errors import ConfigError
+
+    configs = [load_pipeline(path) for path in args.files]
+    names = [config.pipeline.name for config in configs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ConfigError(
+            f"pipeline.name {', '.join(duplicates)} is used by more than one file; the scheduler "
+            "keeps each pipeline's windows under its name: give each file its own pipeline.name"
+        )
+    # before connecting to anything: without an executor there is nothing to schedule
+    executor = EXECUTORS[args.executor]()
+    pipelines = [_pipeline(config) for config in configs]
+    if args.state_dsn:
+        state = StateSettings.from_dsn(args.state_dsn, args.state_schema)
+    else:
+        state = StateSettings.from_catalog(
+            reveal(configs[0].sink.catalog_properties), args.state_schema
+        )
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    run(
+        pipelines,
+        StateStore(state),
+        executor,
+        settings=ServiceSettings(max_workers=args.max_workers),
+        engine_settings=EngineSettings(stall_after=timedelta(minutes=args.stall_minutes)),
+        stop=stop,
+        max_seconds=args.max_seconds,
+        metrics_port=args.metrics_port,
+    )
+    return 0
+
+
+def _pipeline(config: PipelineConfig) -> PipelineRun:
+    """The schedule of one file: its tables from the source (as ``tidemark plan`` finds them)."""
+    from scheduler.reports_consumer import ConsumerSettings
+    from scheduler.service import PipelineRun
+    from scheduler.spec import PipelineSchedule
+    from tidemark.config.inventory import read_tables
+    from tidemark.config.plan import build_plan
+    from tidemark.errors import ConfigError
+
+    if config.tidemark.reports is None:
+        raise ConfigError(
+            f"{config.path}: tidemark.reports is missing; the scheduler learns watermarks from "
+            "the commit reports ingest publishes there (add tidemark.reports with "
+            "kafka.bootstrap.servers)"
+        )
+    plan = build_plan(config, read_tables(config.source.connection(), config.source.captures))
+    schedule = PipelineSchedule.from_config(config, plan.sinks)
+    reports = ConsumerSettings.from_reports(config.tidemark.reports, schedule.pipeline)
+    return PipelineRun(schedule, reports)
+
+
+def _spark_executor() -> WindowExecutor:
+    from scheduler.errors import SchedulerError
+
+    raise SchedulerError(
+        "the Spark window executor (spark_jobs.window_jobs.WindowJobs, issue #7) is not wired "
+        "into `tidemark schedule` yet; until it is, run the scheduler from Python with "
+        "scheduler.service.run(pipelines, store, executor=...)"
+    )
+
+
+#: executor name -> factory; the CLI lists the names
+EXECUTORS: dict[str, Callable[[], WindowExecutor]] = {"spark": _spark_executor}
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+COMMAND = Command("schedule", "fire each window's mirror merges and jobs once complete", _configure)
