@@ -29,11 +29,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from spark_jobs.session import SparkSettings, build_session
 from tidemark.config.plan import SinkTable
 from tidemark.contracts import MetadataColumn, MirrorKey, SummaryKey
 from tidemark.windows import from_epoch_ms
@@ -440,6 +442,26 @@ class TableMaintainer:
 
     def _name(self, table: str) -> str:
         return ".".join(f"`{part}`" for part in (self._catalog, *table.split(".")))
+
+
+def maintain_tables(
+    sinks: Sequence[SinkTable],
+    catalog_name: str,
+    catalog_properties: Mapping[str, str],
+    jars: Sequence[Path],
+    *,
+    dry_run: bool = False,
+    only: str | None = None,
+    settings: MaintenanceSettings | None = None,
+) -> list[TableResult]:
+    """Maintain every table of ``sinks`` in one local Spark session (``tidemark maintain``)."""
+    spark = build_session(
+        SparkSettings(app_name="tidemark-maintain", jars=jars), catalog_name, catalog_properties
+    )
+    maintainer = TableMaintainer(spark, catalog_name, settings)
+    return [
+        result for sink in sinks for result in maintainer.maintain(sink, dry_run=dry_run, only=only)
+    ]
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from ingest.changelog import ChangelogTable, changelog_schema, open_changelog
+from ingest.changelog import ChangelogTable, open_changelog
 from ingest.progress import TableProgress
 from spark_jobs.maintenance import (
     FileCounts,
@@ -22,16 +21,14 @@ from spark_jobs.maintenance import (
     TableMaintainer,
     TableResult,
 )
+from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.config.plan import SinkTable
 from tidemark.contracts import MirrorKey
-from tidemark.source import BinlogPosition
 
-T0 = 1_767_225_600_000  # 2026-01-01 00:00 UTC: the source's clock in this test
 COMMITS = 50  # changelog commits, watermark 2 s apart: T0 .. T0 + 98 s
 WINDOW = timedelta(seconds=10)
 MIRROR_WINDOWS = 7  # the mirror holds windows up to T0 + 70 s
 KEPT_FROM = 29  # windows from T0 + 60 s on need commit 29 (T0 + 58 s) onwards
-DATA = pa.schema([("id", pa.int64()), ("item", pa.string()), ("qty", pa.int64())])
 SETTINGS = MaintenanceSettings(
     min_snapshot_age=timedelta(0), retain_last=1, min_input_files=2, delete_file_threshold=1
 )
@@ -136,32 +133,6 @@ def sink_table(namespace: str) -> SinkTable:
         mirror_window=WINDOW,
         changelog=f"{namespace}.orders_changelog",
     )
-
-
-def commit(table: ChangelogTable, index: int) -> TableProgress:
-    """One ingest-like commit: a row of key ``index % 7`` and progress with watermark
-    ``T0 + 2 s * index``."""
-    progress = TableProgress(
-        position=BinlogPosition("binlog.000001", 4 + index * 100),
-        watermark_ms=T0 + index * 2_000,
-        last_order=index,
-        source="127.0.0.1:3306",
-    )
-    row = {
-        "id": index % 7,
-        "item": f"item-{index}",
-        "qty": index,
-        "_tm_op": "u",
-        "_tm_event_time": T0 * 1000 + index * 2_000_000,
-        "_tm_position": f"binlog.000001:{4 + index * 100}",
-        "_tm_source_db": "shop",
-        "_tm_source_table": "orders",
-        "_tm_order": index,
-        "_tm_schema_version": 1,
-    }
-    rows = pa.Table.from_pylist([row], changelog_schema(DATA)).cast(table.schema)
-    table.commit(rows, progress)
-    return progress
 
 
 def build_mirror(spark: SparkSession, name: str) -> int:

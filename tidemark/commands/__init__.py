@@ -16,7 +16,15 @@ class Command:
 
 def _registry() -> list[Command]:
     # Imported here so that each command module may import this one for `Command`.
-    from tidemark.commands import export_flink_cdc, ingest, plan, stack, status, validate
+    from tidemark.commands import (
+        export_flink_cdc,
+        ingest,
+        maintain,
+        plan,
+        stack,
+        status,
+        validate,
+    )
 
     return [
         stack.COMMAND,
@@ -24,6 +32,7 @@ def _registry() -> list[Command]:
         plan.COMMAND,
         ingest.COMMAND,
         status.COMMAND,
+        maintain.COMMAND,
         export_flink_cdc.COMMAND,
     ]
 
