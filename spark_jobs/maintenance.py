@@ -214,7 +214,11 @@ def _window_limit(chain: Sequence[SnapshotInfo], mirror: MirrorProgress) -> Limi
         chain, lambda s: s.watermark_ms is not None and s.watermark_ms < needed_from
     )
     if below is None:
-        return Limit(None, f"every snapshot is needed by windows ending after {needed_from}")
+        return Limit(
+            None,
+            f"windows from {from_epoch_ms(needed_from).isoformat()} on need every snapshot: "
+            "none has a watermark before",
+        )
     return Limit(
         _suffix_start(chain, below),
         f"windows from {from_epoch_ms(needed_from).isoformat()} on (the mirror holds windows to "

@@ -90,7 +90,10 @@ def test_a_mirror_behind_the_whole_changelog_keeps_it_all() -> None:
     chain = changelog(20)
     mirror = MirrorProgress(window_end_ms=T0, window=timedelta(minutes=5))
 
-    assert changelog_retention(chain, mirror, NOW, NO_AGE).expire_before_ms is None
+    retention = changelog_retention(chain, mirror, NOW, NO_AGE)
+
+    assert retention.expire_before_ms is None
+    assert "need every snapshot" in retention.reason
 
 
 def test_young_snapshots_stay_whatever_else_allows() -> None:
