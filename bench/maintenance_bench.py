@@ -1,0 +1,95 @@
+"""Maintenance benchmark: an ingest commit's time before and after compaction and expiry.
+
+PyIceberg writes a new manifest list and metadata file per commit, and both grow with the
+table's history, so commits slow down as snapshots pile up (DESIGN.md). Against the local
+stack this builds a changelog of ``--commits`` one-row commits carrying Tidemark progress,
+times ``--sample`` further commits, runs ``spark_jobs.maintenance`` on it (no mirror, no
+minimum age: only ingest's newest progress holds history back), and times ``--sample``
+commits again. Prints a markdown table; figures, not assertions.
+
+    python -m bench.maintenance_bench --commits 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from datetime import timedelta
+
+from ingest.changelog import ChangelogTable, open_changelog
+from spark_jobs.maintenance import MaintenanceSettings, TableMaintainer
+from spark_jobs.session import SparkSettings, build_session
+from tests.spark_jobs.changelogs import DATA, commit
+from tidemark.catalog import load_catalog
+from tidemark.config.plan import SinkTable
+from tidemark.stack.settings import StackSettings
+from tidemark.stack.stack import Stack
+
+
+def timed_commits(table: ChangelogTable, first: int, count: int) -> list[float]:
+    seconds = []
+    for index in range(first, first + count):
+        started = time.perf_counter()
+        commit(table, index)
+        seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=600)
+    parser.add_argument("--sample", type=int, default=20)
+    args = parser.parse_args()
+
+    endpoints = Stack(StackSettings.from_env()).endpoints()
+    catalog = load_catalog(endpoints.catalog.name, endpoints.catalog.properties())
+    namespace = f"bench_maintenance_{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace(namespace)
+    name = f"{namespace}.orders_changelog"
+    table = open_changelog(catalog, name, DATA, {})
+    try:
+        early = timed_commits(table, 0, args.sample)
+        timed_commits(table, args.sample, args.commits - 2 * args.sample)
+        before = timed_commits(table, args.commits - args.sample, args.sample)
+
+        spark = build_session(
+            SparkSettings(app_name="tidemark-bench", jars=endpoints.spark.jars),
+            endpoints.catalog.name,
+            endpoints.catalog.properties(),
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        settings = MaintenanceSettings(min_snapshot_age=timedelta(0), retain_last=1)
+        sink = SinkTable(namespace, ("id",), "bench", (), None, timedelta(minutes=5), name)
+        started = time.perf_counter()
+        [result] = TableMaintainer(spark, endpoints.catalog.name, settings).maintain(sink)
+        maintain_seconds = time.perf_counter() - started
+
+        table = ChangelogTable(catalog.load_table(name))
+        after = timed_commits(table, args.commits, args.sample)
+    finally:
+        for identifier in catalog.list_tables(namespace):
+            catalog.purge_table(identifier)
+        catalog.drop_namespace(namespace)
+
+    assert result.files_before and result.files_after
+    lines = [
+        "| commit time (median of "
+        f"{args.sample}) | first commits | at {args.commits} snapshots | after maintenance |",
+        "| --- | --- | --- | --- |",
+        f"| seconds | {statistics.median(early):.3f} | {statistics.median(before):.3f} "
+        f"| {statistics.median(after):.3f} |",
+        "",
+        f"maintenance: {result.files_before.data_files} -> {result.files_after.data_files} data "
+        f"files, {result.snapshots_before} snapshots, {result.snapshots_expired} expired; "
+        f"compaction {result.compact_seconds:.1f} s, expiry {result.expire_seconds:.1f} s, "
+        f"{maintain_seconds:.1f} s in all (Spark session start not included)",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

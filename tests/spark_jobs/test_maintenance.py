@@ -1,0 +1,216 @@
+"""Maintenance on the real stack: commits like ingest's, a mirror stamped like a merge's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pyiceberg.catalog import Catalog
+from pyspark.sql import SparkSession
+
+from ingest.changelog import ChangelogTable, open_changelog
+from ingest.progress import TableProgress
+from spark_jobs.maintenance import (
+    FileCounts,
+    MaintenanceSettings,
+    TableKind,
+    TableMaintainer,
+    TableResult,
+)
+from tests.spark_jobs.changelogs import DATA, T0, commit
+from tidemark.config.plan import SinkTable
+from tidemark.contracts import MirrorKey
+
+COMMITS = 50  # changelog commits, watermark 2 s apart: T0 .. T0 + 98 s
+WINDOW = timedelta(seconds=10)
+MIRROR_WINDOWS = 7  # the mirror holds windows up to T0 + 70 s
+KEPT_FROM = 29  # windows from T0 + 60 s on need commit 29 (T0 + 58 s) onwards
+SETTINGS = MaintenanceSettings(
+    min_snapshot_age=timedelta(0), retain_last=1, min_input_files=2, delete_file_threshold=1
+)
+
+
+@dataclass(frozen=True)
+class Lake:
+    sink: SinkTable
+    changelog_ids: list[int]  # oldest first
+    last_progress: TableProgress
+    newest_stamp_id: int
+
+
+def test_maintenance_compacts_and_expires_only_what_nothing_needs(
+    catalog: Catalog, spark: SparkSession, namespace: str
+) -> None:
+    lake = build_lake(catalog, spark, namespace)
+    changelog_rows, mirror_rows = read_changelog(catalog, lake), read_mirror(spark, lake)
+
+    results = TableMaintainer(spark, "tidemark", SETTINGS).maintain(lake.sink)
+
+    changelog, mirror = by_kind(results)
+    assert changelog.error is None and mirror.error is None
+    assert changelog.files_before == FileCounts(COMMITS, 0)
+    assert changelog.files_after == FileCounts(1, 0)
+    assert changelog.rewritten_data_files == COMMITS
+    assert read_changelog(catalog, lake) == changelog_rows
+    remaining = snapshot_ids(spark, lake.sink.changelog)
+    assert remaining.isdisjoint(lake.changelog_ids[:KEPT_FROM])
+    assert remaining.issuperset(lake.changelog_ids[KEPT_FROM:])
+    assert changelog.snapshots_expired == KEPT_FROM
+
+    assert mirror.files_before is not None and mirror.files_after is not None
+    assert mirror.files_before.data_files >= MIRROR_WINDOWS - 1
+    assert mirror.files_before.delete_files >= 1
+    assert mirror.files_after == FileCounts(1, 0)
+    assert read_mirror(spark, lake) == mirror_rows
+    assert lake.newest_stamp_id in snapshot_ids(spark, lake.sink.name)
+    assert mirror.snapshots_expired == MIRROR_WINDOWS - 1
+
+    # ingest resumes from the newest progress, past the compaction, and appends again
+    table = ChangelogTable(catalog.load_table(lake.sink.changelog))
+    assert table.progress() == lake.last_progress
+    following = commit(table, COMMITS)
+    assert ChangelogTable(catalog.load_table(lake.sink.changelog)).progress() == following
+    assert len(read_changelog(catalog, lake)) == COMMITS + 1
+
+
+def test_a_dry_run_changes_nothing(catalog: Catalog, spark: SparkSession, namespace: str) -> None:
+    lake = build_lake(catalog, spark, namespace)
+    before = {
+        name: (snapshot_ids(spark, name), files(spark, name))
+        for name in (lake.sink.changelog, lake.sink.name)
+    }
+
+    results = TableMaintainer(spark, "tidemark", SETTINGS).maintain(lake.sink, dry_run=True)
+
+    after = {name: (snapshot_ids(spark, name), files(spark, name)) for name in before}
+    assert after == before
+    changelog, mirror = by_kind(results)
+    assert changelog.snapshots_expired == KEPT_FROM  # what a real run would expire
+    assert mirror.snapshots_expired == MIRROR_WINDOWS - 1
+    assert changelog.files_after == changelog.files_before == FileCounts(COMMITS, 0)
+
+
+def test_a_sink_whose_mirror_was_never_merged_keeps_its_changelog_history(
+    catalog: Catalog, spark: SparkSession, namespace: str
+) -> None:
+    table = open_changelog(catalog, f"{namespace}.orders_changelog", DATA, {})
+    for index in range(6):
+        commit(table, index)
+    sink = sink_table(namespace)
+
+    changelog, mirror = TableMaintainer(spark, "tidemark", SETTINGS).maintain(sink)
+
+    assert (mirror.kind, mirror.exists) == (TableKind.MIRROR, False)
+    assert changelog.error is None
+    assert changelog.snapshots_expired == 0
+    assert changelog.files_after == FileCounts(1, 0)
+    assert changelog.retention is not None and changelog.retention.expire_before_ms is None
+
+
+# --- the lake ---------------------------------------------------------------------------------
+
+
+def build_lake(catalog: Catalog, spark: SparkSession, namespace: str) -> Lake:
+    table = open_changelog(catalog, f"{namespace}.orders_changelog", DATA, {})
+    progress = [commit(table, index) for index in range(COMMITS)]
+    history = catalog.load_table(f"{namespace}.orders_changelog").snapshots()
+    sink = sink_table(namespace)
+    newest_stamp = build_mirror(spark, f"tidemark.{sink.name}")
+    return Lake(sink, [s.snapshot_id for s in history], progress[-1], newest_stamp)
+
+
+def sink_table(namespace: str) -> SinkTable:
+    return SinkTable(
+        name=f"{namespace}.orders",
+        key=("id",),
+        key_origin="primary key",
+        sources=("shop.orders",),
+        mirror=f"{namespace}.orders",
+        mirror_window=WINDOW,
+        changelog=f"{namespace}.orders_changelog",
+    )
+
+
+def build_mirror(spark: SparkSession, name: str) -> int:
+    """A merge-on-read mirror: windows that insert, then one whose merge deletes and updates;
+    returns the snapshot id of that last, newest-stamped commit."""
+    spark.sql(
+        f"CREATE TABLE {name} (id BIGINT, item STRING, qty BIGINT) USING iceberg TBLPROPERTIES ("
+        "'format-version'='2', 'write.delete.mode'='merge-on-read', "
+        "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')"
+    )
+    for window in range(1, MIRROR_WINDOWS):
+        with stamped(spark, window):
+            values = ", ".join(f"({window * 10 + i}, 'w{window}', {i})" for i in range(3))
+            spark.sql(f"INSERT INTO {name} VALUES {values}")
+    with stamped(spark, MIRROR_WINDOWS):
+        spark.sql(
+            f"MERGE INTO {name} t USING (SELECT id FROM {name} WHERE qty = 0) s ON t.id = s.id "
+            "WHEN MATCHED AND t.id % 20 = 0 THEN DELETE "
+            "WHEN MATCHED THEN UPDATE SET t.qty = 100"
+        )
+    row = spark.sql(
+        f"SELECT snapshot_id FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).collect()[0]
+    return int(row["snapshot_id"])
+
+
+@contextmanager
+def stamped(spark: SparkSession, window: int) -> Iterator[None]:
+    """Spark SQL commits inside carry the stamps of window number ``window``, as a merge's do."""
+    end = T0 + window * (WINDOW // timedelta(milliseconds=1))
+    stamps: Mapping[str, str] = {
+        MirrorKey.WINDOW_START: str(end - WINDOW // timedelta(milliseconds=1)),
+        MirrorKey.WINDOW_END: str(end),
+        MirrorKey.MERGED_ORDER: str(window),
+        MirrorKey.SOURCE_WATERMARK: str(end),
+    }
+    keys = [f"spark.sql.iceberg.snapshot-property.{key}" for key in stamps]
+    for key, value in zip(keys, stamps.values(), strict=True):
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in keys:  # the session is shared with other tests
+            spark.conf.unset(key)
+
+
+# --- reading it back --------------------------------------------------------------------------
+
+
+def by_kind(results: list[TableResult]) -> tuple[TableResult, TableResult]:
+    kinds = {result.kind: result for result in results}
+    assert len(kinds) == len(results) == 2
+    return kinds[TableKind.CHANGELOG], kinds[TableKind.MIRROR]
+
+
+def read_changelog(catalog: Catalog, lake: Lake) -> list[dict[str, Any]]:
+    rows = catalog.load_table(lake.sink.changelog).scan().to_arrow().to_pylist()
+    return sorted(rows, key=lambda row: row["_tm_order"])
+
+
+def read_mirror(spark: SparkSession, lake: Lake) -> list[tuple[Any, ...]]:
+    spark.sql(f"REFRESH TABLE tidemark.{lake.sink.name}")
+    rows = spark.sql(f"SELECT id, item, qty FROM tidemark.{lake.sink.name} ORDER BY id").collect()
+    return [tuple(row) for row in rows]
+
+
+def snapshot_ids(spark: SparkSession, table: str) -> set[int]:
+    spark.sql(f"REFRESH TABLE tidemark.{table}")
+    rows = spark.sql(f"SELECT snapshot_id FROM tidemark.{table}.snapshots").collect()
+    return {int(row["snapshot_id"]) for row in rows}
+
+
+def files(spark: SparkSession, table: str) -> list[str]:
+    spark.sql(f"REFRESH TABLE tidemark.{table}")
+    rows = spark.sql(f"SELECT file_path FROM tidemark.{table}.files").collect()
+    return sorted(row["file_path"] for row in rows)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_spark(spark: SparkSession) -> None:
+    spark.sparkContext.setLogLevel("ERROR")
