@@ -87,8 +87,10 @@ class TableState:
 
     @classmethod
     def from_reports(cls, reports: Iterable[ReportRecord]) -> TableState:
+        # watermark 0 promises nothing: a table still bootstrapping, or not yet read
         complete = sorted(
-            (r for r in reports if not r.partial), key=lambda r: (r.watermark_ms, r.snapshot_id)
+            (r for r in reports if not r.partial and r.watermark_ms > 0),
+            key=lambda r: (r.watermark_ms, r.snapshot_id),
         )
         if not complete:
             return cls()

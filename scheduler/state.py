@@ -249,8 +249,10 @@ class StateStore:
         with self._transaction() as cursor:
             cursor.execute(
                 sql.SQL(
+                    # watermark 0 promises nothing (a table still bootstrapping): no bound
                     "SELECT table_name, min(watermark_ms), max(watermark_ms) FROM {}.reports "
-                    "WHERE table_name = ANY(%s) AND NOT partial GROUP BY table_name"
+                    "WHERE table_name = ANY(%s) AND NOT partial AND watermark_ms > 0 "
+                    "GROUP BY table_name"
                 ).format(self._schema),
                 (changelogs,),
             )

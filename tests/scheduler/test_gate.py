@@ -110,6 +110,20 @@ def test_the_first_window_ends_at_the_first_boundary_after_the_first_watermark()
     ]
 
 
+def test_reports_without_a_watermark_yet_do_not_start_the_first_window_in_1970() -> None:
+    # a bootstrap commits with watermark 0 until the stream has made the table consistent
+    bootstrapping = [ReportRecord(1, 0, 100, False), ReportRecord(2, 0, 200, False)]
+    streaming = [
+        ReportRecord(3, ms("10:02:10"), 210, False),
+        ReportRecord(4, ms("10:06"), 220, False),
+    ]
+    tables = {"shop.orders": TableState.from_reports(bootstrapping + streaming)}
+
+    assert run_to_completion(mirrors("shop.orders"), tables, at("10:07")) == [
+        ("mirror:shop.orders", "10:05")
+    ]
+
+
 def test_a_quiet_table_advancing_through_heartbeats_does_not_block() -> None:
     # no rows since 09:00, but ingest's idle commits keep promising completeness
     quiet = table(("09:00", 40), ("10:00:10", 40), ("10:05:10", 40), ("10:10:10", 40))

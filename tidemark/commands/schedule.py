@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
 from tidemark.commands import Command
+from tidemark.commands.window import add_session_arguments
 
 if TYPE_CHECKING:
     from scheduler.executor import WindowExecutor
@@ -50,6 +51,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
     )
+    add_session_arguments(parser)
     parser.set_defaults(handler=_schedule)
 
 
@@ -69,9 +71,8 @@ def _schedule(args: argparse.Namespace) -> int:
             f"pipeline.name {', '.join(duplicates)} is used by more than one file; the scheduler "
             "keeps each pipeline's windows under its name: give each file its own pipeline.name"
         )
-    # before connecting to anything: without an executor there is nothing to schedule
-    executor = EXECUTORS[args.executor]()
-    pipelines = [_pipeline(config) for config in configs]
+    pipelines = [pipeline_run(config) for config in configs]
+    executor = EXECUTORS[args.executor](configs, args)
     if args.state_dsn:
         state = StateSettings.from_dsn(args.state_dsn, args.state_schema)
     else:
@@ -93,7 +94,7 @@ def _schedule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pipeline(config: PipelineConfig) -> PipelineRun:
+def pipeline_run(config: PipelineConfig) -> PipelineRun:
     """The schedule of one file: its tables from the source (as ``tidemark plan`` finds them)."""
     from scheduler.reports_consumer import ConsumerSettings
     from scheduler.service import PipelineRun
@@ -114,18 +115,18 @@ def _pipeline(config: PipelineConfig) -> PipelineRun:
     return PipelineRun(schedule, reports)
 
 
-def _spark_executor() -> WindowExecutor:
-    from scheduler.errors import SchedulerError
+def _spark_executor(configs: Sequence[PipelineConfig], args: argparse.Namespace) -> WindowExecutor:
+    """One Spark session (local, or the cluster ``--master`` names) for every window."""
+    from spark_jobs.executor import SparkWindowExecutor
+    from spark_jobs.run_window import session_for
 
-    raise SchedulerError(
-        "the Spark window executor (spark_jobs.window_jobs.WindowJobs, issue #7) is not wired "
-        "into `tidemark schedule` yet; until it is, run the scheduler from Python with "
-        "scheduler.service.run(pipelines, store, executor=...)"
-    )
+    return SparkWindowExecutor(configs, session_for(configs[0], args, "tidemark-scheduler"))
 
 
 #: executor name -> factory; the CLI lists the names
-EXECUTORS: dict[str, Callable[[], WindowExecutor]] = {"spark": _spark_executor}
+EXECUTORS: dict[str, Callable[[Sequence[PipelineConfig], argparse.Namespace], WindowExecutor]] = {
+    "spark": _spark_executor
+}
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

@@ -1,0 +1,139 @@
+"""The whole pipeline on the real services: ingest publishes commit reports to Kafka, the
+scheduler fires one-minute windows from them, Spark merges the mirror, and ``tidemark verify``
+finds the mirror equal to MariaDB."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyspark.sql import SparkSession
+
+from scheduler.service import ServiceSettings, run
+from scheduler.state import StateSettings, StateStore
+from spark_jobs.executor import SparkWindowExecutor
+from tidemark.cli import main
+from tidemark.commands.schedule import pipeline_run
+from tidemark.config import load_pipeline
+from tidemark.contracts import MirrorKey
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.pipeline_file import local_pipeline
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+SERVER_ID = 4801
+
+
+@pytest.fixture
+def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
+    topic = f"reports.{unique_name}"
+    for future in admin.create_topics([NewTopic(topic, num_partitions=1)]).values():
+        future.result(timeout=30)
+    yield topic
+    for future in admin.delete_topics([topic]).values():
+        future.result(timeout=30)
+
+
+def _mirror_window_end(catalog: Catalog, identifier: str) -> int:
+    try:
+        table = catalog.load_table(identifier)
+    except NoSuchTableError:
+        return 0
+    ends = [
+        int(snapshot.summary.additional_properties.get(MirrorKey.WINDOW_END, 0))
+        for snapshot in table.snapshots()
+        if snapshot.summary is not None
+    ]
+    return max(ends, default=0)
+
+
+def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    reports_topic: str,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
+        cursor.execute("INSERT INTO orders SELECT seq, CONCAT('item-', seq), 1 FROM seq_1_to_300")
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        local_pipeline(
+            endpoints,
+            database=source_database,
+            tables="orders",
+            namespace=namespace,
+            server_id=SERVER_ID,
+            startup="initial",
+            extra=(
+                "tidemark:\n"
+                "  window: 1 min\n"
+                "  reports:\n"
+                f"    topic: {reports_topic}\n"
+                f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
+                "  ingest:\n"
+                "    flush-interval: 1 s\n"
+                "    idle-commit-interval: 2 s\n"
+            ),
+        )
+    )
+    config = load_pipeline(path)
+    ingest = subprocess.Popen(
+        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    store = StateStore(
+        StateSettings.from_catalog(endpoints.catalog.properties(), schema=unique_name)
+    )
+    stop = threading.Event()
+    scheduler = threading.Thread(
+        target=run,
+        args=([pipeline_run(config)], store, SparkWindowExecutor([config], spark)),
+        kwargs={"settings": ServiceSettings(max_workers=2), "stop": stop, "max_seconds": 300},
+    )
+    scheduler.start()
+    try:
+        with admin_connection.cursor() as cursor:
+            cursor.execute("UPDATE orders SET qty = 2 WHERE id <= 100")
+            cursor.execute("DELETE FROM orders WHERE id > 250")
+            cursor.execute("INSERT INTO orders VALUES (1000, 'late', 7)")
+            cursor.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)")
+            row = cursor.fetchone()
+            assert row is not None
+            changed_ms = int(row[0])
+        deadline = time.monotonic() + 240
+        mirror = f"{namespace}.orders"
+        while _mirror_window_end(catalog, mirror) <= changed_ms:
+            assert ingest.poll() is None, ingest.stderr.read() if ingest.stderr else ""
+            assert scheduler.is_alive(), "the scheduler stopped"
+            assert time.monotonic() < deadline, "no window covering the changes ran in 240 s"
+            time.sleep(0.5)  # polling the mirror's stamps
+    finally:
+        stop.set()
+        scheduler.join(timeout=120)
+        ingest.terminate()
+        ingest.wait(timeout=30)
+        store.drop()
+
+    assert main(["verify", str(path)]) == 0
