@@ -10,9 +10,12 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from scheduler.engine import EngineSettings, WindowEngine
 from scheduler.gate import RunState, job_task, mirror_task
@@ -34,6 +37,7 @@ from tests.scheduler.harness import (
 from tidemark.contracts import CommitReport
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.kafka import Kafka
 from tidemark.stack.process import wait_for
 
 DEADLINE = 60.0
@@ -109,6 +113,28 @@ def run_in_thread(target: Callable[[], None]) -> tuple[threading.Thread, list[Ba
     return thread, errors
 
 
+@contextmanager
+def serving(
+    store: StateStore, executor: RecordingExecutor, servers: str, topic: str, pipeline: str
+) -> Iterator[None]:
+    """The real service (APScheduler, thread pool) running while the block runs."""
+    stop = threading.Event()
+    settings = consumer_settings(servers, topic, pipeline)
+    schedule = PipelineRun(
+        two_table_schedule(pipeline),
+        replace(settings, kafka={**settings.kafka, "reconnect.backoff.max.ms": "500"}),
+    )
+    thread, errors = run_in_thread(
+        lambda: run([schedule], store, executor, settings=ServiceSettings(max_workers=2), stop=stop)
+    )
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(DEADLINE)
+    assert not errors, errors
+
+
 def serve_until(
     condition: Callable[[], bool],
     store: StateStore,
@@ -117,20 +143,9 @@ def serve_until(
     topic: str,
     pipeline: str,
 ) -> None:
-    """Run the real service (APScheduler, thread pool) until ``condition`` holds, then stop."""
-    stop = threading.Event()
-    schedule = PipelineRun(
-        two_table_schedule(pipeline), consumer_settings(servers, topic, pipeline)
-    )
-    thread, errors = run_in_thread(
-        lambda: run([schedule], store, executor, settings=ServiceSettings(max_workers=2), stop=stop)
-    )
-    try:
+    """Run the real service until ``condition`` holds, then stop it."""
+    with serving(store, executor, servers, topic, pipeline):
         assert wait_for(condition, timeout=DEADLINE), executor.effects()
-    finally:
-        stop.set()
-        thread.join(DEADLINE)
-    assert not errors, errors
 
 
 def tick_until(engine: WindowEngine, condition: Callable[[], bool]) -> None:
@@ -215,6 +230,37 @@ def test_a_scheduler_killed_inside_a_window_completes_each_window_once_after_res
     assert calls.pop(("mirror:shop.orders", "10:10")) == 2  # run again: the merge is idempotent
     assert set(calls.values()) == {1}, calls
     assert executor.effects() == EXPECTED
+
+
+def test_kafka_restarted_mid_stream_loses_no_window(
+    store: StateStore,
+    state_settings: StateSettings,
+    own_kafka: Kafka,
+    unique_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    servers = own_kafka.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic(unique_name, num_partitions=3)])[unique_name].result(30)
+    executor = RecordingExecutor(state_settings)
+    first_windows = [r for r in REPORTS if r.snapshot_id <= 2]  # complete to 10:05
+    publish(servers, unique_name, first_windows)
+
+    with serving(store, executor, servers, unique_name, unique_name):
+        assert wait_for(lambda: len(executor.effects()) == 3, timeout=DEADLINE)
+        own_kafka.down()
+        with caplog.at_level(logging.WARNING, logger="scheduler.reports_consumer"):
+            # librdkafka reports the lost broker through the consumer's logger
+            assert wait_for(
+                lambda: any(r.name == "scheduler.reports_consumer" for r in caplog.records),
+                timeout=DEADLINE,
+            )
+        own_kafka.up()
+        publish(servers, unique_name, [r for r in REPORTS if r.snapshot_id > 2])
+        assert wait_for(all_succeeded(store, unique_name), timeout=DEADLINE)
+
+    calls = sorted((c.task, c.window_end.strftime("%H:%M")) for c in executor.calls())
+    assert calls == EXPECTED
 
 
 def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
