@@ -86,6 +86,10 @@ class StateMissingError(SchedulerError, TerminalError):
     """The state schema does not exist: no scheduler has run against this database yet."""
 
 
+class PipelineLockedError(SchedulerError, TerminalError):
+    """Another scheduler already runs the pipeline against this state."""
+
+
 class StateVersionError(SchedulerError, TerminalError):
     """The state schema was written by a newer Tidemark."""
 
@@ -188,6 +192,29 @@ class StateStore:
                 f"this Tidemark understands ({STATE_VERSION}); upgrade Tidemark, or use another "
                 "schema with --state-schema"
             )
+
+    @contextmanager
+    def pipeline_lock(self, pipeline: str) -> Iterator[None]:
+        """Hold the pipeline for this process while the block runs: two schedulers of one
+        pipeline would run its windows twice and split its reports between them. The lock is
+        PostgreSQL's (a session advisory lock), so it goes with the process, however it ends."""
+        connection = self._connect()
+        try:
+            connection.autocommit = True
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_try_advisory_lock(hashtext(%s))", (f"{self.schema}/{pipeline}",)
+                )
+                (locked,) = cursor.fetchone() or (False,)
+            if not locked:
+                raise PipelineLockedError(
+                    f"another scheduler already runs pipeline {pipeline!r} with the state in "
+                    f"schema {self.schema} at {self._where()}; stop it first (or give this "
+                    "file its own pipeline.name)"
+                )
+            yield
+        finally:
+            connection.close()
 
     def drop(self) -> None:
         """Remove the schema and everything in it (tests, and starting over on purpose)."""
@@ -425,19 +452,7 @@ class StateStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg2.extensions.cursor]:
-        try:
-            params: dict[str, Any] = {
-                "connect_timeout": str(self._settings.connect_timeout_seconds),
-                **self._settings.connection,
-                # times come back in UTC, whatever the server's TimeZone
-                "options": "-c TimeZone=UTC",
-            }
-            connection = psycopg2.connect(**params)
-        except psycopg2.OperationalError as error:
-            raise StateUnavailableError(
-                f"the scheduler state database at {self._where()} did not answer: "
-                f"{str(error).strip()}"
-            ) from None
+        connection = self._connect()
         try:
             with connection, connection.cursor() as cursor:  # commits, or rolls back on error
                 yield cursor
@@ -454,6 +469,21 @@ class StateStore:
             ) from None
         finally:
             connection.close()
+
+    def _connect(self) -> psycopg2.extensions.connection:
+        params: dict[str, Any] = {
+            "connect_timeout": str(self._settings.connect_timeout_seconds),
+            **self._settings.connection,
+            # times come back in UTC, whatever the server's TimeZone
+            "options": "-c TimeZone=UTC",
+        }
+        try:
+            return psycopg2.connect(**params)
+        except psycopg2.OperationalError as error:
+            raise StateUnavailableError(
+                f"the scheduler state database at {self._where()} did not answer: "
+                f"{str(error).strip()}"
+            ) from None
 
     def _where(self) -> str:
         connection = self._settings.connection

@@ -21,7 +21,7 @@ from scheduler.engine import EngineSettings, WindowEngine
 from scheduler.gate import RunState, job_task, mirror_task
 from scheduler.reports_consumer import ReportBatch, ReportsConsumer
 from scheduler.service import PipelineRun, ServiceSettings, run
-from scheduler.state import StateMissingError, StateSettings, StateStore
+from scheduler.state import PipelineLockedError, StateMissingError, StateSettings, StateStore
 from scheduler.status import TaskCondition, describe
 from tests.scheduler.harness import (
     ORDERS,
@@ -428,3 +428,24 @@ def test_status_before_any_scheduler_ran_says_so(state_settings: StateSettings) 
 
     with pytest.raises(StateMissingError, match="no scheduler has run against this database"):
         describe(two_table_schedule("nobody"), never_created, at("10:00"))
+
+
+def test_a_second_scheduler_of_the_same_pipeline_is_refused(
+    store: StateStore,
+    state_settings: StateSettings,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    schedule = PipelineRun(
+        two_table_schedule(unique_name), consumer_settings(servers, reports_topic, unique_name)
+    )
+
+    with (
+        store.pipeline_lock(unique_name),
+        pytest.raises(PipelineLockedError, match="another scheduler already runs pipeline"),
+    ):
+        run([schedule], store, executor, max_seconds=DEADLINE)
+    with store.pipeline_lock(unique_name):  # released with its holder
+        pass
