@@ -184,6 +184,7 @@ def run(
     service = SchedulerService(settings)
     metrics = Metrics()
     with ExitStack() as resources:
+        resources.callback(store.close)
         # locked before joining the consumer group: a refused second scheduler must not
         # take partitions from the first
         for pipeline in pipelines:
