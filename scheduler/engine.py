@@ -156,11 +156,6 @@ class WindowEngine:
                 )
         return decide(self._schedule.tasks, tables, tasks, now, in_flight)
 
-    def idle(self) -> bool:
-        """No window submitted and not finished."""
-        with self._lock:
-            return not self._in_flight
-
     def housekeeping(self) -> list[Stall]:
         """ERROR for each table whose watermark has not moved for ``stall_after``, once per
         ``stall_after`` while it lasts."""

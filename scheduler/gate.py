@@ -38,7 +38,7 @@ value is decided once, when the window is first recorded, and a re-run reuses it
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -162,7 +162,7 @@ class Decision:
     due: tuple[DueWindow, ...] = ()
     waiting: tuple[Waiting, ...] = ()
     #: tasks whose window is executing in this process now
-    running: tuple[WindowTask, ...] = field(default=())
+    running: tuple[WindowTask, ...] = ()
 
 
 def mirror_task(sink: str) -> WindowTask:
@@ -244,7 +244,9 @@ class _Gate:
         if state.open is not None and state.open.state is not RunState.SUCCEEDED:
             return state.open.window
         if state.done_end is not None:
-            return Window.ending_at(state.done_end + spec.window, spec.window)
+            # the window after it, on the boundaries of today's length: after a change of
+            # window in the file, windows line up with midnight again at once
+            return Window.containing(state.done_end, spec.window)
         return self._first_window(spec)
 
     def _first_window(self, spec: TaskSpec) -> Window | None:

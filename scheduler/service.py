@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -78,7 +79,7 @@ class SchedulerService:
 
     def wake(self) -> None:
         """Tick now rather than at the next period (a window finished: its successors may be
-        due). Also safe to call before start and after shutdown."""
+        due). Safe to call before start and after shutdown."""
         job = self._aps.get_job("tick") if self._aps.running else None
         if job is not None:
             job.modify(next_run_time=datetime.now(UTC))
@@ -98,6 +99,9 @@ class SchedulerService:
             seconds=self._settings.tick_interval.total_seconds(),
             id="tick",
             executor="control",
+            # a wake during a tick queues one more behind it in the one control thread, rather
+            # than being skipped: a window that finished mid-tick is seen at once
+            max_instances=2,
             next_run_time=datetime.now(UTC),
         )
         self._aps.add_job(
@@ -174,32 +178,36 @@ def run(
 ) -> None:
     """Schedule ``pipelines`` until ``stop`` is set or ``max_seconds`` pass (the Python API
     behind ``tidemark schedule``); ``executor`` runs the windows. With ``metrics_port``,
-    Prometheus scrapes ``http://127.0.0.1:<port>/metrics``."""
+    Prometheus scrapes ``http://127.0.0.1:<port>/metrics``. Refuses a pipeline another
+    scheduler runs against the same state (``PipelineLockedError``)."""
     store.create()
     service = SchedulerService(settings)
-    consumers = [ReportsConsumer(p.reports) for p in pipelines]
     metrics = Metrics()
-    server = serve(metrics, port=metrics_port) if metrics_port is not None else None
-    if server is not None:
-        logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
-    try:
-        engines = [
-            WindowEngine(
-                p.schedule,
-                store,
-                consumer,
-                executor,
-                clock=clock,
-                submit=service.submit,
-                settings=engine_settings,
-                on_finished=service.wake,
-                metrics=metrics,
+    with ExitStack() as resources:
+        resources.callback(store.close)
+        # locked before joining the consumer group: a refused second scheduler must not
+        # take partitions from the first
+        for pipeline in pipelines:
+            resources.enter_context(store.pipeline_lock(pipeline.schedule.pipeline))
+        engines = []
+        for pipeline in pipelines:
+            consumer = ReportsConsumer(pipeline.reports)
+            resources.callback(consumer.close)
+            engines.append(
+                WindowEngine(
+                    pipeline.schedule,
+                    store,
+                    consumer,
+                    executor,
+                    clock=clock,
+                    submit=service.submit,
+                    settings=engine_settings,
+                    on_finished=service.wake,
+                    metrics=metrics,
+                )
             )
-            for p, consumer in zip(pipelines, consumers, strict=True)
-        ]
+        if metrics_port is not None:
+            server = serve(metrics, port=metrics_port)
+            resources.callback(server.close)
+            logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
         service.run(engines, stop=stop, max_seconds=max_seconds)
-    finally:
-        for consumer in consumers:
-            consumer.close()
-        if server is not None:
-            server.close()

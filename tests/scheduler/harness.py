@@ -47,7 +47,7 @@ def two_table_schedule(
 
 
 def report(
-    table: str, snapshot_id: int, watermark: str, last_order: int, **extra: Any
+    table: str, snapshot_id: int, watermark: str, last_order: int, rows_added: int = 1
 ) -> CommitReport:
     """The report ingest would publish for a commit of ``table`` (a sink table's name)."""
     return CommitReport(
@@ -55,10 +55,9 @@ def report(
         snapshot_id=snapshot_id,
         watermark_ms=ms(watermark),
         position=f"mariadb-bin.000001:{snapshot_id}",
-        rows_added=1,
+        rows_added=rows_added,
         committed_at_ms=ms(watermark),
         last_order=last_order,
-        **extra,
     )
 
 

@@ -265,3 +265,13 @@ def test_a_job_added_later_starts_at_the_mirror_it_finds_not_at_the_first_waterm
     assert fired(decision) == [("mirror:shop.orders", "10:30")]
     waiting = {str(w.task): w for w in decision.waiting}
     assert waiting["job:hourly"].window == window("11:00", HOUR)
+
+
+def test_after_a_change_of_window_length_windows_line_up_with_midnight_again() -> None:
+    orders = table(("09:58", 1), ("11:00", 500))
+    quarter = [TaskSpec(mirror_task("shop.orders"), ("shop.orders",), timedelta(minutes=15))]
+    tasks = {mirror_task("shop.orders"): done("10:05")}  # merged every 5 min until now
+
+    (due,) = decide(quarter, {"shop.orders": orders}, tasks, at("11:00")).due
+
+    assert due.window.end == at("10:15")

@@ -10,15 +10,18 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from scheduler.engine import EngineSettings, WindowEngine
 from scheduler.gate import RunState, job_task, mirror_task
 from scheduler.reports_consumer import ReportBatch, ReportsConsumer
 from scheduler.service import PipelineRun, ServiceSettings, run
-from scheduler.state import StateMissingError, StateSettings, StateStore
+from scheduler.state import PipelineLockedError, StateMissingError, StateSettings, StateStore
 from scheduler.status import TaskCondition, describe
 from tests.scheduler.harness import (
     ORDERS,
@@ -34,18 +37,20 @@ from tests.scheduler.harness import (
 from tidemark.contracts import CommitReport
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.kafka import Kafka
 from tidemark.stack.process import wait_for
 
 DEADLINE = 60.0
 
-#: orders complete to 10:11:30, users to 10:10:00: windows ending 10:05 and 10:10 are due
+#: orders complete to 10:11:30, users to 10:10:00: windows ending 10:05 and 10:10 are due.
+#: users is quiet after its first commit: ingest's idle commits (no rows) move its watermark
 REPORTS = [
     report(ORDERS, 1, "10:01", 10),
     report(ORDERS, 2, "10:06", 20),
     report(ORDERS, 3, "10:11:30", 30),
     report(USERS, 1, "10:02", 5),
-    report(USERS, 2, "10:07", 6),
-    report(USERS, 3, "10:10:00", 7),
+    report(USERS, 2, "10:07", 5, rows_added=0),
+    report(USERS, 3, "10:10:00", 5, rows_added=0),
 ]
 EXPECTED = [
     ("job:gmv", "10:05"),
@@ -109,6 +114,28 @@ def run_in_thread(target: Callable[[], None]) -> tuple[threading.Thread, list[Ba
     return thread, errors
 
 
+@contextmanager
+def serving(
+    store: StateStore, executor: RecordingExecutor, servers: str, topic: str, pipeline: str
+) -> Iterator[None]:
+    """The real service (APScheduler, thread pool) running while the block runs."""
+    stop = threading.Event()
+    settings = consumer_settings(servers, topic, pipeline)
+    schedule = PipelineRun(
+        two_table_schedule(pipeline),
+        replace(settings, kafka={**settings.kafka, "reconnect.backoff.max.ms": "500"}),
+    )
+    thread, errors = run_in_thread(
+        lambda: run([schedule], store, executor, settings=ServiceSettings(max_workers=2), stop=stop)
+    )
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(DEADLINE)
+    assert not errors, errors
+
+
 def serve_until(
     condition: Callable[[], bool],
     store: StateStore,
@@ -117,20 +144,9 @@ def serve_until(
     topic: str,
     pipeline: str,
 ) -> None:
-    """Run the real service (APScheduler, thread pool) until ``condition`` holds, then stop."""
-    stop = threading.Event()
-    schedule = PipelineRun(
-        two_table_schedule(pipeline), consumer_settings(servers, topic, pipeline)
-    )
-    thread, errors = run_in_thread(
-        lambda: run([schedule], store, executor, settings=ServiceSettings(max_workers=2), stop=stop)
-    )
-    try:
+    """Run the real service until ``condition`` holds, then stop it."""
+    with serving(store, executor, servers, topic, pipeline):
         assert wait_for(condition, timeout=DEADLINE), executor.effects()
-    finally:
-        stop.set()
-        thread.join(DEADLINE)
-    assert not errors, errors
 
 
 def tick_until(engine: WindowEngine, condition: Callable[[], bool]) -> None:
@@ -166,8 +182,8 @@ def test_reports_for_two_tables_fire_exactly_the_expected_windows_once(
     # each merge stops at the first commit that completes its window
     assert merges["mirror:shop.orders", "10:05"] == 20
     assert merges["mirror:shop.orders", "10:10"] == 30
-    assert merges["mirror:shop.users", "10:05"] == 6
-    assert merges["mirror:shop.users", "10:10"] == 7
+    assert merges["mirror:shop.users", "10:05"] == 5
+    assert merges["mirror:shop.users", "10:10"] == 5
     # the job's SQL ran on mirrors merged exactly to its window's end
     cuts = {c.window_end.strftime("%H:%M"): c.cut for c in calls if c.task == "job:gmv"}
     assert cuts == {
@@ -215,6 +231,37 @@ def test_a_scheduler_killed_inside_a_window_completes_each_window_once_after_res
     assert calls.pop(("mirror:shop.orders", "10:10")) == 2  # run again: the merge is idempotent
     assert set(calls.values()) == {1}, calls
     assert executor.effects() == EXPECTED
+
+
+def test_kafka_restarted_mid_stream_loses_no_window(
+    store: StateStore,
+    state_settings: StateSettings,
+    own_kafka: Kafka,
+    unique_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    servers = own_kafka.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic(unique_name, num_partitions=3)])[unique_name].result(30)
+    executor = RecordingExecutor(state_settings)
+    first_windows = [r for r in REPORTS if r.snapshot_id <= 2]  # complete to 10:05
+    publish(servers, unique_name, first_windows)
+
+    with serving(store, executor, servers, unique_name, unique_name):
+        assert wait_for(lambda: len(executor.effects()) == 3, timeout=DEADLINE)
+        own_kafka.down()
+        with caplog.at_level(logging.WARNING, logger="scheduler.reports_consumer"):
+            # librdkafka reports the lost broker through the consumer's logger
+            assert wait_for(
+                lambda: any(r.name == "scheduler.reports_consumer" for r in caplog.records),
+                timeout=DEADLINE,
+            )
+        own_kafka.up()
+        publish(servers, unique_name, [r for r in REPORTS if r.snapshot_id > 2])
+        assert wait_for(all_succeeded(store, unique_name), timeout=DEADLINE)
+
+    calls = sorted((c.task, c.window_end.strftime("%H:%M")) for c in executor.calls())
+    assert calls == EXPECTED
 
 
 def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
@@ -365,7 +412,7 @@ def test_a_table_whose_watermark_stops_moving_raises_an_alert(
     assert engine.housekeeping() == []
 
     clock.now = at("10:31")
-    publish(servers, reports_topic, [report(USERS, 4, "10:30", 8)])
+    publish(servers, reports_topic, [report(USERS, 4, "10:30", 5, rows_added=0)])
     tick_until(engine, lambda: store.report_count("shop.users_changelog") == 4)
     with caplog.at_level(logging.ERROR):
         stalls = engine.housekeeping()
@@ -382,3 +429,24 @@ def test_status_before_any_scheduler_ran_says_so(state_settings: StateSettings) 
 
     with pytest.raises(StateMissingError, match="no scheduler has run against this database"):
         describe(two_table_schedule("nobody"), never_created, at("10:00"))
+
+
+def test_a_second_scheduler_of_the_same_pipeline_is_refused(
+    store: StateStore,
+    state_settings: StateSettings,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    schedule = PipelineRun(
+        two_table_schedule(unique_name), consumer_settings(servers, reports_topic, unique_name)
+    )
+
+    with (
+        store.pipeline_lock(unique_name),
+        pytest.raises(PipelineLockedError, match="another scheduler already runs pipeline"),
+    ):
+        run([schedule], store, executor, max_seconds=DEADLINE)
+    with store.pipeline_lock(unique_name):  # released with its holder
+        pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -79,6 +80,8 @@ def _schedule(args: argparse.Namespace) -> int:
         state = StateSettings.from_catalog(
             reveal(configs[0].sink.catalog_properties), args.state_schema
         )
+    # APScheduler logs two INFO lines per job run: every tick, every second
+    logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     stop = threading.Event()
     _stop_on_signals(stop)
     run(
