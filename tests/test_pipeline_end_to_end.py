@@ -1,13 +1,14 @@
-"""The whole pipeline on the real services: ingest publishes commit reports to Kafka, the
-scheduler fires one-minute windows from them, Spark merges the mirror, and ``tidemark verify``
-finds the mirror equal to MariaDB."""
+"""The whole pipeline on the real services, as ``tidemark run`` runs it: ingest bootstraps and
+streams, publishing commit reports to Kafka; the scheduler fires one-minute windows from them;
+Spark merges the mirror; ``tidemark status`` shows the windows and ``tidemark verify`` finds the
+mirror equal to MariaDB."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,14 +18,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
-from pyspark.sql import SparkSession
 
-from scheduler.service import ServiceSettings, run
-from scheduler.state import StateSettings, StateStore
-from spark_jobs.executor import SparkWindowExecutor
 from tidemark.cli import main
-from tidemark.commands.schedule import pipeline_run
-from tidemark.config import load_pipeline
 from tidemark.contracts import MirrorKey
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -67,10 +62,9 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     namespace: str,
     catalog: Catalog,
     admin_connection: Connection,
-    spark: SparkSession,
     reports_topic: str,
-    unique_name: str,
     tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
@@ -96,23 +90,12 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
             ),
         )
     )
-    config = load_pipeline(path)
-    ingest = subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+    run = subprocess.Popen(
+        [sys.executable, "-m", "tidemark.cli", "run", str(path), "--max-seconds", "300"],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    store = StateStore(
-        StateSettings.from_catalog(endpoints.catalog.properties(), schema=unique_name)
-    )
-    stop = threading.Event()
-    scheduler = threading.Thread(
-        target=run,
-        args=([pipeline_run(config)], store, SparkWindowExecutor([config], spark)),
-        kwargs={"settings": ServiceSettings(max_workers=2), "stop": stop, "max_seconds": 300},
-    )
-    scheduler.start()
     try:
         with admin_connection.cursor() as cursor:
             cursor.execute("UPDATE orders SET qty = 2 WHERE id <= 100")
@@ -123,17 +106,16 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
             assert row is not None
             changed_ms = int(row[0])
         deadline = time.monotonic() + 240
-        mirror = f"{namespace}.orders"
-        while _mirror_window_end(catalog, mirror) <= changed_ms:
-            assert ingest.poll() is None, ingest.stderr.read() if ingest.stderr else ""
-            assert scheduler.is_alive(), "the scheduler stopped"
+        while _mirror_window_end(catalog, f"{namespace}.orders") <= changed_ms:
+            assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
             assert time.monotonic() < deadline, "no window covering the changes ran in 240 s"
             time.sleep(0.5)  # polling the mirror's stamps
     finally:
-        stop.set()
-        scheduler.join(timeout=120)
-        ingest.terminate()
-        ingest.wait(timeout=30)
-        store.drop()
+        run.send_signal(signal.SIGTERM)
+        _, errors = run.communicate(timeout=120)
 
+    assert run.returncode == 0, errors.decode()
+    assert main(["status", str(path)]) == 0
+    status = capsys.readouterr().out
+    assert f"mirror:{namespace}.orders" in status
     assert main(["verify", str(path)]) == 0

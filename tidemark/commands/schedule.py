@@ -83,7 +83,7 @@ def _schedule(args: argparse.Namespace) -> int:
     # APScheduler logs two INFO lines per job run: every tick, every second
     logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     stop = threading.Event()
-    _stop_on_signals(stop)
+    stop_on_signals(stop)
     run(
         pipelines,
         StateStore(state),
@@ -132,7 +132,7 @@ EXECUTORS: dict[str, Callable[[Sequence[PipelineConfig], argparse.Namespace], Wi
 }
 
 
-def _stop_on_signals(stop: threading.Event) -> None:
+def stop_on_signals(stop: threading.Event) -> None:
     def handle(signum: int, _frame: FrameType | None) -> None:
         stop.set()
 

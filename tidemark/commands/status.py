@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tidemark.commands import Command
+
+if TYPE_CHECKING:
+    from tidemark.config.model import PipelineConfig
+    from tidemark.config.plan import SinkTable
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +54,27 @@ def _status(args: argparse.Namespace) -> int:
             f"{_seconds(lag):>9} {status.total_rows or 0:>10} {status.errors:>7}  "
             f"{status.progress.position}"
         )
+    if config.tidemark.reports is not None:
+        lines += ["", *_windows(config, plan.sinks, now)]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def _windows(config: PipelineConfig, sinks: Sequence[SinkTable], now: datetime) -> list[str]:
+    """Per mirror and job: the last window done, the next one, and why it waits."""
+    from scheduler.state import StateMissingError
+    from scheduler.status import describe_pipeline
+
+    try:
+        rows = describe_pipeline(config, sinks, now)
+    except StateMissingError:
+        return ["windows: no scheduler has run for this pipeline yet (tidemark schedule FILE)"]
+    lines = [f"{'task':<40} {'last window done':<22} {'next window':<22} state"]
+    for row in rows:
+        done = row.last_succeeded.end.strftime("%Y-%m-%d %H:%M") if row.last_succeeded else "-"
+        upcoming = row.next_window.end.strftime("%Y-%m-%d %H:%M") if row.next_window else "-"
+        lines.append(f"{str(row.task):<40} {done:<22} {upcoming:<22} {row.condition}: {row.reason}")
+    return lines
 
 
 def _seconds(value: float | None) -> str:

@@ -1,0 +1,81 @@
+"""``tidemark run FILE``: ingest and the scheduler together, the usual way on one machine.
+
+Ingest runs as a child process (``tidemark ingest FILE``), so a crash of either side leaves the
+other's state intact: both resume exactly where their commits say. The scheduler runs here, on
+one Spark session. When either stops, the other is stopped too, and the exit code says which
+failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from tidemark.commands import Command
+from tidemark.commands.window import add_session_arguments
+
+logger = logging.getLogger(__name__)
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE", help="the pipeline YAML file")
+    parser.add_argument("--max-workers", type=int, default=4, help="windows running at once")
+    parser.add_argument(
+        "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
+    )
+    add_session_arguments(parser)
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from scheduler.service import ServiceSettings, run
+    from scheduler.state import StateSettings, StateStore
+    from spark_jobs.executor import SparkWindowExecutor
+    from spark_jobs.run_window import session_for
+    from tidemark.commands.schedule import pipeline_run, stop_on_signals
+    from tidemark.config import load_pipeline
+    from tidemark.config.model import reveal
+
+    config = load_pipeline(args.file)
+    schedule = pipeline_run(config)  # refuses a file without tidemark.reports, before starting
+    command = [sys.executable, "-m", "tidemark.cli", "ingest", str(args.file)]
+    if args.max_seconds is not None:
+        command += ["--max-seconds", str(args.max_seconds)]
+    ingest = subprocess.Popen(command)
+    stop = threading.Event()
+    stop_on_signals(stop)
+    watcher = threading.Thread(target=_stop_when_done, args=(ingest, stop), daemon=True)
+    watcher.start()
+    try:
+        executor = SparkWindowExecutor([config], session_for(config, args, "tidemark-run"))
+        store = StateStore(StateSettings.from_catalog(reveal(config.sink.catalog_properties)))
+        run(
+            [schedule],
+            store,
+            executor,
+            settings=ServiceSettings(max_workers=args.max_workers),
+            stop=stop,
+            max_seconds=args.max_seconds,
+        )
+    finally:
+        if ingest.poll() is None:
+            ingest.terminate()
+        code = ingest.wait()
+    if code not in (0, -15):
+        sys.stderr.write(f"tidemark run: ingest stopped with exit code {code}\n")
+        return 1
+    return 0
+
+
+def _stop_when_done(ingest: subprocess.Popen[bytes], stop: threading.Event) -> None:
+    code = ingest.wait()
+    if not stop.is_set():
+        logger.error("Ingest stopped (exit code %d): stopping the scheduler", code)
+        stop.set()
+
+
+COMMAND = Command("run", "ingest and schedule one pipeline together", _configure)
