@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -214,3 +215,37 @@ def files(spark: SparkSession, table: str) -> list[str]:
 @pytest.fixture(autouse=True)
 def _quiet_spark(spark: SparkSession) -> None:
     spark.sparkContext.setLogLevel("ERROR")
+
+
+def test_compaction_beside_a_busy_ingest_loses_no_row_and_says_if_it_lost_the_race(
+    catalog: Catalog, spark: SparkSession, namespace: str
+) -> None:
+    name = f"{namespace}.orders_changelog"
+    table = open_changelog(catalog, name, DATA, {})
+    for index in range(20):
+        commit(table, index)
+    appended: list[TableProgress] = []
+    done = threading.Event()
+
+    def ingest() -> None:  # back to back, far faster than ingest's commit every 2 s
+        writer = ChangelogTable(catalog.load_table(name))
+        while not done.is_set() and len(appended) < 150:  # a bound on the test's cost
+            appended.append(commit(writer, 20 + len(appended)))
+
+    appender = threading.Thread(target=ingest)
+    appender.start()
+    try:
+        [result, _] = TableMaintainer(spark, "tidemark", SETTINGS).maintain(sink_table(namespace))
+    finally:
+        done.set()
+        appender.join(timeout=60)
+
+    assert not appender.is_alive()
+    assert appended, "no append ran during the maintenance"
+    rows = catalog.load_table(name).scan().to_arrow()
+    assert sorted(rows.column("_tm_order").to_pylist()) == list(range(20 + len(appended)))
+    assert ChangelogTable(catalog.load_table(name)).progress() == appended[-1]
+    if result.error is None:
+        assert result.rewritten_data_files >= 20
+    else:  # Iceberg retried and gave up: nothing was committed, and the user is told
+        assert "CommitFailedException" in result.error
