@@ -54,8 +54,10 @@ class MaintenanceSettings:
     """How hard to compact and how much history to keep; docs/maintenance.md has the YAML
     block these will come from."""
 
-    #: snapshots younger than this always stay: a reader may have planned a scan on one
-    min_snapshot_age: timedelta = timedelta(minutes=30)
+    #: snapshots younger than this always stay: a reader may have planned a scan on one. Not
+    #: longer: at ingest's commit every 2 s, 10 min is already 300 snapshots, and commits slow
+    #: down as they pile up (docs/maintenance.md has the figures)
+    min_snapshot_age: timedelta = timedelta(minutes=10)
     #: Iceberg keeps at least this many of the newest snapshots whatever their age
     retain_last: int = 10
     target_file_size_bytes: int = 128 * 1024 * 1024
