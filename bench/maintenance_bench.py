@@ -42,6 +42,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=600)
     parser.add_argument("--sample", type=int, default=20)
+    parser.add_argument(
+        "--no-expiry",
+        action="store_true",
+        help="compact only (keep every snapshot), to tell the effect of each step apart",
+    )
     args = parser.parse_args()
 
     endpoints = Stack(StackSettings.from_env()).endpoints()
@@ -61,7 +66,9 @@ def main() -> int:
             endpoints.catalog.properties(),
         )
         spark.sparkContext.setLogLevel("ERROR")
-        settings = MaintenanceSettings(min_snapshot_age=timedelta(0), retain_last=1)
+        # a minimum age of a day keeps every snapshot this run made
+        age = timedelta(days=1) if args.no_expiry else timedelta(0)
+        settings = MaintenanceSettings(min_snapshot_age=age, retain_last=1)
         sink = SinkTable(namespace, ("id",), "bench", (), None, timedelta(minutes=5), name)
         started = time.perf_counter()
         [result] = TableMaintainer(spark, endpoints.catalog.name, settings).maintain(sink)

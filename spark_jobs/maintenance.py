@@ -38,6 +38,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.session import SparkSettings, build_session
 from tidemark.config.plan import SinkTable
 from tidemark.contracts import MetadataColumn, MirrorKey, SummaryKey
+from tidemark.errors import TransientError
 from tidemark.windows import from_epoch_ms
 
 logger = logging.getLogger(__name__)
@@ -53,8 +54,10 @@ class MaintenanceSettings:
     """How hard to compact and how much history to keep; docs/maintenance.md has the YAML
     block these will come from."""
 
-    #: snapshots younger than this always stay: a reader may have planned a scan on one
-    min_snapshot_age: timedelta = timedelta(minutes=30)
+    #: snapshots younger than this always stay: a reader may have planned a scan on one. Not
+    #: longer: at ingest's commit every 2 s, 10 min is already 300 snapshots, and commits slow
+    #: down as they pile up (docs/maintenance.md has the figures)
+    min_snapshot_age: timedelta = timedelta(minutes=10)
     #: Iceberg keeps at least this many of the newest snapshots whatever their age
     retain_last: int = 10
     target_file_size_bytes: int = 128 * 1024 * 1024
@@ -286,7 +289,14 @@ class TableMaintainer:
         self, sink: SinkTable, *, dry_run: bool = False, only: str | None = None
     ) -> list[TableResult]:
         """The changelog then the mirror of ``sink`` (or just the table named ``only``)."""
-        mirror = self._mirror_progress(sink)
+        try:
+            mirror = self._mirror_progress(sink)
+        except (Py4JJavaError, PySparkException) as error:
+            raise TransientError(
+                f"reading the window stamps of mirror {sink.mirror} failed: "
+                f"{_first_line(error)}; without them its changelog's history cannot be trimmed "
+                "safely: check the catalog, then run again"
+            ) from error
         results = []
         if only in (None, sink.name, sink.changelog):
             results.append(self._run(sink.changelog, TableKind.CHANGELOG, mirror, dry_run))
@@ -305,37 +315,49 @@ class TableMaintainer:
     def _run(
         self, table: str, kind: TableKind, mirror: MirrorProgress | None, dry_run: bool
     ) -> TableResult:
-        if not self._exists(table):
-            return TableResult(table, kind, dry_run, exists=False)
-        files_before = self._files(table)
-        snapshots_before = self._snapshot_ids(table)
         try:
+            if not self._exists(table):
+                return TableResult(table, kind, dry_run, exists=False)
             if dry_run:
-                retention = self._retention(table, kind, mirror)
-                doomed = retention.expirable(self._chain(table), self._settings.retain_last)
-                return TableResult(
-                    table,
-                    kind,
-                    dry_run,
-                    retention=retention,
-                    files_before=files_before,
-                    files_after=files_before,
-                    snapshots_before=len(snapshots_before),
-                    snapshots_expired=len(doomed),
-                )
-            with _timed() as compact_seconds:
-                counts = self._compact(table, kind)
-            retention = self._retention(table, kind, mirror)
-            with _timed() as expire_seconds:
-                self._expire(table, retention)
+                return self._plan_only(table, kind, mirror)
+            return self._compact_and_expire(table, kind, mirror)
         except (Py4JJavaError, PySparkException) as error:
+            # One table's failure (most often a commit race lost to ingest) must not stop the
+            # others; the result carries it and the CLI exits non-zero.
             message = _first_line(error)
             logger.error("Maintenance of %s failed: %s", table, message)
-            return TableResult(table, kind, dry_run, files_before=files_before, error=message)
+            return TableResult(table, kind, dry_run, error=message)
+
+    def _plan_only(self, table: str, kind: TableKind, mirror: MirrorProgress | None) -> TableResult:
+        files = self._files(table)
+        retention = self._retention(table, kind, mirror)
+        chain = self._chain(table)
         return TableResult(
             table,
             kind,
-            dry_run,
+            dry_run=True,
+            retention=retention,
+            files_before=files,
+            files_after=files,
+            snapshots_before=len(self._snapshot_ids(table)),
+            snapshots_expired=len(retention.expirable(chain, self._settings.retain_last)),
+        )
+
+    def _compact_and_expire(
+        self, table: str, kind: TableKind, mirror: MirrorProgress | None
+    ) -> TableResult:
+        files_before = self._files(table)
+        snapshots_before = self._snapshot_ids(table)
+        with _timed() as compact_seconds:
+            counts = self._compact(table, kind)
+        # planned after the compaction, on the history as it is now (ingest kept committing)
+        retention = self._retention(table, kind, mirror)
+        with _timed() as expire_seconds:
+            self._expire(table, retention)
+        return TableResult(
+            table,
+            kind,
+            dry_run=False,
             retention=retention,
             files_before=files_before,
             files_after=self._files(table),

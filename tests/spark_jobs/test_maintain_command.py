@@ -28,17 +28,19 @@ def tidemark(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_maintain_compacts_every_table_of_the_pipeline_and_a_dry_run_only_reports(
+@pytest.fixture
+def pipeline(
     endpoints: StackEndpoints,
     admin_connection: pymysql.connections.Connection[pymysql.cursors.Cursor],
-    catalog: Catalog,
     namespace: str,
     source_database: str,
     tmp_path: Path,
-) -> None:
+) -> Path:
+    """A pipeline of one MariaDB table, orders, into ``namespace``: sink table orders, changelog
+    orders_changelog, mirror orders."""
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, item TEXT, qty BIGINT)")
-    pipeline = write_pipeline(
+    return write_pipeline(
         tmp_path / "pipeline.yaml",
         endpoints,
         database=source_database,
@@ -46,13 +48,18 @@ def test_maintain_compacts_every_table_of_the_pipeline_and_a_dry_run_only_report
         namespace=namespace,
         server_id=4901,
     )
+
+
+def test_maintain_compacts_the_pipelines_tables_and_a_dry_run_only_reports(
+    pipeline: Path, catalog: Catalog, namespace: str
+) -> None:
     changelog = open_changelog(catalog, f"{namespace}.orders_changelog", DATA, {})
     for index in range(COMMITS):
         commit(changelog, index)
 
     dry = tidemark("maintain", str(pipeline), "--dry-run")
     files = catalog.load_table(f"{namespace}.orders_changelog").inspect.files()
-    real = tidemark("maintain", str(pipeline))
+    real = tidemark("maintain", str(pipeline), "--table", f"{namespace}.orders_changelog")
 
     assert dry.returncode == 0, dry.stderr[-3000:]
     assert (
@@ -64,28 +71,13 @@ def test_maintain_compacts_every_table_of_the_pipeline_and_a_dry_run_only_report
     assert files.num_rows == COMMITS
     assert real.returncode == 0, real.stderr[-3000:]
     assert f"{COMMITS} data + 0 delete files -> 1 + 0;" in real.stdout
+    assert "(mirror)" not in real.stdout  # --table chose the changelog alone
     assert catalog.load_table(f"{namespace}.orders_changelog").inspect.files().num_rows == 1
 
 
 def test_an_unknown_table_is_refused_with_the_pipelines_tables(
-    endpoints: StackEndpoints,
-    admin_connection: pymysql.connections.Connection[pymysql.cursors.Cursor],
-    namespace: str,
-    source_database: str,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    pipeline: Path, namespace: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with admin_connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY)")
-    pipeline = write_pipeline(
-        tmp_path / "pipeline.yaml",
-        endpoints,
-        database=source_database,
-        tables="orders",
-        namespace=namespace,
-        server_id=4902,
-    )
-
     assert main(["maintain", str(pipeline), "--table", "shop.nope", "--dry-run"]) == 2
     error = capsys.readouterr().err
     assert "--table shop.nope is not a table of this pipeline" in error
