@@ -22,8 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.utils import AnalysisException
 
 from ingest.changelog import METADATA_NAMES
 from spark_jobs.changelog_range import SnapshotInfo

@@ -29,9 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.errors import ParseException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
-from pyspark.sql.utils import AnalysisException
 
 from spark_jobs.changelog_range import ChangelogBound, bound_at_order, find_bound
 from spark_jobs.merge import MirrorSpec, merge_range, mirror_state, table_snapshots
