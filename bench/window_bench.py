@@ -180,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000", help="mirror sizes, comma-separated")
     parser.add_argument("--changes", type=int, default=20_000)
+    parser.add_argument(
+        "--warm-up",
+        type=int,
+        default=20_000,
+        help="mirror size of an unreported first round, so JVM warm-up is not billed to the "
+        "first size (0: none)",
+    )
     args = parser.parse_args(argv)
     endpoints = Stack(StackSettings.from_env()).endpoints()
     spark = build_session(
@@ -195,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     spark.sql(f"CREATE NAMESPACE {namespace}")
     results = []
     try:
+        if args.warm_up:
+            run_size(spark, namespace, args.warm_up, args.changes)
         for size in [int(s) for s in args.sizes.split(",")]:
             results.append(run_size(spark, namespace, size, args.changes))
             sys.stdout.write(f"done: {results[-1]}\n")
