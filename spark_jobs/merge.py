@@ -22,8 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.utils import AnalysisException
 
 from ingest.changelog import METADATA_NAMES
 from spark_jobs.changelog_range import SnapshotInfo
@@ -94,11 +94,23 @@ def table_snapshots(spark: SparkSession, table: str) -> list[SnapshotInfo]:
 
 
 def mirror_state(spark: SparkSession, mirror: str) -> MirrorState | None:
-    """The newest stamp of ``mirror``; None for a mirror without one (or not created yet)."""
+    """The newest stamp of ``mirror``; None for a mirror not created or never committed to.
+
+    A mirror with commits but no stamp left (expired by maintenance) is refused: merging it
+    from order 0 up to an old window's bound could take keys back to older values.
+    """
     if not spark.catalog.tableExists(mirror):
         return None
-    stamped = [s for s in table_snapshots(spark, mirror) if MirrorKey.WINDOW_END in s.summary]
+    snapshots = table_snapshots(spark, mirror)
+    stamped = [s for s in snapshots if MirrorKey.WINDOW_END in s.summary]
     if not stamped:
+        if snapshots:
+            raise TerminalError(
+                f"the mirror {mirror} has commits but none carries a {MirrorKey.WINDOW_END} "
+                "stamp (were they expired?), so Tidemark cannot tell which windows it holds: "
+                "drop the mirror to rebuild it from the changelog, and keep the newest stamped "
+                "snapshot when expiring mirror snapshots"
+            )
         return None
     # stamps only grow, and compaction commits carry none: the largest window end is the newest
     newest = max(stamped, key=lambda s: (int(s.summary[MirrorKey.WINDOW_END]), s.committed_at_ms))

@@ -18,6 +18,11 @@ the changelog has not reached the window's end.
 files in order with the window's variables (``spark_jobs.user_sql``). The SQL itself must be
 idempotent per window (``INSERT OVERWRITE`` of the window's partition, or ``MERGE``); see
 docs/window-jobs.md.
+
+Not thread-safe: the stamps and a job's ``spark`` settings are session conf, so one
+``WindowJobs`` runs one window at a time. To run windows in parallel, give each thread its own
+``WindowJobs`` over ``session.newSession()`` (same SparkContext, separate conf), and never run two
+windows of the same mirror at once (their commits would conflict).
 """
 
 from __future__ import annotations
@@ -29,9 +34,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.errors import ParseException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
-from pyspark.sql.utils import AnalysisException
 
 from spark_jobs.changelog_range import ChangelogBound, bound_at_order, find_bound
 from spark_jobs.merge import MirrorSpec, merge_range, mirror_state, table_snapshots

@@ -23,6 +23,7 @@ from tests.spark_jobs.sources import (
     tick_past_now,
 )
 from tidemark.contracts import MirrorKey
+from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window
 
@@ -170,3 +171,38 @@ def test_a_window_without_changes_still_stamps_the_mirror(
     properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {mirror}").collect()}
     assert properties["format-version"] == "2"
     assert properties["write.merge.mode"] == "merge-on-read"
+
+
+def test_a_mirror_whose_stamps_were_expired_is_refused_rather_than_rewound(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    create_shards(admin_connection, 1)
+    config = orders_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        namespace=namespace,
+        server_id=SERVER_ID + 2,
+    )
+    jobs = WindowJobs(config, plan_from_source(config), spark)
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, SERVER_ID + 2)
+    end = changelog_watermark(catalog, f"{namespace}.orders_changelog")
+    window = Window.ending_at(end, timedelta(minutes=5))
+    jobs.merge_mirror(f"{namespace}.orders", window)
+    mirror = f"tidemark.{namespace}.orders"
+    # a commit without stamps (a compaction, say), then expiry of everything older
+    spark.sql(f"INSERT INTO {mirror} SELECT * FROM {mirror} WHERE false")
+    spark.sql(
+        f"CALL tidemark.system.expire_snapshots(table => '{namespace}.orders', "
+        "older_than => TIMESTAMP '9999-01-01 00:00:00', retain_last => 1)"
+    )
+
+    with pytest.raises(TerminalError, match="drop the mirror to rebuild it"):
+        jobs.merge_mirror(f"{namespace}.orders", Window(end - timedelta(hours=1), end))
