@@ -19,6 +19,9 @@ bench: setup
 	@command -v sysbench >/dev/null || apt-get install -y -q sysbench
 	$(BIN)/python -m bench.ingest_bench
 	$(BIN)/python -m bench.bootstrap_bench
+	$(BIN)/python -m bench.window_bench
+	$(BIN)/python -m bench.scheduler_bench
+	$(BIN)/python -m bench.maintenance_bench
 
 # A virtualenv with the project and its dev tools, then the local stack, installed and started.
 setup: $(BIN)/tidemark stack

@@ -1,18 +1,24 @@
-"""The scheduler's window executor on Spark: one long-lived session, the pipelines' windows.
+"""The scheduler's window executor on Spark: one Spark application, the pipelines' windows.
 
 ``scheduler.executor.WindowExecutor`` names a sink table or a job without its pipeline; this
-executor finds the pipeline that owns it. Two pipelines scheduled together must therefore not
-share sink-table or job names, and they share one Spark session, so one catalog name.
+executor finds the pipeline that owns it. Pipelines scheduled together must therefore not share
+sink-table or job names, and they share one Spark application, so one catalog name.
+
+The scheduler runs several windows at once from a thread pool. A window's commit stamps are
+session settings (``spark.sql.iceberg.snapshot-property.*``), so each thread gets a session of
+its own (``SparkSession.newSession``: same application and catalog, separate SQL settings).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
 from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs, plan_from_source
 from tidemark.config.model import PipelineConfig
+from tidemark.config.plan import Plan
 from tidemark.errors import ConfigError
 from tidemark.windows import Window
 
@@ -23,33 +29,47 @@ class SparkWindowExecutor:
         if len(catalogs) > 1:
             raise ConfigError(
                 f"the pipelines use different catalog names ({', '.join(sorted(catalogs))}) and "
-                "share one Spark session here: schedule them in separate processes"
+                "share one Spark application here: schedule them in separate processes"
             )
-        self._mirrors: dict[str, WindowJobs] = {}
-        self._jobs: dict[str, WindowJobs] = {}
-        for config in configs:
+        self._session = session
+        self._plans: list[tuple[PipelineConfig, Plan]] = []
+        self._mirrors: dict[str, int] = {}
+        self._jobs: dict[str, int] = {}
+        for index, config in enumerate(configs):
             plan = plan_from_source(config)
-            jobs = WindowJobs(config, plan, session)
+            self._plans.append((config, plan))
             for sink in plan.sinks:
                 if sink.mirror is not None:
-                    _claim(self._mirrors, sink.name, jobs, "sink table")
+                    _claim(self._mirrors, sink.name, index, "sink table")
             for job in config.tidemark.jobs:
-                _claim(self._jobs, job.name, jobs, "job")
+                _claim(self._jobs, job.name, index, "job")
+        self._local = threading.local()
 
     def merge_mirror(
         self, sink_table: str, window: Window, up_to_order: int | None
     ) -> MergeOutcome:
         # the scheduler never runs two windows that touch one mirror at once (docs/scheduler.md)
-        return self._mirrors[sink_table].merge_mirror(sink_table, window, up_to_order)
+        return self._window_jobs()[self._mirrors[sink_table]].merge_mirror(
+            sink_table, window, up_to_order
+        )
 
     def run_job(self, job_name: str, window: Window) -> JobOutcome:
-        return self._jobs[job_name].run_job(job_name, window)
+        return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window)
+
+    def _window_jobs(self) -> list[WindowJobs]:
+        """This thread's ``WindowJobs``, one per pipeline, on this thread's session."""
+        jobs: list[WindowJobs] | None = getattr(self._local, "jobs", None)
+        if jobs is None:
+            session = self._session.newSession()
+            jobs = [WindowJobs(config, plan, session) for config, plan in self._plans]
+            self._local.jobs = jobs
+        return jobs
 
 
-def _claim(owners: dict[str, WindowJobs], name: str, jobs: WindowJobs, kind: str) -> None:
+def _claim(owners: dict[str, int], name: str, pipeline: int, kind: str) -> None:
     if name in owners:
         raise ConfigError(
             f"two of the scheduled pipelines have the {kind} {name}: schedule them in separate "
             "processes, or rename one"
         )
-    owners[name] = jobs
+    owners[name] = pipeline

@@ -48,6 +48,8 @@ def spark_conf(
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "4",
+        # ingest commits every few seconds from another process: never read a cached table
+        f"{prefix}.cache-enabled": "false",
     }
     if settings.jars:
         conf["spark.jars"] = ",".join(str(jar) for jar in settings.jars)
