@@ -202,13 +202,7 @@ def _ensure_mirror(
     if spec.keep_deletes:
         wanted.append((DELETED_COLUMN, "boolean"))
     if spark.catalog.tableExists(spec.mirror):
-        have = [f.name for f in spark.table(spec.mirror).schema.fields]
-        if have != [name for name, _ in wanted]:
-            raise TerminalError(
-                f"the mirror {spec.mirror} has the columns ({', '.join(have)}) but its changelog "
-                f"and transform now give ({', '.join(name for name, _ in wanted)}): the schema "
-                "or the transform changed. Drop the mirror to rebuild it from the changelog"
-            )
+        _follow_changelog(spark, spec, wanted)
         return
     namespace = spec.mirror.rsplit(".", 1)[0]
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
@@ -221,6 +215,43 @@ def _ensure_mirror(
         f"CREATE TABLE IF NOT EXISTS {spec.mirror} ({definition}) USING iceberg{partitioned} "
         f"TBLPROPERTIES ({listed})"
     )
+
+
+def _follow_changelog(spark: SparkSession, spec: MirrorSpec, wanted: list[tuple[str, str]]) -> None:
+    """Carry the changelog's schema changes (``ingest.evolution``) to the mirror: columns it
+    gained are added, widened types widened. A column the mirror has and the changelog and
+    transform no longer give means the transform changed: that needs a rebuild."""
+    have = {f.name.lower(): f for f in spark.table(spec.mirror).schema.fields}
+    gone = sorted(set(have) - {name.lower() for name, _ in wanted})
+    if gone:
+        raise TerminalError(
+            f"the mirror {spec.mirror} has the columns {', '.join(gone)}, which its changelog "
+            "and transform no longer give: the transform changed. Drop the mirror to rebuild it "
+            "from the changelog"
+        )
+    for name, kind in wanted:
+        field = have.get(name.lower())
+        if field is None:
+            logger.warning(
+                "Mirror %s: adding column %s %s from its changelog", spec.mirror, name, kind
+            )
+            spark.sql(f"ALTER TABLE {spec.mirror} ADD COLUMNS (`{name}` {kind})")
+        elif field.dataType.simpleString() != kind:
+            logger.warning(
+                "Mirror %s: column %s changes from %s to %s, as in its changelog",
+                spec.mirror,
+                name,
+                field.dataType.simpleString(),
+                kind,
+            )
+            try:
+                spark.sql(f"ALTER TABLE {spec.mirror} ALTER COLUMN `{name}` TYPE {kind}")
+            except AnalysisException as error:
+                raise TerminalError(
+                    f"the mirror {spec.mirror} cannot change {name} from "
+                    f"{field.dataType.simpleString()} to {kind} ({_first_line(error)}); drop the "
+                    "mirror to rebuild it from the changelog"
+                ) from error
 
 
 def _merge_statement(spec: MirrorSpec, view: str, columns: list[str]) -> str:

@@ -206,3 +206,51 @@ def test_a_mirror_whose_stamps_were_expired_is_refused_rather_than_rewound(
 
     with pytest.raises(TerminalError, match="drop the mirror to rebuild it"):
         jobs.merge_mirror(f"{namespace}.orders", Window(end - timedelta(hours=1), end))
+
+
+def test_the_mirror_follows_columns_the_source_added_and_widened(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    create_shards(admin_connection, 1)
+    config = orders_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        namespace=namespace,
+        server_id=SERVER_ID + 3,
+    )
+    jobs = WindowJobs(config, plan_from_source(config), spark)
+    five = timedelta(minutes=5)
+    ingest_to_end(config, catalog, endpoints, SERVER_ID + 3)  # streams from here
+    execute(admin_connection, "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, SERVER_ID + 3)
+    first = jobs.merge_mirror(
+        f"{namespace}.orders",
+        Window.ending_at(changelog_watermark(catalog, f"{namespace}.orders_changelog"), five),
+    )
+    execute(
+        admin_connection,
+        "ALTER TABLE orders_0 ADD COLUMN note TEXT, MODIFY id BIGINT",
+        "INSERT INTO orders_0 VALUES (5000000000, 102, 'new', 1.00, NULL, 'after')",
+    )
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, SERVER_ID + 3)
+
+    second = jobs.merge_mirror(
+        f"{namespace}.orders",
+        Window.ending_at(changelog_watermark(catalog, f"{namespace}.orders_changelog"), five),
+    )
+
+    assert second.window.end > first.window.end and not second.skipped
+    mirror = f"tidemark.{namespace}.orders"
+    rows = spark.sql(f"SELECT id, order_no, note FROM {mirror} ORDER BY order_no").collect()
+    assert [tuple(row) for row in rows] == [(1, 101, None), (5_000_000_000, 102, "after")]
+    types = {f.name: f.dataType.simpleString() for f in spark.table(mirror).schema.fields}
+    assert (types["id"], types["note"]) == ("bigint", "string")
