@@ -1,4 +1,12 @@
 -- Revenue per product and hour, for the hour [${window_start}, ${window_end}).
+-- MERGE makes a retried window idempotent.
+CREATE NAMESPACE IF NOT EXISTS tidemark.report;
+CREATE TABLE IF NOT EXISTS tidemark.report.revenue_per_hour (
+    hour TIMESTAMP,
+    product_id BIGINT,
+    revenue DECIMAL(38, 2)
+) USING iceberg;
+
 MERGE INTO tidemark.report.revenue_per_hour AS t
 USING (
     SELECT date_trunc('hour', o.created_at) AS hour,
