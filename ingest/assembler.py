@@ -90,8 +90,9 @@ class Binding:
     sink: str
     key_columns: tuple[str, ...]
     convert: Callable[[Row], Row] = lambda row: row
-    #: told the structure each row event's TABLE_MAP describes, before its rows are converted
-    observe: Callable[[SourceTable], None] | None = None
+    #: given, before each row event's rows are converted, how to describe the structure its
+    #: TABLE_MAP declares (``RowsChanged.structure``)
+    observe: Callable[[Callable[[], SourceTable | None]], None] | None = None
 
 
 Router = Callable[[str, str], Binding | None]

@@ -6,7 +6,8 @@ statements, each with the binlog position just after it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import functools
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -61,8 +62,9 @@ class RowsChanged:
     #: just after this event; rows of one event share it
     position: BinlogPosition
     event_time_ms: int
-    #: the table's structure as this event's TABLE_MAP describes it (``ingest.table_map``)
-    structure: SourceTable | None = None
+    #: the table's structure as this event's TABLE_MAP describes it (``ingest.table_map``),
+    #: built only when asked: schema changes are rare and rows are the hot path
+    structure: Callable[[], SourceTable | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -130,8 +132,6 @@ class BinlogReader:
             slave_heartbeat=heartbeat_seconds,
             pymysql_wrapper=_SingleStreamConnection(),
         )
-        # TABLE_MAP column lists (kept alive, so their ids stay unique) -> their structure
-        self._structures: dict[int, tuple[list[Any], SourceTable]] = {}
 
     def events(self) -> Iterator[BinlogEvent]:
         try:
@@ -171,7 +171,7 @@ class BinlogReader:
                 rows=[_images(operation, row) for row in event.rows],
                 position=position,
                 event_time_ms=time_ms,
-                structure=self._structure(event),
+                structure=functools.partial(_structure, event.schema, event.table, event.columns),
             )
         if isinstance(event, XidEvent):
             return TransactionCommitted(position, time_ms)
@@ -183,19 +183,12 @@ class BinlogReader:
             return Heartbeat(position)
         return None
 
-    def _structure(self, event: Any) -> SourceTable | None:
-        columns = event.columns
-        known = self._structures.get(id(columns))
-        if known is not None and known[0] is columns:
-            return known[1]
-        try:
-            described = table_map.structure(event.schema, event.table, columns)
-        except ValueError:
-            return None  # a type only information_schema can describe
-        if len(self._structures) > 10_000:
-            self._structures.clear()
-        self._structures[id(columns)] = (columns, described)
-        return described
+
+def _structure(database: str, table: str, columns: list[Any]) -> SourceTable | None:
+    try:
+        return table_map.structure(database, table, columns)
+    except ValueError:
+        return None  # a type only information_schema can describe
 
 
 def _query(event: Any, position: BinlogPosition, time_ms: int) -> BinlogEvent | None:

@@ -60,7 +60,7 @@ class SchemaTracker:
         self.locate = locate
         self._versions: dict[str, list[SchemaVersion]] = {}
         #: the structure the latest row event's TABLE_MAP described, per source table
-        self._mapped: dict[str, SourceTable] = {}
+        self._mapped: dict[str, Callable[[], SourceTable | None]] = {}
         #: tables altered since their last row: their next table map is compared by type
         self._retype_check: set[str] = set()
         self._converters: dict[tuple[str, int], Converter] = {}
@@ -76,8 +76,8 @@ class SchemaTracker:
             self._check_legacy(table)
         self._record(table, since, started=True)
 
-    def observer(self, table_id: str) -> Callable[[SourceTable], None]:
-        def observe(structure: SourceTable) -> None:
+    def observer(self, table_id: str) -> Callable[[Callable[[], SourceTable | None]], None]:
+        def observe(structure: Callable[[], SourceTable | None]) -> None:
             self._mapped[table_id] = structure
 
         return observe
@@ -116,13 +116,17 @@ class SchemaTracker:
 
     def _check_types(self, table_id: str, latest: SchemaVersion) -> SchemaVersion:
         self._retype_check.discard(table_id)
-        mapped = self._mapped.get(table_id)
+        mapped = self._mapped_structure(table_id)
         if mapped is None:
             return latest
         structure = _carried_over(mapped, latest.table)
         if structure.columns == latest.table.columns:
             return latest
         return self._record(structure, self.locate(), started=False)
+
+    def _mapped_structure(self, table_id: str) -> SourceTable | None:
+        describe = self._mapped.get(table_id)
+        return describe() if describe is not None else None
 
     def _read(self, table_id: str) -> SourceTable | None:
         database, name = table_id.split(".", 1)
@@ -133,7 +137,7 @@ class SchemaTracker:
         now = self._read(table_id)
         if now is not None and frozenset(c.name for c in now.columns) == names:
             return self._record(now, self.locate(), started=False)
-        mapped = self._mapped.get(table_id)
+        mapped = self._mapped_structure(table_id)
         if mapped is not None and frozenset(c.name for c in mapped.columns) == names:
             # The server's table changed again since: the row's own table map describes it.
             logger.warning(
