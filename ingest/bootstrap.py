@@ -37,9 +37,8 @@ from ingest.error_table import error_row
 from ingest.errors import UnconvertibleValueError
 from ingest.progress import TableProgress
 from ingest.schema import SourceTable
-from ingest.select_values import select_column
+from ingest.select_values import PageConverter, page_converter
 from ingest.snapshot_reader import Chunk, ConsistentSnapshot
-from ingest.types import columns_converter
 from tidemark.contracts import MetadataColumn, Operation
 from tidemark.source import BinlogPosition, SourceConnection
 
@@ -140,11 +139,10 @@ class Bootstrapper:
                 "table, and a crash reads it again)",
                 name,
             )
-        convert = columns_converter(
+        convert = page_converter(
             member,
             self.settings.server_time_zone,
             tinyint1_as_boolean=self.settings.tinyint1_as_boolean,
-            normalisers=[select_column(column).normalise for column in member.columns],
         )
         pacer = Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
         self.display.start(name, done.rows, estimated_rows(self.source, member))
@@ -259,31 +257,25 @@ def _started(
     )
 
 
-def _columns(rows: Sequence[tuple[Any, ...]], member: SourceTable) -> list[list[Any]]:
-    if not rows:
-        return [[] for _ in member.columns]
-    return [list(values) for values in zip(*rows, strict=True)]
-
-
 def _convert(
-    convert: Callable[[Sequence[list[Any]]], list[pa.Array]], chunk: Chunk, member: SourceTable
+    convert: PageConverter, chunk: Chunk, member: SourceTable
 ) -> tuple[list[pa.Array], list[tuple[UnconvertibleValueError, dict[str, Any]]]]:
     """The chunk's columns as Arrow arrays; rows that cannot be converted are left out and
     returned with their error (found row by row, only when the chunk as a whole fails)."""
     try:
-        return convert(_columns(chunk.rows, member)), []
+        return convert(chunk.rows), []
     except UnconvertibleValueError:
         pass
     kept, refused = [], []
     names = [column.name for column in member.columns]
     for row in chunk.rows:
         try:
-            convert(_columns([row], member))
+            convert([row])
         except UnconvertibleValueError as error:
             refused.append((error, dict(zip(names, row, strict=True))))
         else:
             kept.append(row)
-    return convert(_columns(kept, member)), refused
+    return convert(kept), refused
 
 
 class _Metadata:

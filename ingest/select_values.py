@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.schema import SourceColumn
+import pyarrow as pa
+
+from ingest.schema import SourceColumn, SourceTable
+from ingest.types import columns_converter
 from ingest.values import InvalidTemporal
 
 Normalise = Callable[[Any], Any]
@@ -62,6 +65,32 @@ def select_column(column: SourceColumn) -> SelectColumn:
     if kind in ("inet4", "inet6"):
         return SelectColumn(name, _address_bytes)
     return SelectColumn(name)
+
+
+PageConverter = Callable[[Sequence[tuple[Any, ...]]], list[pa.Array]]
+
+
+def page_converter(
+    table: SourceTable,
+    server_time_zone: str | None = None,
+    *,
+    tinyint1_as_boolean: bool = True,
+) -> PageConverter:
+    """Rows as ``select_column`` selected them (a snapshot's page) to one Arrow array per
+    column, with the mapping the binlog's rows get (``ingest.types``)."""
+    convert = columns_converter(
+        table,
+        server_time_zone,
+        tinyint1_as_boolean=tinyint1_as_boolean,
+        normalisers=[select_column(column).normalise for column in table.columns],
+    )
+    width = len(table.columns)
+
+    def convert_page(rows: Sequence[tuple[Any, ...]]) -> list[pa.Array]:
+        columns = [list(values) for values in zip(*rows, strict=True)] if rows else []
+        return convert(columns or [[] for _ in range(width)])
+
+    return convert_page
 
 
 def _bits(value: bytes) -> int:

@@ -28,15 +28,14 @@ from pyiceberg.table import Table
 
 from ingest.bootstrap import paging_key
 from ingest.schema import SourceTable
-from ingest.select_values import select_column
+from ingest.select_values import page_converter
 from ingest.snapshot_reader import ConsistentSnapshot
-from ingest.types import columns_converter
+from tidemark.contracts import MIRROR_DELETED_COLUMN as DELETED_COLUMN
 from tidemark.contracts import MetadataColumn, MirrorKey
 from tidemark.source import SourceConnection
 
 logger = logging.getLogger(__name__)
 
-DELETED_COLUMN = "_tm_deleted"
 Key = tuple[Any, ...]
 
 
@@ -81,17 +80,11 @@ def verify_mirror(
     for table in target.sources:
         names = [c.name for c in table.columns if c.name.lower() in mirror_columns]
         key = target.key
-        convert = columns_converter(
-            table,
-            server_time_zone,
-            tinyint1_as_boolean=tinyint1_as_boolean,
-            normalisers=[select_column(column).normalise for column in table.columns],
-        )
+        convert = page_converter(table, server_time_zone, tinyint1_as_boolean=tinyint1_as_boolean)
         page_key = paging_key(table) or key
         with ConsistentSnapshot(source) as snapshot:
             for chunk in snapshot.chunks(table, page_key, after=None, chunk_size=page_rows):
-                columns = [list(values) for values in zip(*chunk.rows, strict=True)]
-                arrays = convert(columns)
+                arrays = convert(chunk.rows)
                 batch = pa.table(arrays, names=[c.name for c in table.columns]).select(names)
                 expected = _digests(batch, key, names)
                 verdict.source_rows += len(expected)

@@ -27,13 +27,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ingest.changelog import METADATA_NAMES
 from spark_jobs.changelog_range import SnapshotInfo
-from tidemark.contracts import MetadataColumn, MirrorKey, Operation
+from tidemark.contracts import MIRROR_DELETED_COLUMN, MetadataColumn, MirrorKey, Operation
 from tidemark.errors import ConfigError, TerminalError
 
 logger = logging.getLogger(__name__)
 
 #: the column ``mirror.deletes: keep`` adds: true for a row deleted in the source
-DELETED_COLUMN = "_tm_deleted"
+DELETED_COLUMN = MIRROR_DELETED_COLUMN
 MERGE_ON_READ = {
     "format-version": "2",
     "write.merge.mode": "merge-on-read",

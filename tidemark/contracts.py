@@ -36,6 +36,10 @@ class MirrorKey(StrEnum):
     CHANGELOG_SNAPSHOT = "tidemark.changelog-snapshot"  # the changelog snapshot merged up to
 
 
+#: with ``mirror.deletes: keep``, true on a mirror row whose source row was deleted
+MIRROR_DELETED_COLUMN = "_tm_deleted"
+
+
 class Operation(StrEnum):
     """What a changelog row records, in its ``_tm_op`` column."""
 

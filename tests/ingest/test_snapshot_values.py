@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 from ingest.schema import SourceTable, read_source_tables
-from ingest.select_values import select_column
+from ingest.select_values import page_converter
 from ingest.snapshot_reader import ConsistentSnapshot
-from ingest.types import arrow_schema, columns_converter
+from ingest.types import arrow_schema
 from tests.ingest.source_rows import select
 from tests.ingest.test_types import FAMILIES, Family
 from tidemark.source import current_position
@@ -40,18 +40,16 @@ def test_snapshot_values_equal_the_binlogs_for_every_type_family(
     for i, values in enumerate(family.rows, 1):
         select(admin_connection, f"INSERT INTO t VALUES ({i}, {values})")
     table = _table(admin_connection, source_database)
-    convert = columns_converter(
+    convert = page_converter(
         table,
         family.options.get("server_time_zone"),
         tinyint1_as_boolean=family.options.get("tinyint1_as_boolean", True),
-        normalisers=[select_column(column).normalise for column in table.columns],
     )
 
     with ConsistentSnapshot(endpoints.mariadb.cdc_source(4300)) as snapshot:
         chunks = list(snapshot.chunks(table, ("id",), after=None, chunk_size=4))
     rows = [row for chunk in chunks for row in chunk.rows]
-    columns = [list(values) for values in zip(*rows, strict=True)]
-    landed = pa.Table.from_arrays(convert(columns), schema=arrow_schema(table)).to_pylist()
+    landed = pa.Table.from_arrays(convert(rows), schema=arrow_schema(table)).to_pylist()
 
     assert landed == [{"id": i, **row} for i, row in enumerate(family.expected, 1)]
     assert [len(chunk.rows) for chunk in chunks] == _pages(len(family.rows), 4)

@@ -48,9 +48,9 @@ def _verify(args: argparse.Namespace) -> int:
             sys.stdout.write(f"{sink.name}: no mirror to verify yet ({error})\n")
             failures += 1
             continue
-        names = [tuple(name.split(".", 1)) for name in sink.sources]
+        names = [_split(name) for name in sink.sources]
         with source.connect() as conn:
-            members = read_source_tables(conn, [(db, table) for db, table in names])
+            members = read_source_tables(conn, names)
         verdict = verify_mirror(
             source,
             MirrorUnderTest(mirror, changelog, sink.key, list(members.values())),
@@ -73,6 +73,11 @@ def _verify(args: argparse.Namespace) -> int:
                 sys.stdout.write(f"  {label}: {', '.join(map(repr, key))}\n")
         failures += verdict.mismatches > 0
     return 1 if failures else 0
+
+
+def _split(table_id: str) -> tuple[str, str]:
+    database, table = table_id.split(".", 1)
+    return database, table
 
 
 COMMAND = Command("verify", "compare every mirror table with its MySQL source", _configure)
