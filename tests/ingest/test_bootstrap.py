@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 import pytest
 from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
 
 from ingest.bootstrap_display import ProgressDisplay
 from ingest.bootstrap_state import BootstrapState
@@ -28,6 +28,7 @@ from ingest.changelog import ChangelogTable
 from ingest.pipeline import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.polling import wait_until
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -243,16 +244,16 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
 
 
 def _wait_for_bootstrap_rows(catalog: Catalog, identifier: str, rows: int) -> BootstrapState:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+    def committed() -> BootstrapState | None:
         try:
             state = ChangelogTable(catalog.load_table(identifier)).bootstrap()
-        except Exception:  # the table is not created yet
-            state = None
-        if state is not None and state.rows >= rows:
-            return state
-        time.sleep(0.2)  # polling the catalog, not waiting for time to pass
-    raise AssertionError(f"{identifier} did not commit {rows} bootstrap rows within 90 s")
+        except NoSuchTableError:
+            return None
+        return state if state is not None and state.rows >= rows else None
+
+    state = wait_until(f"{identifier} committing {rows} bootstrap rows", committed, 90)
+    assert state is not None
+    return state
 
 
 def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(

@@ -4,7 +4,6 @@ rows are decoded with the structure they were written with, and nothing is decod
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from ingest.runner import IngestRunner, StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end
 from tests.ingest.test_bootstrap import Workload, merged, source_rows
+from tests.polling import wait_until
 from tidemark.config import load_pipeline
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
@@ -443,9 +443,11 @@ def test_columns_change_while_a_workload_writes_and_the_changelog_still_merges_t
             "ALTER TABLE orders ADD COLUMN flag TINYINT",
         )
         statements_before = workload.statements
-        deadline = time.monotonic() + 30
-        while workload.statements < statements_before + 200 and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling the workload's progress
+        wait_until(
+            "200 workload statements after the ALTERs",
+            lambda: workload.statements >= statements_before + 200,
+            30,
+        )
     run_to_end(runner, endpoints, SERVER_ID, max_seconds=120)
 
     columns, rows = _changelog(catalog, namespace)

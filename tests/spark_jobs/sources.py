@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +12,7 @@ from ingest.changelog import ChangelogTable
 from ingest.pipeline import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end
+from tests.polling import wait_until
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -82,16 +82,19 @@ def tick_past_now(connection: Connection, seconds: int = 1, deadline_seconds: fl
     """Commit a transaction ``seconds`` seconds after every one before it, so that the
     watermark ingest reads after it is past all of them (binlog times are whole seconds)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT UNIX_TIMESTAMP()")
-        (now,) = cursor.fetchone() or (0,)
-        deadline = time.monotonic() + deadline_seconds
-        while True:
+
+        def source_time() -> int:
             cursor.execute("SELECT UNIX_TIMESTAMP()")
-            (later,) = cursor.fetchone() or (0,)
-            if later >= now + seconds:
-                break
-            assert time.monotonic() < deadline, "the source's clock did not move"
-            time.sleep(0.05)  # polling the source's clock, not waiting for a result
+            (now,) = cursor.fetchone() or (0,)
+            return int(now)
+
+        start = source_time()
+        wait_until(
+            "the source's clock moving on",
+            lambda: source_time() >= start + seconds,
+            deadline_seconds,
+            interval=0.05,
+        )
         cursor.execute("INSERT INTO ticks VALUES ()")
 
 

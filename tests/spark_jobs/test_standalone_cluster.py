@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
@@ -19,6 +18,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
+from tests.polling import wait_until
 from tests.spark_jobs.sources import (
     changelog_watermark,
     create_shards,
@@ -42,13 +42,7 @@ START_SECONDS = 90.0
 
 
 def _until(what: str, check: Any, seconds: float = START_SECONDS) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.25)  # polling a service that is starting
-    raise AssertionError(f"{what} within {seconds:g} s")
+    return wait_until(what, check, seconds, interval=0.25)
 
 
 def _listening(port: int) -> bool:
