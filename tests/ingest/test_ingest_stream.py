@@ -31,13 +31,6 @@ if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
 
-@pytest.fixture
-def orders(admin_connection: Connection) -> Connection:
-    with admin_connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
-    return admin_connection
-
-
 def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
     endpoints: StackEndpoints,
     source_database: str,

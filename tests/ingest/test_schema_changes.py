@@ -30,13 +30,6 @@ if TYPE_CHECKING:
 SERVER_ID = 4601
 
 
-@pytest.fixture
-def orders(admin_connection: Connection) -> Connection:
-    with admin_connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
-    return admin_connection
-
-
 def _runner(
     tmp_path: Path,
     endpoints: StackEndpoints,
