@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 .PHONY: demo test bench setup stack lint clean-venv
 
 demo: setup
-	$(BIN)/python -m spark_jobs.smoke_pipeline
+	$(BIN)/tidemark demo
 
 test: setup lint
 	$(BIN)/pytest

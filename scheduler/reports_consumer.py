@@ -11,11 +11,13 @@ recorded exactly once whatever Kafka redelivers or ingest republishes.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from scheduler.errors import SchedulerError
 from tidemark.config.model import ReportsSettings, reveal
@@ -126,3 +128,33 @@ class ReportsConsumer:
         if error.retriable() or not error.fatal():
             raise ReportsUnavailableError(f"reading {self._settings.topic}: {error}")
         raise SchedulerError(f"Kafka consumer failed for good on {self._settings.topic}: {error}")
+
+
+def forget_reports(settings: ConsumerSettings, timeout: float = 30.0) -> None:
+    """Delete the pipeline's consumer group and the report topic, and return once the broker
+    no longer lists the topic: for starting a pipeline over whose tables were recreated, so no
+    report of the old tables reaches the new scheduler. Other pipelines on the topic lose their
+    reports too; only use it on a topic of the pipeline's own."""
+    config: dict[str, Any] = {**settings.kafka, "logger": logger}
+    admin = AdminClient(config)
+    try:
+        groups = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+        if any(group.group_id == settings.group_id for group in groups.valid):
+            admin.delete_consumer_groups([settings.group_id], request_timeout=timeout)[
+                settings.group_id
+            ].result(timeout)
+        if settings.topic in admin.list_topics(timeout=timeout).topics:
+            admin.delete_topics([settings.topic], operation_timeout=timeout)[settings.topic].result(
+                timeout
+            )
+    except KafkaException as error:
+        raise ReportsUnavailableError(
+            f"forgetting the reports of group {settings.group_id} on {settings.topic}: {error}"
+        ) from None
+    deadline = time.monotonic() + timeout
+    while settings.topic in admin.list_topics(timeout=timeout).topics:
+        if time.monotonic() > deadline:
+            raise ReportsUnavailableError(
+                f"Kafka still lists {settings.topic} {timeout:g} s after deleting it"
+            )
+        time.sleep(0.2)  # topic deletion finishes in the background on the broker

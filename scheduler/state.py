@@ -223,6 +223,24 @@ class StateStore:
         with self._transaction() as cursor:
             cursor.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(self._schema))
 
+    def forget(self, pipeline: str, tables: Iterable[str]) -> None:
+        """Start ``pipeline`` over: drop its window runs and the reports of its ``tables``
+        (changelog names), in one transaction. For a pipeline whose tables were recreated; the
+        store creates nothing here, so a store that was never used stays untouched."""
+        with self._transaction() as cursor:
+            cursor.execute("SELECT to_regclass(%s)", (f"{self.schema}.window_runs",))
+            (exists,) = cursor.fetchone() or (None,)
+            if exists is None:
+                return
+            cursor.execute(
+                sql.SQL("DELETE FROM {}.window_runs WHERE pipeline = %s").format(self._schema),
+                (pipeline,),
+            )
+            cursor.execute(
+                sql.SQL("DELETE FROM {}.reports WHERE table_name = ANY(%s)").format(self._schema),
+                (list(tables),),
+            )
+
     # -- reports -------------------------------------------------------------------------
 
     def record_reports(self, reports: Sequence[CommitReport], now: datetime) -> int:

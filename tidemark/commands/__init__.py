@@ -18,6 +18,7 @@ def _registry() -> list[Command]:
     # Imported here so that each command module may import this one for `Command`.
     from tidemark.commands import (
         backfill,
+        demo,
         export_flink_cdc,
         ingest,
         maintain,
@@ -33,6 +34,7 @@ def _registry() -> list[Command]:
 
     return [
         stack.COMMAND,
+        demo.COMMAND,
         validate.COMMAND,
         plan.COMMAND,
         ingest.COMMAND,

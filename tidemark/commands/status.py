@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from tidemark.commands import Command
 
 if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+
     from tidemark.config.model import PipelineConfig
     from tidemark.config.plan import SinkTable
 
@@ -22,7 +24,6 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from ingest.status import table_status
     from tidemark.catalog import load_catalog
     from tidemark.config import load_pipeline
     from tidemark.config.inventory import read_tables
@@ -31,13 +32,23 @@ def _status(args: argparse.Namespace) -> int:
 
     config = load_pipeline(args.file)
     catalog = load_catalog(config.tidemark.catalog_name, reveal(config.sink.catalog_properties))
-    source = config.source.connection()
-    plan = build_plan(config, read_tables(source, config.source.captures))
-    now = datetime.now(UTC)
+    plan = build_plan(config, read_tables(config.source.connection(), config.source.captures))
+    lines = status_lines(config, plan.sinks, catalog, datetime.now(UTC))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def status_lines(
+    config: PipelineConfig, sinks: Sequence[SinkTable], catalog: Catalog, now: datetime
+) -> list[str]:
+    """Per sink table its watermark, lag, rows and errors; then, when the pipeline publishes
+    reports, per mirror and job its windows (also the demo's live view)."""
+    from ingest.status import table_status
+
     lines = [
         f"{'sink table':<32} {'watermark':<29} {'lag':>9} {'rows':>10} {'errors':>7}  position"
     ]
-    for sink in plan.sinks:
+    for sink in sinks:
         status = table_status(catalog, sink.name, sink.changelog)
         if status.progress is None:
             state = "no changelog table yet" if not status.exists else "no commits yet"
@@ -55,9 +66,8 @@ def _status(args: argparse.Namespace) -> int:
             f"{status.progress.position}"
         )
     if config.tidemark.reports is not None:
-        lines += ["", *_windows(config, plan.sinks, now)]
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+        lines += ["", *_windows(config, sinks, now)]
+    return lines
 
 
 def _windows(config: PipelineConfig, sinks: Sequence[SinkTable], now: datetime) -> list[str]:

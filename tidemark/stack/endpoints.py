@@ -83,3 +83,18 @@ class StackEndpoints(BaseModel):
     catalog: CatalogEndpoint
     kafka: KafkaEndpoint
     spark: SparkEndpoint
+
+    def pipeline_environment(self) -> dict[str, str]:
+        """The variables the pipeline files in ``configs/`` read their addresses from."""
+        mariadb, catalog = self.mariadb, self.catalog
+        return {
+            "TIDEMARK_MARIADB_HOST": mariadb.host,
+            "TIDEMARK_MARIADB_PORT": str(mariadb.port),
+            "TIDEMARK_MARIADB_USER": mariadb.cdc_user,
+            "TIDEMARK_MARIADB_PASSWORD": mariadb.cdc_password.get_secret_value(),
+            "TIDEMARK_CATALOG_URI": catalog.uri,
+            "TIDEMARK_CATALOG_USER": catalog.user,
+            "TIDEMARK_CATALOG_PASSWORD": catalog.password.get_secret_value(),
+            "TIDEMARK_WAREHOUSE": catalog.warehouse,
+            "TIDEMARK_KAFKA_BOOTSTRAP": self.kafka.bootstrap_servers,
+        }

@@ -1,0 +1,69 @@
+"""Starting a pipeline over (as the demo does): the store forgets its windows and its tables'
+reports, and Kafka its report topic and consumer group; other pipelines keep theirs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from scheduler.gate import job_task
+from scheduler.reports_consumer import ConsumerSettings, forget_reports
+from scheduler.state import StateMissingError, StateSettings, StateStore
+from tests.scheduler.harness import ORDERS, USERS, at, report
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.windows import Window
+
+
+def test_forget_drops_one_pipelines_windows_and_its_tables_reports(store: StateStore) -> None:
+    window = Window.ending_at(at("10:05"), timedelta(minutes=5))
+    task = job_task("revenue")
+    for pipeline in ("old shop", "other shop"):
+        store.mark_pending(pipeline, task, window, None, at("10:06"))
+    store.record_reports([report(ORDERS, 1, "10:05", 1), report(USERS, 2, "10:05", 1)], at("10:06"))
+
+    store.forget("old shop", [f"{ORDERS}_changelog"])
+
+    assert store.runs("old shop") == []
+    assert len(store.runs("other shop")) == 1
+    assert store.report_count(f"{ORDERS}_changelog") == 0
+    assert store.report_count(f"{USERS}_changelog") == 1
+
+
+def test_forget_leaves_a_store_that_was_never_created_alone(
+    state_settings: StateSettings,
+) -> None:
+    store = StateStore(state_settings)
+    try:
+        store.forget("never scheduled", [f"{ORDERS}_changelog"])
+
+        with pytest.raises(StateMissingError):  # forget created nothing
+            store.task_states("never scheduled")
+    finally:
+        store.close()
+
+
+def test_forget_reports_deletes_the_topic_and_the_consumer_group(
+    endpoints: StackEndpoints, unique_name: str
+) -> None:
+    kafka: dict[str, Any] = {"bootstrap.servers": endpoints.kafka.bootstrap_servers}
+    admin = AdminClient(kafka)
+    reports_topic, group = f"reports.{unique_name}", f"tidemark-{unique_name}"
+    admin.create_topics([NewTopic(reports_topic, num_partitions=1)])[reports_topic].result(30)
+    consumer = Consumer({**kafka, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(reports_topic, 0, 0)], asynchronous=False)
+    consumer.close()
+    assert group in _groups(admin)
+
+    forget_reports(ConsumerSettings(reports_topic, kafka, group))
+
+    assert reports_topic not in admin.list_topics(timeout=10).topics
+    assert group not in _groups(admin)
+
+
+def _groups(admin: AdminClient) -> set[str]:
+    listed = admin.list_consumer_groups(request_timeout=10).result(10)
+    return {group.group_id for group in listed.valid}

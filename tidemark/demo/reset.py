@@ -1,0 +1,47 @@
+"""A clean slate for the demo: the shop's rows, its lake tables, the scheduler's memory of its
+windows and the reports on its topic, so every run starts from the same state."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchNamespaceError
+
+from scheduler.reports_consumer import ConsumerSettings, forget_reports
+from scheduler.state import StateSettings, StateStore
+from tidemark.config.model import PipelineConfig, reveal
+from tidemark.config.plan import SinkTable
+
+logger = logging.getLogger(__name__)
+
+
+def forget_pipeline(
+    config: PipelineConfig, sinks: Sequence[SinkTable], catalog: Catalog, namespaces: Iterable[str]
+) -> None:
+    """Drop every lake table in ``namespaces`` (changelogs, mirrors, error and report tables),
+    the scheduler's windows of the pipeline, and its commit report topic.
+
+    Only for a pipeline that owns those namespaces and its topic, as the demo does: a new
+    changelog reusing a name must not meet a window or report of the old one.
+    """
+    for namespace in namespaces:
+        _purge_namespace(catalog, namespace)
+    store = StateStore(StateSettings.from_catalog(reveal(config.sink.catalog_properties)))
+    try:
+        store.forget(config.pipeline.name, [sink.changelog for sink in sinks])
+    finally:
+        store.close()
+    if config.tidemark.reports is not None:
+        forget_reports(ConsumerSettings.from_reports(config.tidemark.reports, config.pipeline.name))
+
+
+def _purge_namespace(catalog: Catalog, namespace: str) -> None:
+    try:
+        tables = catalog.list_tables(namespace)
+    except NoSuchNamespaceError:
+        return
+    for identifier in tables:
+        catalog.purge_table(identifier)
+        logger.info("Dropped %s", ".".join(identifier))
