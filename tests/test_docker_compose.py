@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tidemark.stack import mariadb
+from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.settings import DEFAULT_PORTS, ICEBERG_VERSION, KAFKA_VERSION
 
 ROOT = Path(__file__).parent.parent
@@ -17,36 +18,40 @@ COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text
 SERVICES: dict[str, Any] = COMPOSE["services"]
 
 
-def test_mysql_has_every_binlog_setting_a_cdc_source_needs() -> None:
-    flags = set(SERVICES["mysql"]["command"])
+def test_mariadb_runs_with_the_local_stacks_server_settings() -> None:
+    """Every setting of the local stack's my.cnf that shapes the binlog or the data, as a flag."""
+    flags = set(SERVICES["mariadb"]["command"])
+    shaping = (
+        "binlog_format",
+        "binlog_row_image",
+        "binlog_row_metadata",
+        "log_bin_compress",
+        "gtid_strict_mode",
+        "binlog_expire_logs_seconds",
+        "character_set_server",
+        "collation_server",
+    )
+    settings = dict(line.split(" = ", 1) for line in mariadb._CONFIG.splitlines() if " = " in line)
 
-    assert {
-        "--log-bin=mysql-bin",
-        "--binlog-format=ROW",
-        "--binlog-row-image=FULL",
-        "--binlog-row-metadata=FULL",
-        "--binlog-transaction-compression=OFF",
-        "--gtid-mode=ON",
-    } <= flags
+    for name in shaping:
+        assert f"--{name.replace('_', '-')}={settings[name]}" in flags
+    assert "--log-bin=mariadb-bin" in flags
     assert any(flag.startswith("--server-id=") for flag in flags)
 
 
-def test_the_local_stack_enables_the_same_settings_on_mariadb() -> None:
-    config = mariadb._CONFIG
+def test_mariadb_is_the_release_the_tests_run_against(endpoints: StackEndpoints) -> None:
+    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT VERSION()")
+        (version,) = cursor.fetchone()
+    major_minor = ".".join(version.split(".")[:2])
 
-    for setting in (
-        "binlog_format = ROW",
-        "binlog_row_image = FULL",
-        "binlog_row_metadata = FULL",
-        "log_bin_compress = OFF",
-    ):
-        assert setting in config
+    assert SERVICES["mariadb"]["image"] == f"mariadb:{major_minor}"
 
 
 @pytest.mark.parametrize(
     ("service", "port"),
     [
-        ("mysql", DEFAULT_PORTS["mariadb"]),
+        ("mariadb", DEFAULT_PORTS["mariadb"]),
         ("kafka", DEFAULT_PORTS["kafka"]),
         ("postgres", DEFAULT_PORTS["postgres"]),
     ],
@@ -73,9 +78,8 @@ def test_every_image_is_pinned_and_every_dependency_exists() -> None:
             assert dependency in SERVICES, f"{name} depends on unknown service {dependency}"
 
 
-def test_the_mysql_accounts_are_the_local_stacks() -> None:
-    init = (ROOT / "configs" / "docker" / "mysql-init.sql").read_text()
+def test_the_mariadb_accounts_are_the_local_stacks() -> None:
+    init = (ROOT / "configs" / "docker" / "mariadb-init.sql").read_text()
 
-    assert f"'{mariadb.CDC_USER}'@'%' IDENTIFIED BY '{mariadb.CDC_PASSWORD}'" in init
-    assert f"'{mariadb.ADMIN_USER}'@'%' IDENTIFIED BY '{mariadb.ADMIN_PASSWORD}'" in init
-    assert "GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.*" in init
+    for statement in mariadb._GRANTS:
+        assert f"{statement};" in init
