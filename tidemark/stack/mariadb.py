@@ -71,9 +71,11 @@ class MariaDB(Service):
 
     def install(self) -> None:
         # The server binaries alone: the full mariadb-server package would also start a system
-        # MariaDB on port 3306 on machines where services start on install.
+        # MariaDB on port 3306 on machines where services start on install. mariadb-install-db
+        # needs my_print_defaults, which only the client package ships.
         ensure_debian_packages(
-            ["mariadb-server-core"], present=shutil.which("mariadb-install-db") is not None
+            ["mariadb-server-core", "mariadb-client-core"],
+            present=all(shutil.which(tool) for tool in ("mariadb-install-db", "my_print_defaults")),
         )
         data = self.data_dir / "data"
         (self.data_dir / "binlog").mkdir(parents=True, exist_ok=True)
