@@ -7,7 +7,7 @@ statements, each with the binlog position just after it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Generator, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -208,6 +208,52 @@ def _images(operation: Operation, row: dict[str, Any]) -> tuple[Row | None, Row 
     if operation is Operation.INSERT:
         return None, row["values"]
     return row["values"], None
+
+
+@dataclass(frozen=True)
+class TransactionMark:
+    """Where a transaction (or a standalone statement) begins, as a place to start reading."""
+
+    #: the transaction boundary before it: a reader started here reads it whole
+    start: BinlogPosition
+    gtid: str | None
+    #: the binlog timestamp of its GTID event: when its first statement started, in seconds
+    event_time_ms: int
+
+
+def transaction_marks(
+    source: SourceConnection, start: BinlogPosition
+) -> Generator[TransactionMark, None, None]:
+    """Every transaction from ``start`` (a transaction boundary) to the binlog's current end,
+    without decoding rows: what start modes that name a time or a GTID set search through."""
+    stream = BinLogStreamReader(
+        connection_settings=source.pymysql_settings(),
+        server_id=source.server_id,
+        log_file=start.file,
+        log_pos=start.offset,
+        resume_stream=True,
+        blocking=False,
+        only_events=[XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent],
+        is_mariadb=False,
+        pymysql_wrapper=_SingleStreamConnection(),
+    )
+    boundary = start
+    try:
+        for event in stream:
+            here = BinlogPosition(stream.log_file, stream.log_pos)
+            if here.file != boundary.file:
+                # a new file begins with events outside any transaction
+                boundary = BinlogPosition(here.file, 4)
+            if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+                yield TransactionMark(boundary, str(event.gtid), event.timestamp * 1000)
+            elif isinstance(event, XidEvent) or (
+                isinstance(event, QueryEvent) and _query(event, here, 0) is not None
+            ):
+                boundary = here
+    except (pymysql.OperationalError, pymysql.InterfaceError) as error:
+        raise StreamInterruptedError(f"the binlog stream broke: {error}") from error
+    finally:
+        stream.close()
 
 
 class _SingleStreamConnection:

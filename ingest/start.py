@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
+from ingest.binlog_search import binlog_files, position_after_gtids, position_at_time
+from ingest.gtid import parse_gtid_set
 from ingest.progress import TableProgress
 from tidemark.config.model import Startup, StartupMode
 from tidemark.errors import ConfigError
 from tidemark.source import BinlogPosition, SourceConnection, current_position
 
 logger = logging.getLogger(__name__)
-
-_BOOTSTRAP_MODES = (StartupMode.INITIAL, StartupMode.SNAPSHOT)
 
 
 def start_position(
@@ -36,8 +37,12 @@ def start_position(
                 "(set scan.newly-added-table.enabled: true to bootstrap them): %s",
                 ", ".join(fresh),
             )
-        return min(p.position for p in known.values())
-    return _startup_position(source, startup)
+        resume = min(p.position for p in known.values())
+        logger.info("Resuming at %s, the oldest position the tables have committed", resume)
+        return resume
+    start = _startup_position(source, startup)
+    logger.info("Starting at %s (scan.startup.mode %s)", start, _describe(startup))
+    return start
 
 
 def _startup_position(source: SourceConnection, startup: Startup) -> BinlogPosition:
@@ -45,28 +50,30 @@ def _startup_position(source: SourceConnection, startup: Startup) -> BinlogPosit
     if mode is StartupMode.LATEST_OFFSET:
         return current_position(source)
     if mode is StartupMode.EARLIEST_OFFSET:
-        return _earliest_position(source)
+        return BinlogPosition(binlog_files(source)[0], 4)
     if mode is StartupMode.SPECIFIC_OFFSET:
+        # as in Flink CDC, a GTID set wins over a file and position given beside it
+        text = startup.specific_offset_gtid_set
+        if text is not None:
+            return position_after_gtids(source, parse_gtid_set(text), text)
         if startup.specific_offset_file is None or startup.specific_offset_pos is None:
             raise ConfigError(
                 "scan.startup.mode 'specific-offset' needs scan.startup.specific-offset.file and "
-                "scan.startup.specific-offset.pos in Tidemark (a GTID set alone is not supported "
-                "yet)"
+                ".pos, or scan.startup.specific-offset.gtid-set"
             )
         return BinlogPosition(startup.specific_offset_file, startup.specific_offset_pos)
-    if mode in _BOOTSTRAP_MODES:
-        # ingest.pipeline bootstraps new pipelines in these modes before asking
-        raise ValueError(f"scan.startup.mode '{mode.value}' starts with a bootstrap")
-    raise ConfigError(
-        f"scan.startup.mode '{mode.value}' is not supported by Tidemark yet: use "
-        "'latest-offset', 'earliest-offset' or 'specific-offset'"
-    )
+    if mode is StartupMode.TIMESTAMP:
+        if startup.timestamp_millis is None:
+            raise ConfigError("scan.startup.mode 'timestamp' needs scan.startup.timestamp-millis")
+        return position_at_time(source, startup.timestamp_millis)
+    # ingest.pipeline bootstraps new pipelines in these modes before asking
+    raise ValueError(f"scan.startup.mode '{mode.value}' starts with a bootstrap")
 
 
-def _earliest_position(source: SourceConnection) -> BinlogPosition:
-    with source.connect() as conn, conn.cursor() as cursor:
-        cursor.execute("SHOW BINARY LOGS")
-        first = cursor.fetchone()
-    if first is None:
-        raise ConfigError(f"the binlog is off on {source.host}:{source.port}")
-    return BinlogPosition(str(first[0]), 4)
+def _describe(startup: Startup) -> str:
+    if startup.mode is StartupMode.TIMESTAMP and startup.timestamp_millis is not None:
+        instant = datetime.fromtimestamp(startup.timestamp_millis / 1000, UTC).isoformat()
+        return f"timestamp, the first transaction at or after {instant}"
+    if startup.mode is StartupMode.SPECIFIC_OFFSET and startup.specific_offset_gtid_set:
+        return f"specific-offset, after GTID set {startup.specific_offset_gtid_set}"
+    return startup.mode.value

@@ -194,6 +194,16 @@ CASES = [
         "scan.startup.specific-offset.pos",
     ),
     case(
+        "specific offset inside a transaction",
+        SOURCE
+        + "  scan.startup.mode: specific-offset\n  scan.startup.specific-offset.file: b.01\n"
+        + "  scan.startup.specific-offset.pos: 4\n  scan.startup.specific-offset.skip-events: 2\n"
+        + SINK,
+        "FILE:10: source.scan.startup.specific-offset.skip-events: Tidemark starts only at "
+        "transaction boundaries, so it cannot skip part of a transaction: give the position of "
+        "the transaction's start (its GTID event) with skip-events and skip-rows 0, or a GTID set",
+    ),
+    case(
         "timestamp start without the timestamp",
         SOURCE + "  scan.startup.mode: timestamp\n" + SINK,
         "FILE:7: source.scan.startup.mode: timestamp needs scan.startup.timestamp-millis",

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.stack_helpers import free_ports, second_stack_home
+from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
+from tidemark.stack.mariadb import MariaDB
+from tidemark.stack.settings import StackSettings
 
 if TYPE_CHECKING:
     import pymysql
@@ -18,3 +24,17 @@ def orders(admin_connection: Connection) -> Connection:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
     return admin_connection
+
+
+@pytest.fixture
+def private_mariadb(
+    endpoints: StackEndpoints, stack_settings: StackSettings, unique_name: str
+) -> Iterator[StackEndpoints]:
+    """The stack's endpoints, but with a MariaDB of the test's own: its binlog holds only what
+    the test writes, so replaying all of it stays quick however busy the shared server was."""
+    with second_stack_home(stack_settings, unique_name) as home:
+        (port,) = free_ports(1)
+        mariadb = MariaDB(StackSettings(home=home, mariadb_port=port))
+        mariadb.up()
+        own = MariaDBEndpoint.model_validate(mariadb.endpoint())
+        yield endpoints.model_copy(update={"mariadb": own})

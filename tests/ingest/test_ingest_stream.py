@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,15 +16,12 @@ from ingest.progress import TableProgress
 from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end, write_pipeline
-from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts import CommitReport, SummaryKey
 from tidemark.source import current_position
-from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
-from tidemark.stack.mariadb import MariaDB
+from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
-from tidemark.stack.settings import StackSettings
 
 if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
@@ -95,20 +91,6 @@ def _pipeline(
             **options,
         )
     )
-
-
-@pytest.fixture
-def private_mariadb(
-    endpoints: StackEndpoints, stack_settings: StackSettings, unique_name: str
-) -> Iterator[StackEndpoints]:
-    """The stack's endpoints, but with a MariaDB of the test's own: its binlog holds only what
-    the test writes, so replaying all of it stays quick however busy the shared server was."""
-    with second_stack_home(stack_settings, unique_name) as home:
-        (port,) = free_ports(1)
-        mariadb = MariaDB(StackSettings(home=home, mariadb_port=port))
-        mariadb.up()
-        own = MariaDBEndpoint.model_validate(mariadb.endpoint())
-        yield endpoints.model_copy(update={"mariadb": own})
 
 
 def test_earliest_offset_replays_the_binlog_the_server_still_has(

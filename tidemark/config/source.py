@@ -235,6 +235,19 @@ def _startup(reader: Reader, node: MapNode, path: str, options: CheckedOptions) 
             "scan.startup.specific-offset.file and scan.startup.specific-offset.pos",
         )
         ok = False
+    for key in (
+        "scan.startup.specific-offset.skip-events",
+        "scan.startup.specific-offset.skip-rows",
+    ):
+        if mode is StartupMode.SPECIFIC_OFFSET and options.get(key):
+            reader.error(
+                node.get(key),
+                child(path, key),
+                "Tidemark starts only at transaction boundaries, so it cannot skip part of a "
+                "transaction: give the position of the transaction's start (its GTID event) "
+                "with skip-events and skip-rows 0, or a GTID set",
+            )
+            ok = False
     if mode is StartupMode.TIMESTAMP and not options.has("scan.startup.timestamp-millis"):
         reader.error(mode_node, mode_path, "timestamp needs scan.startup.timestamp-millis")
         ok = False
