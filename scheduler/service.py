@@ -29,7 +29,7 @@ from scheduler.executor import WindowExecutor
 from scheduler.metrics import Metrics, serve
 from scheduler.reports_consumer import ConsumerSettings, ReportsConsumer
 from scheduler.spec import PipelineSchedule
-from scheduler.state import StateStore
+from scheduler.state import PipelineLock, StateStore
 from tidemark.errors import TerminalError, TidemarkError
 
 logger = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ class SchedulerService:
             timezone=UTC,
         )
         self._engines: list[WindowEngine] = []
+        self._locks: list[PipelineLock] = []
         self._failure: TidemarkError | None = None
         self._stop = threading.Event()
 
@@ -88,10 +89,14 @@ class SchedulerService:
         self,
         engines: Sequence[WindowEngine],
         *,
+        locks: Sequence[PipelineLock] = (),
         stop: threading.Event | None = None,
         max_seconds: float | None = None,
     ) -> None:
+        """Tick ``engines`` until ``stop``; each tick first confirms ``locks`` (the pipelines'
+        locks, which a restart of the state database frees)."""
         self._engines = list(engines)
+        self._locks = list(locks)
         stop = stop or self._stop
         self._aps.add_job(
             self._guarded(self._tick, stop),
@@ -131,6 +136,8 @@ class SchedulerService:
             raise self._failure
 
     def _tick(self) -> None:
+        for lock in self._locks:
+            lock.confirm()
         for engine in self._engines:
             engine.tick()
 
@@ -187,8 +194,10 @@ def run(
         resources.callback(store.close)
         # locked before joining the consumer group: a refused second scheduler must not
         # take partitions from the first
-        for pipeline in pipelines:
+        locks = [
             resources.enter_context(store.pipeline_lock(pipeline.schedule.pipeline))
+            for pipeline in pipelines
+        ]
         engines = []
         for pipeline in pipelines:
             consumer = ReportsConsumer(pipeline.reports)
@@ -210,4 +219,4 @@ def run(
             server = serve(metrics, port=metrics_port)
             resources.callback(server.close)
             logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
-        service.run(engines, stop=stop, max_seconds=max_seconds)
+        service.run(engines, locks=locks, stop=stop, max_seconds=max_seconds)

@@ -196,27 +196,17 @@ class StateStore:
             )
 
     @contextmanager
-    def pipeline_lock(self, pipeline: str) -> Iterator[None]:
+    def pipeline_lock(self, pipeline: str) -> Iterator[PipelineLock]:
         """Hold the pipeline for this process while the block runs: two schedulers of one
         pipeline would run its windows twice and split its reports between them. The lock is
-        PostgreSQL's (a session advisory lock), so it goes with the process, however it ends."""
-        connection = self._connect()
+        PostgreSQL's (a session advisory lock), so it goes with the process, however it ends;
+        a PostgreSQL restart frees it too, which ``PipelineLock.confirm`` notices."""
+        lock = PipelineLock(self, pipeline)
+        lock.acquire()
         try:
-            connection.autocommit = True
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT pg_try_advisory_lock(hashtext(%s))", (f"{self.schema}/{pipeline}",)
-                )
-                (locked,) = cursor.fetchone() or (False,)
-            if not locked:
-                raise PipelineLockedError(
-                    f"another scheduler already runs pipeline {pipeline!r} with the state in "
-                    f"schema {self.schema} at {self._where()}; stop it first (or give this "
-                    "file its own pipeline.name)"
-                )
-            yield
+            yield lock
         finally:
-            connection.close()
+            lock.release()
 
     def drop(self) -> None:
         """Remove the schema and everything in it (tests, and starting over on purpose)."""
@@ -529,6 +519,75 @@ class StateStore:
     def _where(self) -> str:
         connection = self._settings.connection
         return f"{connection.get('host', 'localhost')}:{connection.get('port', 5432)}"
+
+
+class PipelineLock:
+    """A pipeline's session advisory lock, on a connection of its own.
+
+    A PostgreSQL restart ends the session and so frees the lock without telling its holder,
+    and another scheduler could then take the pipeline. The holder confirms the lock before
+    each tick: it takes it again after a restart, or stops if another scheduler was quicker.
+    """
+
+    def __init__(self, store: StateStore, pipeline: str) -> None:
+        self._store = store
+        self.pipeline = pipeline
+        self._connection: psycopg2.extensions.connection | None = None
+
+    def acquire(self, *, after_restart: bool = False) -> None:
+        connection = self._store._connect()
+        try:
+            connection.autocommit = True
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_try_advisory_lock(hashtext(%s))",
+                    (f"{self._store.schema}/{self.pipeline}",),
+                )
+                (locked,) = cursor.fetchone() or (False,)
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
+            connection.close()
+            raise StateUnavailableError(
+                f"the scheduler state database at {self._store._where()} failed while taking "
+                f"pipeline {self.pipeline!r}'s lock: {str(error).strip()}"
+            ) from None
+        if not locked:
+            connection.close()
+            where = f"schema {self._store.schema} at {self._store._where()}"
+            if after_restart:
+                raise PipelineLockedError(
+                    f"pipeline {self.pipeline!r}'s lock was lost when the state database "
+                    f"({where}) restarted, and another scheduler took it: this one stops so "
+                    "that no window runs twice"
+                )
+            raise PipelineLockedError(
+                f"another scheduler already runs pipeline {self.pipeline!r} with the state in "
+                f"{where}; stop it first (or give this file its own pipeline.name)"
+            )
+        self._connection = connection
+
+    def confirm(self) -> None:
+        """Return while this process holds the lock; take it again if a restart of the state
+        database freed it. ``StateUnavailableError`` while the database is down,
+        ``PipelineLockedError`` if another scheduler took the pipeline meanwhile."""
+        connection = self._connection
+        if connection is not None and not connection.closed:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT 1")  # the same session still holds its lock
+                return
+            except (psycopg2.OperationalError, psycopg2.InterfaceError):
+                connection.close()
+            logger.warning(
+                "The scheduler state database lost pipeline %r's lock (a restart?); taking it "
+                "again",
+                self.pipeline,
+            )
+        self.acquire(after_restart=True)
+
+    def release(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
 
 _RUN_COLUMNS = "task, window_start, window_end, state, attempts, up_to_order, last_error, retry_at"

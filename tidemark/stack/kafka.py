@@ -84,8 +84,8 @@ class Kafka(Service):
                 *self._java(heap="256m"),
                 "kafka.tools.StorageTool",
                 "format",
-                "--cluster-id",
-                cluster_id,
+                # one argument: an id may start with "-", which the tool would read as a flag
+                f"--cluster-id={cluster_id}",
                 "--config",
                 str(properties),
             ],
