@@ -23,7 +23,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from ingest import binlog_decoding, table_map
+from ingest import binlog_decoding, binlog_speedups, table_map
 from ingest.schema import SourceTable
 from tidemark.contracts import Operation
 from tidemark.errors import TransientError
@@ -273,8 +273,9 @@ class _SingleStreamConnection:
         return pymysql.connect(**settings)
 
 
-# --- Decoding corrections ------------------------------------------------------------------
+# --- Decoding corrections and speed-ups ----------------------------------------------------
 # mysql-replication 1.0.17 decodes several column types wrongly (DESIGN.md section 5);
 # ingest/binlog_decoding.py replaces its per-column decoder. Row values then follow
-# ingest/values.py.
+# ingest/values.py. ingest/binlog_speedups.py parses a repeated TABLE_MAP once.
 binlog_decoding.install()
+binlog_speedups.install()
