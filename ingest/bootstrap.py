@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
+from pyiceberg.expressions import And, EqualTo, GreaterThan, Reference
+from pyiceberg.expressions.literals import literal
 
 from ingest.assembler import SCHEMA_VERSION
 from ingest.bootstrap_display import BootstrapDisplay
@@ -98,6 +100,8 @@ class Bootstrapper:
     display: BootstrapDisplay
     #: the error table of a sink table, created on first use (``ingest.error_table``)
     open_errors: Callable[[str], ChangelogTable] | None = None
+    #: the error table of a sink table if it exists
+    find_errors: Callable[[str], ChangelogTable | None] | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
 
@@ -114,6 +118,7 @@ class Bootstrapper:
         progress = sink.table.progress()
         if progress is not None and state.tables:
             logger.info("Resuming the bootstrap of %s (%d rows so far)", sink.sink, state.rows)
+        state = self._errors_of_committed_chunks_only(sink.sink, state)
         for member in sink.members:
             name = member.table_id
             if state.table(name).done:
@@ -155,7 +160,10 @@ class Bootstrapper:
             for chunk in _chunks(snapshot, member, key, done.after, self.settings):
                 data, refused = _convert(convert, chunk, member)
                 if refused:
-                    self._keep_refused(sink.sink, member, snapshot, progress.position, refused)
+                    errors_order = self._keep_refused(
+                        sink.sink, member, snapshot, progress.position, refused
+                    )
+                    state = replace(state, errors_order=errors_order)
                 batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
                 progress = replace(progress, last_order=progress.last_order + batch.num_rows)
                 batches.append(batch)
@@ -176,6 +184,38 @@ class Bootstrapper:
         self.display.finish(name)
         return progress, state
 
+    def _errors_of_committed_chunks_only(self, sink: str, state: BootstrapState) -> BootstrapState:
+        """``state`` with the error table's last order key it covers. A crash between the
+        commit of a chunk's error rows and the commit of the chunk leaves rows in the error
+        table that the resumed bootstrap would write again, when it reads the chunk again:
+        they are removed first, so that bootstrap errors are exactly once too."""
+        errors = self.find_errors(sink) if self.find_errors is not None else None
+        progress = errors.progress() if errors is not None else None
+        last_order = progress.last_order if progress is not None else 0
+        if state.errors_order is None or errors is None or progress is None:
+            return replace(state, errors_order=last_order)
+        if last_order > state.errors_order:
+            logger.info(
+                "Removing %d error rows of %s's chunks that were not committed: the bootstrap "
+                "reads those chunks again",
+                last_order - state.errors_order,
+                sink,
+            )
+            errors.delete(
+                And(
+                    EqualTo(
+                        term=Reference(MetadataColumn.OPERATION.value),
+                        value=literal(Operation.SNAPSHOT_READ.value),
+                    ),
+                    GreaterThan(
+                        term=Reference(MetadataColumn.ORDER_KEY.value),
+                        value=literal(state.errors_order),
+                    ),
+                ),
+                replace(progress, last_order=state.errors_order),
+            )
+        return state
+
     def _keep_refused(
         self,
         sink: str,
@@ -183,10 +223,10 @@ class Bootstrapper:
         snapshot: ConsistentSnapshot,
         streams_from: BinlogPosition,
         refused: list[tuple[UnconvertibleValueError, dict[str, Any]]],
-    ) -> None:
+    ) -> int:
         """Rows the lake cannot hold go to the error table, before the chunk they came in is
-        committed. A crash between the two commits writes them again: bootstrap error rows are
-        at least once (streamed ones exactly once)."""
+        committed; returns the error table's last order key, which the chunk's commit records
+        (``_errors_of_committed_chunks_only``)."""
         if self.open_errors is None:
             raise refused[0][0]
         table = self.open_errors(sink)
@@ -203,6 +243,7 @@ class Bootstrapper:
         position = min(streams_from, previous.position) if previous else streams_from
         progress = TableProgress(position, 0, last_order=last_order, source=self.source_id)
         table.commit(pa.Table.from_pylist(rows, schema=table.schema), progress)
+        return last_order
 
 
 def paging_key(table: SourceTable) -> tuple[str, ...] | None:

@@ -6,7 +6,10 @@ Key ``tidemark.bootstrap``, JSON::
      "tables": {"shop.orders_1": {"done": true, "after": null, "rows": 1000},
                 "shop.orders_2": {"done": false, "after": [{"int": 5123}], "rows": 5123}}}
 
-One entry per physical source table routed to the changelog table. ``after`` is the last key
+One entry per physical source table routed to the changelog table, and ``errors_order``: the
+last order key of the sink's error table whose rows this commit covers (error rows of chunks not
+committed yet come after it, and a resumed bootstrap removes them before reading those chunks
+again). ``after`` is the last key
 committed (the next chunk starts after it). Key values keep their Python type through JSON so
 the next page's query compares them as the server did. The newest Tidemark commit of a table
 carries this key while its bootstrap runs; the one that finishes it says ``"done": true``, and
@@ -39,6 +42,8 @@ class SourceTableBootstrap:
 @dataclass(frozen=True)
 class BootstrapState:
     tables: Mapping[str, SourceTableBootstrap] = field(default_factory=dict)
+    #: the error table's last order key when this state was committed; None before it was kept
+    errors_order: int | None = None
 
     @property
     def done(self) -> bool:
@@ -67,6 +72,8 @@ class BootstrapState:
                 for name, table in sorted(self.tables.items())
             },
         }
+        if self.errors_order is not None:
+            document["errors_order"] = self.errors_order
         return {BOOTSTRAP_KEY: json.dumps(document, separators=(",", ":"))}
 
     @classmethod
@@ -91,12 +98,13 @@ class BootstrapState:
                 )
                 for name, entry in document["tables"].items()
             }
+            errors_order = document.get("errors_order")
         except (KeyError, ValueError, TypeError) as error:
             raise TerminalError(
                 f"a changelog snapshot has a malformed {BOOTSTRAP_KEY} ({error}): drop the "
                 "changelog table and bootstrap it again"
             ) from error
-        return cls(tables)
+        return cls(tables, None if errors_order is None else int(errors_order))
 
 
 def _encode(value: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.expressions import BooleanExpression
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from pyiceberg.transforms import DayTransform
@@ -100,6 +101,10 @@ class ChangelogTable:
         snapshot = self._table.current_snapshot()
         assert snapshot is not None  # an append always leaves one
         return snapshot
+
+    def delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
+        """Delete the rows matching ``rows``, in a commit that keeps ``progress``."""
+        self._table.delete(delete_filter=rows, snapshot_properties=progress.summary())
 
     def _newest_tidemark_summary(self) -> dict[str, str] | None:
         metadata = self._table.metadata

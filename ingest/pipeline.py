@@ -195,6 +195,7 @@ def build_runner(
             _bootstrap_settings(config, settings),
             display or ProgressDisplay(),
             open_errors=lambda sink: open_error_table(catalog, sink),
+            find_errors=lambda sink: load_error_table(catalog, sink),
         )
         progress.update(bootstrapper.run(to_bootstrap))
     # an error table that lags its changelog table (a crash between their commits) is re-read

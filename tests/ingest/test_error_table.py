@@ -134,3 +134,64 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
     assert len(changelog) == 196
     assert sorted(int(json.loads(r["payload"])["id"]) for r in errors) == [50, 100, 150, 200]
     assert {r["_tm_op"] for r in errors} == {"r"}
+
+
+class _CrashAfterChunks:
+    """A progress display through which the bootstrap dies after ``chunks`` chunks were read:
+    ``advance`` comes after a chunk's error rows are committed and before the chunk is."""
+
+    def __init__(self, chunks: int) -> None:
+        self.chunks = chunks
+
+    def start(self, table: str, rows_done: int, estimated_rows: int | None) -> None:
+        pass
+
+    def advance(self, table: str, rows: int) -> None:
+        self.chunks -= 1
+        if self.chunks == 0:
+            raise _Crash
+
+    def finish(self, table: str) -> None:
+        pass
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_error_once(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _table(admin_connection)
+    with admin_connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO visits SELECT seq, IF(seq % 50 = 0, '0000-00-00', '2024-01-01'), 'x' "
+            "FROM seq_1_to_200"
+        )
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="visits",
+        namespace=namespace,
+        server_id=4503,
+        startup="initial",
+        source_options="scan.incremental.snapshot.chunk.size: 50",
+    )
+    every_chunk = IngestSettings(flush_rows=40)  # each chunk (49 rows kept) is a commit of its own
+
+    with pytest.raises(_Crash):  # chunk 1 committed; chunk 2's error row committed, not chunk 2
+        build_runner(load_pipeline(path), catalog, None, every_chunk, display=_CrashAfterChunks(2))
+    assert len(_rows(catalog, f"{namespace}.visits_errors")) == 2
+    runner = build_runner(load_pipeline(path), catalog, None, every_chunk)
+    run_to_end(runner, endpoints, 4503, max_seconds=60)
+
+    changelog = _rows(catalog, f"{namespace}.visits_changelog")
+    errors = _rows(catalog, f"{namespace}.visits_errors")
+    assert len(changelog) == 196
+    assert sorted(int(json.loads(r["payload"])["id"]) for r in errors) == [50, 100, 150, 200]
