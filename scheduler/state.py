@@ -423,17 +423,20 @@ class StateStore:
             (error, retry_at, now),
         )
 
-    def release(self, pipeline: str, task: WindowTask, now: datetime) -> bool:
-        """Let a held window of ``task`` be tried again at once; whether one was held."""
+    def release(self, pipeline: str, task: WindowTask, now: datetime) -> Window | None:
+        """Let the held window of ``task`` be tried again at once, its retries counted afresh;
+        that window, or None when none was held."""
         with self._transaction() as cursor:
             cursor.execute(
                 sql.SQL(
                     "UPDATE {}.window_runs SET retry_at = %s, attempts = 0, updated_at = %s "
-                    "WHERE pipeline = %s AND task = %s AND state = 'failed' AND retry_at IS NULL"
+                    "WHERE pipeline = %s AND task = %s AND state = 'failed' AND retry_at IS NULL "
+                    "RETURNING window_start, window_end"
                 ).format(self._schema),
                 (now, now, pipeline, str(task)),
             )
-            return bool(cursor.rowcount)
+            row = cursor.fetchone()
+        return None if row is None else Window(row[0], row[1])
 
     def _update(
         self,

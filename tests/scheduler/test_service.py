@@ -39,6 +39,7 @@ from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.process import wait_for
+from tidemark.windows import Window
 
 DEADLINE = 60.0
 
@@ -328,7 +329,7 @@ def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
     assert rows["mirror:shop.orders"].reason.startswith("waiting for job:gmv to finish")
 
     executor.stop_failing()
-    assert store.release(unique_name, gmv, clock.now)
+    assert store.release(unique_name, gmv, clock.now) == Window(at("10:00"), at("10:05"))
     tick_until(engine, all_succeeded(store, unique_name))
     assert executor.effects() == EXPECTED
     assert engine.metrics.get("tidemark_windows_held", **labels) == 0

@@ -13,6 +13,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from tidemark.commands import Command
+from tidemark.commands.state_options import add_state_arguments, state_settings
 from tidemark.commands.window import add_session_arguments
 
 if TYPE_CHECKING:
@@ -29,14 +30,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         default="spark",
         help="what runs the windows (default: spark, the window jobs of spark_jobs)",
     )
-    parser.add_argument(
-        "--state-dsn",
-        help="libpq connection string of the state database "
-        "(default: the catalog's PostgreSQL database, from the first file's sink)",
-    )
-    parser.add_argument(
-        "--state-schema", default="tidemark_scheduler", help="schema of the scheduler's tables"
-    )
+    add_state_arguments(parser)
     parser.add_argument("--max-workers", type=int, default=4, help="windows running at once")
     parser.add_argument(
         "--stall-minutes",
@@ -59,9 +53,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _schedule(args: argparse.Namespace) -> int:
     from scheduler.engine import EngineSettings
     from scheduler.service import ServiceSettings, run
-    from scheduler.state import StateSettings, StateStore
+    from scheduler.state import StateStore
     from tidemark.config import load_pipeline
-    from tidemark.config.model import reveal
     from tidemark.errors import ConfigError
 
     configs = [load_pipeline(path) for path in args.files]
@@ -74,12 +67,7 @@ def _schedule(args: argparse.Namespace) -> int:
         )
     pipelines = [pipeline_run(config) for config in configs]
     executor = EXECUTORS[args.executor](configs, args)
-    if args.state_dsn:
-        state = StateSettings.from_dsn(args.state_dsn, args.state_schema)
-    else:
-        state = StateSettings.from_catalog(
-            reveal(configs[0].sink.catalog_properties), args.state_schema
-        )
+    state = state_settings(args, configs[0])
     # APScheduler logs two INFO lines per job run: every tick, every second
     logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     stop = threading.Event()
