@@ -157,8 +157,9 @@ class WindowEngine:
         return decide(self._schedule.tasks, tables, tasks, now, in_flight)
 
     def housekeeping(self) -> list[Stall]:
-        """ERROR for each table whose watermark has not moved for ``stall_after``, once per
-        ``stall_after`` while it lasts."""
+        """Prune the reports no window can need any more; ERROR for each table whose watermark
+        has not moved for ``stall_after``, once per ``stall_after`` while it lasts."""
+        self.prune_reports()
         now = self._clock()
         reached = self._store.watermark_reached_at(self._schedule.changelogs.values())
         stalls = []
@@ -184,6 +185,30 @@ class WindowEngine:
                     self.pipeline,
                 )
         return stalls
+
+    def prune_reports(self) -> int:
+        """Delete the reports older than every task's last succeeded window: each window after
+        it finds its cut in later reports. Nothing while a task has not succeeded once."""
+        tasks = self._store.task_states(self.pipeline)
+        ends = [
+            tasks[spec.task].done_end if spec.task in tasks else None
+            for spec in self._schedule.tasks
+        ]
+        if not ends or any(end is None for end in ends):
+            return 0
+        oldest = min(end for end in ends if end is not None)
+        pruned = self._store.prune_reports(
+            self._schedule.changelogs.values(), int((oldest - EPOCH) / timedelta(milliseconds=1))
+        )
+        if pruned:
+            logger.info(
+                "Pruned %d commit report(s) of pipeline %s from before %s, which every task has "
+                "passed",
+                pruned,
+                self.pipeline,
+                oldest.isoformat(),
+            )
+        return pruned
 
     # -- running windows -----------------------------------------------------------------
 

@@ -278,6 +278,23 @@ class StateStore:
             (count,) = cursor.fetchone() or (0,)
         return int(count)
 
+    def prune_reports(self, tables: Iterable[str], before_ms: int) -> int:
+        """Delete the reports of ``tables`` (changelog names) with a watermark before
+        ``before_ms``, but the newest of them per table, which still bounds the table's history
+        from below; how many were deleted."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "DELETE FROM {schema}.reports WHERE table_name = ANY(%s) AND watermark_ms < %s "
+                    "AND (table_name, snapshot_id) NOT IN ("
+                    "SELECT DISTINCT ON (table_name) table_name, snapshot_id FROM {schema}.reports "
+                    "WHERE table_name = ANY(%s) AND watermark_ms < %s AND NOT partial "
+                    "ORDER BY table_name, watermark_ms DESC, snapshot_id DESC)"
+                ).format(schema=self._schema),
+                (list(tables), before_ms, list(tables), before_ms),
+            )
+            return int(cursor.rowcount)
+
     def table_states(self, tables: Mapping[str, str], since_ms: int) -> dict[str, TableState]:
         """Per sink table (``tables`` maps sink to changelog name): its complete watermarks and
         the complete reports with a watermark at or after ``since_ms`` (where cuts are found)."""

@@ -337,6 +337,37 @@ def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
     assert engine.metrics.get("tidemark_window_delay_seconds", **labels) == 80 * 60
 
 
+def test_reports_every_task_has_passed_are_pruned_and_later_windows_still_fire(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    engine = WindowEngine(
+        two_table_schedule(unique_name), store, consumer, executor, clock=Clock(at("10:20"))
+    )
+    publish(servers, reports_topic, REPORTS[:1])
+    tick_until(engine, lambda: store.report_count("shop.orders_changelog") == 1)
+    assert engine.prune_reports() == 0  # no task has succeeded a window yet
+    publish(servers, reports_topic, REPORTS[1:])
+    tick_until(engine, all_succeeded(store, unique_name))
+
+    # every task is done to 10:10: of the reports before it, each table keeps its newest
+    assert engine.prune_reports() == 2
+    assert store.report_count("shop.orders_changelog") == 2  # 10:06, 10:11:30
+    assert store.report_count("shop.users_changelog") == 2  # 10:07, 10:10
+    publish(servers, reports_topic, [report(ORDERS, 4, "10:16", 40), report(USERS, 4, "10:15", 5)])
+    tick_until(engine, lambda: all_succeeded_to(store, unique_name, at("10:15")))
+
+
+def all_succeeded_to(store: StateStore, pipeline: str, end: datetime) -> bool:
+    runs = [run for run in store.runs(pipeline) if run.window.end == end]
+    return len(runs) == 3 and all(run.state is RunState.SUCCEEDED for run in runs)
+
+
 def test_redelivered_and_republished_reports_are_recorded_once(
     store: StateStore,
     state_settings: StateSettings,
