@@ -18,6 +18,7 @@ APScheduler's bounded thread pool.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from scheduler.executor import WindowExecutor
-from scheduler.gate import Decision, DueWindow, TaskSpec, cuts_since, decide
+from scheduler.gate import Decision, DueWindow, TaskSpec, cuts_since, decide, mirror_task
 from scheduler.metrics import Metrics
 from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
@@ -101,6 +102,9 @@ class WindowEngine:
         self._lock = threading.Lock()
         self._in_flight: set[WindowTask] = set()
         self._stall_alerted: dict[str, datetime] = {}
+        #: when each sink table's maintenance last started (the engine's start at first)
+        self._maintained: dict[str, datetime] = {}
+        self._created = clock()
 
     @property
     def pipeline(self) -> str:
@@ -117,7 +121,51 @@ class WindowEngine:
         for due in decision.due:
             self.metrics.set("tidemark_windows_held", 0.0, **self._labels(due.task))
             self._dispatch(due)
+        self.start_maintenance()
         return decision
+
+    def start_maintenance(self) -> list[str]:
+        """Submit the maintenance of each sink table whose interval has passed and whose mirror
+        has no window running; while it runs, no window of that mirror starts (a compaction
+        racing a MERGE fails the MERGE). The sink tables started."""
+        interval = self._schedule.maintenance_interval
+        if interval is None:
+            return []
+        now = self._clock()
+        started = []
+        for sink in sorted(self._schedule.changelogs):
+            if now - self._maintained.get(sink, self._created) < interval:
+                continue
+            task = mirror_task(sink)
+            with self._lock:
+                if task in self._in_flight:
+                    continue  # a window of the mirror runs: after it
+                self._in_flight.add(task)
+            self._maintained[sink] = now
+            try:
+                self._submit(functools.partial(self._maintain, sink, task))
+            except Exception:
+                with self._lock:
+                    self._in_flight.discard(task)
+                raise
+            started.append(sink)
+        return started
+
+    def _maintain(self, sink: str, task: WindowTask) -> None:
+        started = self._clock()
+        try:
+            self._executor.maintain(sink)
+            logger.info("Maintained the tables of %s in %s", sink, self._clock() - started)
+        except Exception:  # the tables stay as they were; windows go on
+            logger.exception(
+                "Maintenance of %s failed; it is tried again in %s",
+                sink,
+                self._schedule.maintenance_interval,
+            )
+        finally:
+            with self._lock:
+                self._in_flight.discard(task)
+            self._on_finished()
 
     def consume(self) -> int:
         """Record the reports Kafka has, then commit their offsets; how many were new."""

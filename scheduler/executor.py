@@ -1,6 +1,6 @@
 """What the scheduler calls to run a window: the Spark window jobs, or anything shaped so.
 
-``spark_jobs.window_jobs.WindowJobs`` provides these methods; the scheduler never imports
+``spark_jobs.executor.SparkWindowExecutor`` provides these methods; the scheduler never imports
 ``spark_jobs`` (pyspark stays behind that package). Both calls must be idempotent per window:
 a window found ``running`` after a restart is run again, so the effect is exactly once only if
 a second run of a window that already took effect changes nothing.
@@ -21,4 +21,9 @@ class WindowExecutor(Protocol):
 
     def run_job(self, job_name: str, window: Window) -> object:
         """Run the job's SQL for ``window``; the mirrors it reads stand exactly at its end."""
+        ...
+
+    def maintain(self, sink_table: str) -> object:
+        """Compact the changelog and the mirror of ``sink_table`` and expire the snapshots no
+        window needs; the scheduler runs no merge of that mirror meanwhile."""
         ...

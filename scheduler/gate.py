@@ -20,6 +20,12 @@ serializes per table, with two rules:
    ``T`` has its next unfinished window ending at ``E`` or later, i.e. no job still needs the
    mirror as it stands at ``E - m``.
 
+Coalescing. A job that says ``coalesce: true`` and is behind (after downtime, or a held window
+released late) runs every complete window it missed as one run ``[first start, last end)``: its
+next window stretches to the last boundary all its inputs are complete to, its mirrors merge
+window by window up to that end (rule 2 lets them, since that is the end the job needs), and the
+job runs once they stand there. Mirrors never coalesce: each merge is one window.
+
 Job windows are multiples of their inputs' mirror windows and both divide a day
 (``tidemark.config``), so every job boundary is a mirror boundary: the mirror advances until
 it reaches the nearest job boundary, stops there until every job needing that cut has
@@ -64,6 +70,8 @@ class TaskSpec:
     window: timedelta
     retries: int = 2
     retry_delay: timedelta = timedelta(minutes=1)
+    #: a job that is behind runs every complete window it missed as one ``[start, end)``
+    coalesce: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,15 +247,29 @@ class _Gate:
         return DueWindow(spec.task, window, up_to_order, 1)
 
     def next_window(self, spec: TaskSpec) -> Window | None:
-        """The task's next window to record: after its last succeeded one, or its first."""
+        """The task's next window to record: after its last succeeded one, or its first; for
+        a job that coalesces, stretched to the last boundary its inputs are complete to."""
         state = self._tasks.get(spec.task, TaskState())
         if state.open is not None and state.open.state is not RunState.SUCCEEDED:
             return state.open.window
         if state.done_end is not None:
             # the window after it, on the boundaries of today's length: after a change of
             # window in the file, windows line up with midnight again at once
-            return Window.containing(state.done_end, spec.window)
-        return self._first_window(spec)
+            window: Window | None = Window.containing(state.done_end, spec.window)
+        else:
+            window = self._first_window(spec)
+        if window is not None and spec.coalesce:
+            window = self._coalesced(spec, window)
+        return window
+
+    def _coalesced(self, spec: TaskSpec, window: Window) -> Window:
+        """``window`` ending at the last boundary every input is complete to, if later."""
+        watermarks = [self._table(t).watermark_ms for t in spec.inputs]
+        if not watermarks or any(w is None for w in watermarks):
+            return window
+        complete = min(w for w in watermarks if w is not None)
+        end = Window.containing(from_epoch_ms(complete), spec.window).start
+        return Window(window.start, end) if end > window.end else window
 
     def _first_window(self, spec: TaskSpec) -> Window | None:
         firsts = [self._table(t).first_watermark_ms for t in spec.inputs]

@@ -25,6 +25,8 @@ class PipelineSchedule:
     #: sink table -> changelog table (commit reports name the changelog)
     changelogs: Mapping[str, str]
     tasks: tuple[TaskSpec, ...]
+    #: each sink table's tables are maintained this often, between its windows; None: never
+    maintenance_interval: timedelta | None = None
 
     @property
     def sink_of(self) -> dict[str, str]:
@@ -40,6 +42,7 @@ class PipelineSchedule:
         *,
         mirror_retries: int = MIRROR_RETRIES,
         mirror_retry_delay: timedelta = MIRROR_RETRY_DELAY,
+        maintenance_interval: timedelta | None = None,
     ) -> PipelineSchedule:
         mirrors = [
             TaskSpec(
@@ -52,7 +55,12 @@ class PipelineSchedule:
             for sink in sinks
             if sink.mirror is not None
         ]
-        schedule = cls(pipeline, {sink.name: sink.changelog for sink in sinks}, (*mirrors, *jobs))
+        schedule = cls(
+            pipeline,
+            {sink.name: sink.changelog for sink in sinks},
+            (*mirrors, *jobs),
+            maintenance_interval,
+        )
         schedule._check()
         return schedule
 
@@ -60,10 +68,23 @@ class PipelineSchedule:
     def from_config(cls, config: PipelineConfig, sinks: Sequence[SinkTable]) -> PipelineSchedule:
         """Mirrors of the planned sink tables, and the file's jobs, with their retry policy."""
         jobs = [
-            TaskSpec(job_task(job.name), job.inputs, job.window, job.retries, job.retry_delay)
+            TaskSpec(
+                job_task(job.name),
+                job.inputs,
+                job.window,
+                job.retries,
+                job.retry_delay,
+                coalesce=job.coalesce,
+            )
             for job in config.tidemark.jobs
         ]
-        return cls.build(config.pipeline.name, sinks, jobs)
+        maintenance = config.tidemark.maintenance
+        return cls.build(
+            config.pipeline.name,
+            sinks,
+            jobs,
+            maintenance_interval=maintenance.interval if maintenance.enabled else None,
+        )
 
     def _check(self) -> None:
         windows = {s.task.name: s.window for s in self.tasks if s.task.kind == "mirror"}

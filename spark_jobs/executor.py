@@ -16,10 +16,11 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
+from spark_jobs.maintenance import TableMaintainer, TableResult
 from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs, plan_from_source
 from tidemark.config.model import PipelineConfig
-from tidemark.config.plan import Plan
-from tidemark.errors import ConfigError
+from tidemark.config.plan import Plan, SinkTable
+from tidemark.errors import ConfigError, TransientError
 from tidemark.windows import Window
 
 
@@ -35,10 +36,12 @@ class SparkWindowExecutor:
         self._plans: list[tuple[PipelineConfig, Plan]] = []
         self._mirrors: dict[str, int] = {}
         self._jobs: dict[str, int] = {}
+        self._sinks: dict[str, SinkTable] = {}
         for index, config in enumerate(configs):
             plan = plan_from_source(config)
             self._plans.append((config, plan))
             for sink in plan.sinks:
+                self._sinks[sink.name] = sink
                 if sink.mirror is not None:
                     _claim(self._mirrors, sink.name, index, "sink table")
             for job in config.tidemark.jobs:
@@ -56,14 +59,33 @@ class SparkWindowExecutor:
     def run_job(self, job_name: str, window: Window) -> JobOutcome:
         return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window)
 
+    def maintain(self, sink_table: str) -> list[TableResult]:
+        catalog = self._plans[0][0].tidemark.catalog_name  # one catalog name, checked above
+        maintainer = TableMaintainer(self._thread_session(), catalog)
+        results = maintainer.maintain(self._sinks[sink_table])
+        failed = [result for result in results if result.error is not None]
+        if failed:
+            raise TransientError(
+                "maintenance failed for "
+                + "; ".join(f"{result.table}: {result.error}" for result in failed)
+            )
+        return results
+
     def _window_jobs(self) -> list[WindowJobs]:
         """This thread's ``WindowJobs``, one per pipeline, on this thread's session."""
         jobs: list[WindowJobs] | None = getattr(self._local, "jobs", None)
         if jobs is None:
-            session = self._session.newSession()
+            session = self._thread_session()
             jobs = [WindowJobs(config, plan, session) for config, plan in self._plans]
             self._local.jobs = jobs
         return jobs
+
+    def _thread_session(self) -> SparkSession:
+        session: SparkSession | None = getattr(self._local, "session", None)
+        if session is None:
+            session = self._session.newSession()
+            self._local.session = session
+        return session
 
 
 def _claim(owners: dict[str, int], name: str, pipeline: int, kind: str) -> None:

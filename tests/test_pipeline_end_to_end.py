@@ -87,14 +87,17 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
                 "  ingest:\n"
                 "    flush-interval: 1 s\n"
                 "    idle-commit-interval: 2 s\n"
+                "  maintenance:\n"
+                "    interval: 1 min\n"
             ),
         )
     )
+    log = tmp_path / "run.log"
     run = subprocess.Popen(
         [sys.executable, "-m", "tidemark.cli", "run", str(path), "--max-seconds", "300"],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log.open("wb"),
     )
     try:
         with admin_connection.cursor() as cursor:
@@ -107,15 +110,20 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
             changed_ms = int(row[0])
 
         def covered() -> bool:
-            assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
+            assert run.poll() is None, log.read_text()
             return _mirror_window_end(catalog, f"{namespace}.orders") > changed_ms
 
+        def maintained() -> bool:  # every minute, between the windows
+            assert run.poll() is None, log.read_text()
+            return f"Maintained the tables of {namespace}.orders" in log.read_text()
+
         wait_until("a window covering the changes", covered, 240, interval=0.5)
+        wait_until("the scheduler maintaining the tables", maintained, 120, interval=0.5)
     finally:
         run.send_signal(signal.SIGTERM)
-        _, errors = run.communicate(timeout=120)
+        run.wait(timeout=120)
 
-    assert run.returncode == 0, errors.decode()
+    assert run.returncode == 0, log.read_text()
     assert main(["status", str(path)]) == 0
     status = capsys.readouterr().out
     assert f"mirror:{namespace}.orders" in status

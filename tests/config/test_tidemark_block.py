@@ -37,6 +37,10 @@ def test_without_the_block_every_table_gets_a_five_minute_mirror(write_file: Wri
     assert settings.changelog_table("shop.orders") == "shop.orders_changelog"
     assert settings.table("shop.orders").unique_key is None
     assert settings.jobs == ()
+    assert (settings.maintenance.interval, settings.maintenance.enabled) == (
+        timedelta(minutes=15),
+        True,
+    )
 
 
 def test_a_full_block(write_file: WriteFile, tmp_path: Path) -> None:
@@ -48,6 +52,9 @@ def test_a_full_block(write_file: WriteFile, tmp_path: Path) -> None:
 tidemark:
   catalog-name: lake
   window: 15 min
+  maintenance:
+    interval: 1 h
+    enabled: false
   tables:
     shop.orders:
       unique-key: [order_no, region]
@@ -67,6 +74,7 @@ tidemark:
       spark: {spark.sql.shuffle.partitions: "8"}
       retries: 5
       retry-delay: 30 s
+      coalesce: true
     daily:
       inputs: [shop.orders]
       window: 1 d
@@ -77,6 +85,10 @@ tidemark:
     settings = config.tidemark
 
     assert settings.catalog_name == "lake"
+    assert (settings.maintenance.interval, settings.maintenance.enabled) == (
+        timedelta(hours=1),
+        False,
+    )
     orders = settings.table("shop.orders")
     assert orders.unique_key == ("order_no", "region")
     assert settings.changelog_table("shop.orders") == "raw.orders_log"
@@ -93,11 +105,16 @@ tidemark:
     assert quarter.sql == (tmp_path / "sql/a.sql", tmp_path / "sql/b.sql")
     assert reveal(quarter.variables) == {"region": "eu"}
     assert reveal(quarter.spark) == {"spark.sql.shuffle.partitions": "8"}
-    assert (quarter.retries, quarter.retry_delay) == (5, timedelta(seconds=30))
-    assert (daily.window, daily.retries, daily.retry_delay) == (
+    assert (quarter.retries, quarter.retry_delay, quarter.coalesce) == (
+        5,
+        timedelta(seconds=30),
+        True,
+    )
+    assert (daily.window, daily.retries, daily.retry_delay, daily.coalesce) == (
         timedelta(days=1),
         2,
         timedelta(minutes=1),
+        False,
     )
     assert config.warnings == ()
 

@@ -116,6 +116,14 @@ class RecordingExecutor:
         self._call(f"job:{job_name}", window, None, self._cut())
         return None
 
+    def maintain(self, sink_table: str) -> object:
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {self._state.schema}.calls (task) VALUES (%s)",
+                (f"maintain:{sink_table}",),
+            )
+        return None
+
     def calls(self) -> list[Call]:
         with self._cursor() as cursor:
             cursor.execute(

@@ -275,3 +275,32 @@ def test_after_a_change_of_window_length_windows_line_up_with_midnight_again() -
     (due,) = decide(quarter, {"shop.orders": orders}, tasks, at("11:00")).due
 
     assert due.window.end == at("10:15")
+
+
+def test_a_coalescing_job_behind_runs_the_windows_it_missed_as_one() -> None:
+    gmv = TaskSpec(job_task("gmv"), ("shop.orders",), FIVE, coalesce=True)
+    specs = [*mirrors("shop.orders"), gmv]
+    tables = {"shop.orders": table(("10:01", 1), ("10:21", 50))}
+    behind = {mirror_task("shop.orders"): done("10:05"), gmv.task: done("10:05")}
+
+    # the mirror merges window by window up to the job's one stretched window, then the job runs
+    assert run_to_completion(specs, tables, at("10:30"), behind) == [
+        ("mirror:shop.orders", "10:10"),
+        ("mirror:shop.orders", "10:15"),
+        ("mirror:shop.orders", "10:20"),
+        ("job:gmv", "10:20"),
+    ]
+    caught_up = {mirror_task("shop.orders"): done("10:20"), gmv.task: done("10:05")}
+    (job,) = decide(specs, tables, caught_up, at("10:30")).due
+    assert job.window == Window(at("10:05"), at("10:20"))
+
+
+def test_a_coalescing_job_that_keeps_up_runs_one_window_at_a_time() -> None:
+    gmv = TaskSpec(job_task("gmv"), ("shop.orders",), FIVE, coalesce=True)
+    specs = [*mirrors("shop.orders"), gmv]
+    tables = {"shop.orders": table(("10:01", 1), ("10:11", 50))}
+    tasks = {mirror_task("shop.orders"): done("10:10"), gmv.task: done("10:05")}
+
+    (job,) = decide(specs, tables, tasks, at("10:12")).due
+
+    assert job.window == window("10:10")

@@ -10,6 +10,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -366,6 +367,65 @@ def test_reports_every_task_has_passed_are_pruned_and_later_windows_still_fire(
 def all_succeeded_to(store: StateStore, pipeline: str, end: datetime) -> bool:
     runs = [run for run in store.runs(pipeline) if run.window.end == end]
     return len(runs) == 3 and all(run.state is RunState.SUCCEEDED for run in runs)
+
+
+def in_(pool: ThreadPoolExecutor) -> Callable[[Callable[[], None]], None]:
+    """A ``submit`` that runs windows in ``pool``, as the service's thread pool does."""
+
+    def submit(run: Callable[[], None]) -> None:
+        pool.submit(run)
+
+    return submit
+
+
+class BlockingMaintenance(RecordingExecutor):
+    """Records like ``RecordingExecutor``; its maintenance holds until the test lets it end."""
+
+    def __init__(self, state: StateSettings) -> None:
+        super().__init__(state)
+        self.maintaining = threading.Event()
+        self.finish = threading.Event()
+
+    def maintain(self, sink_table: str) -> object:
+        super().maintain(sink_table)
+        self.maintaining.set()
+        self.finish.wait(DEADLINE)
+        return None
+
+
+def test_maintenance_runs_on_its_interval_and_no_window_of_its_table_starts_meanwhile(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = BlockingMaintenance(state_settings)
+    schedule = replace(two_table_schedule(unique_name), maintenance_interval=timedelta(minutes=30))
+    clock = Clock(at("10:20"))
+    pool = ThreadPoolExecutor(4)
+    engine = WindowEngine(schedule, store, consumer, executor, clock=clock, submit=in_(pool))
+    publish(servers, reports_topic, [r for r in REPORTS if r.snapshot_id <= 2])  # to 10:05
+    tick_until(engine, lambda: len(executor.effects()) == 3)
+    assert not [c for c in executor.calls() if c.task.startswith("maintain:")]  # 10:20 + 30 min
+
+    clock.now = at("10:50")
+    engine.tick()
+    assert executor.maintaining.wait(DEADLINE)
+    publish(servers, reports_topic, [r for r in REPORTS if r.snapshot_id > 2])  # to 10:10
+    tick_until(engine, lambda: store.report_count("shop.orders_changelog") == 3)
+    decision = engine.tick()
+
+    # the 10:10 merges are due, but each mirror's table is being maintained
+    assert set(decision.running) == {mirror_task(ORDERS), mirror_task(USERS)}
+    assert ("mirror:shop.orders", "10:10") not in executor.effects()
+    executor.finish.set()
+    tick_until(engine, all_succeeded(store, unique_name))
+    pool.shutdown(wait=True)
+    maintained = sorted(c.task for c in executor.calls() if c.task.startswith("maintain:"))
+    assert maintained == ["maintain:shop.orders", "maintain:shop.users"]
+    assert executor.effects() == EXPECTED
 
 
 def test_redelivered_and_republished_reports_are_recorded_once(

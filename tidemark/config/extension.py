@@ -16,6 +16,9 @@ merge keys, and scheduled Spark SQL jobs. Flink CDC 3.6+ rejects unknown top-lev
         max-transaction-rows: 100000  # larger transactions are committed in parts
         idle-commit-interval: 10 s    # empty commits move idle tables' watermarks
         snapshot-max-rows-per-second: 20000   # caps each bootstrap reader (default: none)
+      maintenance:                    # run by the scheduler, between a table's windows
+        interval: 15 min              # compact and expire each table this often
+        enabled: true
       tables:
         shop.orders:                  # a sink table, as routed
           unique-key: order_no        # merge key when it is not the primary key
@@ -35,6 +38,7 @@ merge keys, and scheduled Spark SQL jobs. Flink CDC 3.6+ rejects unknown top-lev
           spark: {spark.sql.shuffle.partitions: "8"}
           retries: 2
           retry-delay: 1 min
+          coalesce: false             # true: when behind, run the missed windows as one
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from tidemark.config.model import (
     DEFAULT_WINDOW,
     IngestOptions,
     JobConfig,
+    MaintenanceOptions,
     MirrorOptions,
     Properties,
     ReportsSettings,
@@ -71,7 +76,8 @@ from tidemark.config.values import (
 )
 
 EXTENSION_KEY = "tidemark"
-EXTENSION_KEYS = ("catalog-name", "window", "reports", "ingest", "tables", "jobs")
+EXTENSION_KEYS = ("catalog-name", "window", "reports", "ingest", "maintenance", "tables", "jobs")
+MAINTENANCE_KEYS = ("interval", "enabled")
 INGEST_KEYS = (
     "flush-interval",
     "flush-rows",
@@ -81,7 +87,16 @@ INGEST_KEYS = (
 )
 TABLE_KEYS = ("unique-key", "changelog-table", "mirror")
 MIRROR_KEYS = ("enabled", "table", "window", "deletes", "table-properties")
-JOB_KEYS = ("inputs", "window", "sql", "variables", "spark", "retries", "retry-delay")
+JOB_KEYS = (
+    "inputs",
+    "window",
+    "sql",
+    "variables",
+    "spark",
+    "retries",
+    "retry-delay",
+    "coalesce",
+)
 #: variables Tidemark sets for every window run; user variables may not start with ``window_``
 BUILT_IN_VARIABLES = (
     "window_start",
@@ -131,10 +146,12 @@ def read_extension(reader: Reader, node: Node | None, base: Path) -> TidemarkSet
     jobs = _jobs(reader, block.get("jobs"), child(path, "jobs"), base, fields["window"])
     reports = _reports(reader, block.get("reports"), child(path, "reports"))
     ingest = _ingest(reader, block.get("ingest"), child(path, "ingest"))
-    if tables is None or jobs is None or reports is False or ingest is None:
+    maintenance = _maintenance(reader, block.get("maintenance"), child(path, "maintenance"))
+    if tables is None or jobs is None or reports is False or ingest is None or maintenance is None:
         return None
     fields["reports"] = reports
     fields["ingest"] = ingest
+    fields["maintenance"] = maintenance
     settings = TidemarkSettings(**fields, tables=tables, jobs=tuple(jobs))
     jobs_ok = _check_jobs(reader, block.get("jobs"), settings)
     _check_names(reader, block.get("tables"), settings)
@@ -205,6 +222,25 @@ def _ingest(reader: Reader, node: Node | None, path: str) -> IngestOptions | Non
     if len(given) != sum(block.get(key.replace("_", "-")) is not None for key in values):
         return None
     return IngestOptions(**given)
+
+
+def _maintenance(reader: Reader, node: Node | None, path: str) -> MaintenanceOptions | None:
+    if node is None:
+        return MaintenanceOptions()
+    block = reader.mapping(node, path)
+    if block is None:
+        return None
+    reader.check_keys(block, path, "maintenance options", MAINTENANCE_KEYS)
+    values: dict[str, Any] = {
+        "interval": reader.value(
+            block.get("interval"), child(path, "interval"), _positive_duration
+        ),
+        "enabled": reader.value(block.get("enabled"), child(path, "enabled"), parse_bool),
+    }
+    given = {key: value for key, value in values.items() if value is not None}
+    if len(given) != sum(block.get(key) is not None for key in values):
+        return None
+    return MaintenanceOptions(**given)
 
 
 def _positive_duration(text: str) -> timedelta:
@@ -382,8 +418,9 @@ def _job(
         child(path, "retry-delay"),
         lambda text: parse_duration(text, unit_required=True),
     )
+    coalesce = reader.value(block.get("coalesce"), child(path, "coalesce"), parse_bool)
     required = (inputs, sql, variables, spark)
-    optional = {"window": window, "retries": retries, "retry-delay": delay}
+    optional = {"window": window, "retries": retries, "retry-delay": delay, "coalesce": coalesce}
     if any(value is None for value in required) or any(
         block.get(key) is not None and value is None for key, value in optional.items()
     ):
@@ -402,6 +439,8 @@ def _job(
         fields["retries"] = retries
     if delay is not None:
         fields["retry_delay"] = delay
+    if coalesce is not None:
+        fields["coalesce"] = coalesce
     return JobConfig(**fields)
 
 

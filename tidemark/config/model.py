@@ -246,6 +246,8 @@ class JobConfig(_Frozen):
     spark: Properties = {}
     retries: int = 2
     retry_delay: timedelta = timedelta(minutes=1)
+    #: when behind, run every complete window missed as one ``[first start, last end)``
+    coalesce: bool = False
 
 
 DEFAULT_REPORTS_TOPIC = "tidemark.commit-reports"
@@ -270,11 +272,20 @@ class IngestOptions(_Frozen):
     snapshot_max_rows_per_second: int | None = None
 
 
+class MaintenanceOptions(_Frozen):
+    """Table maintenance (compaction, snapshot expiry) run by the scheduler between windows."""
+
+    enabled: bool = True
+    #: each sink table's changelog and mirror are maintained this often
+    interval: timedelta = timedelta(minutes=15)
+
+
 class TidemarkSettings(_Frozen):
     catalog_name: str = DEFAULT_CATALOG_NAME
     window: timedelta = DEFAULT_WINDOW
     reports: ReportsSettings | None = None
     ingest: IngestOptions = IngestOptions()
+    maintenance: MaintenanceOptions = MaintenanceOptions()
     tables: dict[str, TableOptions] = {}
     jobs: tuple[JobConfig, ...] = ()
 
