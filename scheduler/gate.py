@@ -248,19 +248,18 @@ class _Gate:
 
     def next_window(self, spec: TaskSpec) -> Window | None:
         """The task's next window to record: after its last succeeded one, or its first; for
-        a job that coalesces, stretched to the last boundary its inputs are complete to."""
+        a job that coalesces, the one after its last succeeded one stretched to the last
+        boundary its inputs are complete to."""
         state = self._tasks.get(spec.task, TaskState())
         if state.open is not None and state.open.state is not RunState.SUCCEEDED:
             return state.open.window
-        if state.done_end is not None:
-            # the window after it, on the boundaries of today's length: after a change of
-            # window in the file, windows line up with midnight again at once
-            window: Window | None = Window.containing(state.done_end, spec.window)
-        else:
-            window = self._first_window(spec)
-        if window is not None and spec.coalesce:
-            window = self._coalesced(spec, window)
-        return window
+        if state.done_end is None:
+            # a first window is never stretched: it is where the job's mirrors first stop
+            return self._first_window(spec)
+        # the window after it, on the boundaries of today's length: after a change of window in
+        # the file, windows line up with midnight again at once
+        window = Window.containing(state.done_end, spec.window)
+        return self._coalesced(spec, window) if spec.coalesce else window
 
     def _coalesced(self, spec: TaskSpec, window: Window) -> Window:
         """``window`` ending at the last boundary every input is complete to, if later."""

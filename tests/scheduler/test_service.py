@@ -428,6 +428,51 @@ def test_maintenance_runs_on_its_interval_and_no_window_of_its_table_starts_mean
     assert executor.effects() == EXPECTED
 
 
+def test_a_coalescing_job_behind_runs_its_missed_windows_once_over_their_span(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    schedule = two_table_schedule(unique_name)
+    coalescing = tuple(
+        replace(spec, coalesce=True) if spec.task == job_task("gmv") else spec
+        for spec in schedule.tasks
+    )
+    engine = WindowEngine(
+        replace(schedule, tasks=coalescing), store, consumer, executor, clock=Clock(at("10:20"))
+    )
+    publish(servers, reports_topic, [r for r in REPORTS if r.snapshot_id <= 2])  # to 10:05
+    tick_until(engine, all_succeeded_to_end(store, unique_name, at("10:05")))
+    # the scheduler was down; meanwhile both tables became complete to 10:20
+    later = [report(ORDERS, 4, "10:21", 40), report(USERS, 4, "10:20:00", 5, rows_added=0)]
+    publish(servers, reports_topic, [*[r for r in REPORTS if r.snapshot_id > 2], *later])
+
+    tick_until(engine, all_succeeded_to_end(store, unique_name, at("10:20")))
+
+    assert [r.window for r in store.runs(unique_name, job_task("gmv"))] == [
+        Window(at("10:00"), at("10:05")),
+        Window(at("10:05"), at("10:20")),
+    ]
+    assert [c.window_end.strftime("%H:%M") for c in executor.calls() if c.task == "job:gmv"] == [
+        "10:05",
+        "10:20",
+    ]
+
+
+def all_succeeded_to_end(store: StateStore, pipeline: str, end: datetime) -> Callable[[], bool]:
+    def check() -> bool:
+        runs = store.runs(pipeline)
+        tasks = {str(r.task) for r in runs if r.window.end == end}
+        settled = all(r.state is RunState.SUCCEEDED for r in runs)
+        return settled and tasks == {"mirror:shop.orders", "mirror:shop.users", "job:gmv"}
+
+    return check
+
+
 def test_redelivered_and_republished_reports_are_recorded_once(
     store: StateStore,
     state_settings: StateSettings,
