@@ -119,18 +119,13 @@ class BinlogReader:
         databases: Collection[str] | None = None,
         heartbeat_seconds: float | None = None,
     ) -> None:
-        self._stream = BinLogStreamReader(
-            connection_settings=source.pymysql_settings(),
-            server_id=source.server_id,
-            log_file=start.file,
-            log_pos=start.offset,
-            resume_stream=True,
-            blocking=follow,
-            only_events=_EVENTS,
-            only_schemas=list(databases) if databases is not None else None,
-            is_mariadb=False,
-            slave_heartbeat=heartbeat_seconds,
-            pymysql_wrapper=_SingleStreamConnection(),
+        self._stream = _stream(
+            source,
+            start,
+            _EVENTS,
+            follow=follow,
+            databases=databases,
+            heartbeat_seconds=heartbeat_seconds,
         )
 
     def events(self) -> Iterator[BinlogEvent]:
@@ -226,17 +221,7 @@ def transaction_marks(
 ) -> Generator[TransactionMark, None, None]:
     """Every transaction from ``start`` (a transaction boundary) to the binlog's current end,
     without decoding rows: what start modes that name a time or a GTID set search through."""
-    stream = BinLogStreamReader(
-        connection_settings=source.pymysql_settings(),
-        server_id=source.server_id,
-        log_file=start.file,
-        log_pos=start.offset,
-        resume_stream=True,
-        blocking=False,
-        only_events=[XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent],
-        is_mariadb=False,
-        pymysql_wrapper=_SingleStreamConnection(),
-    )
+    stream = _stream(source, start, [XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent])
     boundary = start
     try:
         for event in stream:
@@ -254,6 +239,32 @@ def transaction_marks(
         raise StreamInterruptedError(f"the binlog stream broke: {error}") from error
     finally:
         stream.close()
+
+
+def _stream(
+    source: SourceConnection,
+    start: BinlogPosition,
+    events: list[type],
+    *,
+    follow: bool = False,
+    databases: Collection[str] | None = None,
+    heartbeat_seconds: float | None = None,
+) -> BinLogStreamReader:
+    """The library's reader from ``start``, avoiding the MariaDB position trap (see
+    ``BinlogReader``) and its own reconnects."""
+    return BinLogStreamReader(
+        connection_settings=source.pymysql_settings(),
+        server_id=source.server_id,
+        log_file=start.file,
+        log_pos=start.offset,
+        resume_stream=True,
+        blocking=follow,
+        only_events=events,
+        only_schemas=list(databases) if databases is not None else None,
+        is_mariadb=False,
+        slave_heartbeat=heartbeat_seconds,
+        pymysql_wrapper=_SingleStreamConnection(),
+    )
 
 
 class _SingleStreamConnection:

@@ -14,6 +14,7 @@ from urllib.parse import quote, urlsplit
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog import load_catalog as load_pyiceberg_catalog
+from pyiceberg.exceptions import NoSuchNamespaceError
 
 from tidemark.errors import ConfigError
 
@@ -24,6 +25,20 @@ _SQLALCHEMY_DIALECTS = {"postgresql": "postgresql+psycopg2", "sqlite": "sqlite"}
 def load_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
     """A PyIceberg catalog named ``name`` from Java-style catalog ``properties``."""
     return load_pyiceberg_catalog(name, **pyiceberg_properties(properties))
+
+
+def purge_namespace(catalog: Catalog, namespace: str, *, drop: bool = False) -> list[str]:
+    """Drop every table of ``namespace`` with its files (and the namespace too, with ``drop``);
+    the tables dropped. A namespace that does not exist is left alone."""
+    try:
+        tables = catalog.list_tables(namespace)
+    except NoSuchNamespaceError:
+        return []
+    for identifier in tables:
+        catalog.purge_table(identifier)
+    if drop:
+        catalog.drop_namespace(namespace)
+    return [".".join(identifier) for identifier in tables]
 
 
 def pyiceberg_properties(properties: Mapping[str, str]) -> dict[str, str]:

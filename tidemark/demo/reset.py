@@ -7,10 +7,10 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import NoSuchNamespaceError
 
 from scheduler.reports_consumer import ConsumerSettings, forget_reports
 from scheduler.state import StateSettings, StateStore
+from tidemark.catalog import purge_namespace
 from tidemark.config.model import PipelineConfig, reveal
 from tidemark.config.plan import SinkTable
 
@@ -27,7 +27,8 @@ def forget_pipeline(
     changelog reusing a name must not meet a window or report of the old one.
     """
     for namespace in namespaces:
-        _purge_namespace(catalog, namespace)
+        for table in purge_namespace(catalog, namespace):
+            logger.info("Dropped %s", table)
     store = StateStore(StateSettings.from_catalog(reveal(config.sink.catalog_properties)))
     try:
         store.forget(config.pipeline.name, [sink.changelog for sink in sinks])
@@ -35,13 +36,3 @@ def forget_pipeline(
         store.close()
     if config.tidemark.reports is not None:
         forget_reports(ConsumerSettings.from_reports(config.tidemark.reports, config.pipeline.name))
-
-
-def _purge_namespace(catalog: Catalog, namespace: str) -> None:
-    try:
-        tables = catalog.list_tables(namespace)
-    except NoSuchNamespaceError:
-        return
-    for identifier in tables:
-        catalog.purge_table(identifier)
-        logger.info("Dropped %s", ".".join(identifier))
