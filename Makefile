@@ -14,14 +14,11 @@ demo: setup
 test: setup lint
 	$(BIN)/pytest
 
-# Benchmarks on the local stack; figures go to the README, never into assertions.
+# Benchmarks on the local stack: one table of figures and targets, written to
+# bench/RESULTS.md on a full run; never assertions. make bench BENCH_ARGS="--quick --only ingest"
 bench: setup
 	@command -v sysbench >/dev/null || apt-get install -y -q sysbench
-	$(BIN)/python -m bench.ingest_bench
-	$(BIN)/python -m bench.bootstrap_bench
-	$(BIN)/python -m bench.window_bench
-	$(BIN)/python -m bench.scheduler_bench
-	$(BIN)/python -m bench.maintenance_bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # A virtualenv with the project and its dev tools, then the local stack, installed and started.
 setup: $(BIN)/tidemark stack

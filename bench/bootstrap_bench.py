@@ -28,6 +28,8 @@ from pathlib import Path
 import pymysql
 
 from bench.ingest_bench import parse_transactions, sysbench_args, sysbench_async
+from bench.report import Figure, Target, write_figures
+from bench.scratch import drop_namespace, stack_catalog
 from ingest.pipeline import build_runner
 from ingest.settings import IngestSettings
 from tidemark.catalog import load_catalog
@@ -59,20 +61,63 @@ def main() -> int:
         "--seconds", type=int, default=5, help="shortest sysbench round (else a bootstrap's time)"
     )
     parser.add_argument(
-        "--max-rate", type=int, help="tidemark.ingest.snapshot-max-rows-per-second to apply"
+        "--max-rates",
+        default="none",
+        help="tidemark.ingest.snapshot-max-rows-per-second to apply, one round each, "
+        "comma-separated ('none': no cap)",
     )
+    parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
+    caps = [None if cap == "none" else int(cap) for cap in args.max_rates.split(",")]
     endpoints = Stack(StackSettings.from_env()).endpoints()
     database = f"bench_{uuid.uuid4().hex[:6]}"
     admin = endpoints.mariadb.admin_source()
     with admin.connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {database}")
-    prepare = [*sysbench_args(endpoints, database, 2), "prepare"]
-    prepare = [arg.replace("--table-size=100000", f"--table-size={args.rows}") for arg in prepare]
-    subprocess.run(prepare, check=True, capture_output=True)
-    result = run(endpoints, database, args.rows, args.seconds, args.max_rate)
-    print(table(result))  # noqa: T201
+    try:
+        prepare = [*sysbench_args(endpoints, database, 2), "prepare"]
+        prepare = [
+            arg.replace("--table-size=100000", f"--table-size={args.rows}") for arg in prepare
+        ]
+        subprocess.run(prepare, check=True, capture_output=True)
+        results = [run(endpoints, database, args.rows, args.seconds, cap) for cap in caps]
+    finally:
+        with admin.connect() as conn, conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE {database}")
+    print("\n\n".join(table(result) for result in results))  # noqa: T201
+    if args.figures:
+        write_figures(args.figures, [f for result in results for f in figures(result)])
     return 0
+
+
+def figures(result: Result) -> list[Figure]:
+    """Issue #5's targets: at least 50k rows/s, and less than 10% sysbench TPS loss."""
+    cap = f"cap {result.max_rate:,} rows/s" if result.max_rate else "no cap"
+    return [
+        Figure(
+            "bootstrap",
+            f"{result.rows:,} rows, {cap}: plain SELECT",
+            result.select_rows_per_s,
+            "rows/s",
+        ),
+        Figure(
+            "bootstrap",
+            f"{result.rows:,} rows, {cap}: bootstrap",
+            result.bootstrap_rows_per_s,
+            "rows/s",
+            None if result.max_rate else Target(">=", 50_000, 5),
+        ),
+        Figure("bootstrap", f"{cap}: peak RSS after", result.peak_rss_mb_after, "MB"),
+        Figure("bootstrap", f"{cap}: sysbench TPS alone", result.tps_alone, "TPS"),
+        Figure("bootstrap", f"{cap}: sysbench TPS during the bootstrap", result.tps_during, "TPS"),
+        Figure(
+            "bootstrap",
+            f"{cap}: TPS loss",
+            100 * (1 - result.tps_during / result.tps_alone),
+            "%",
+            Target("<", 10, 5),
+        ),
+    ]
 
 
 def run(
@@ -82,7 +127,7 @@ def run(
     peak_before = _peak_rss_mb()
     with tempfile.TemporaryDirectory() as folder:
         began = time.perf_counter()
-        bootstrap(endpoints, database, Path(folder), f"{database}_a", max_rate)
+        bootstrap(endpoints, database, Path(folder), f"{database}_a{max_rate or 0}", max_rate)
         took = time.perf_counter() - began
         peak_after = _peak_rss_mb()
         # the load runs as long as a bootstrap takes; alone before and after, to show the noise
@@ -91,9 +136,12 @@ def run(
         during: list[float] = []
         load = threading.Thread(target=lambda: during.append(_tps(endpoints, database, window)))
         load.start()
-        bootstrap(endpoints, database, Path(folder), f"{database}_b", max_rate)
+        bootstrap(endpoints, database, Path(folder), f"{database}_b{max_rate or 0}", max_rate)
         load.join()
         after = _tps(endpoints, database, window)
+    catalog = stack_catalog(endpoints)
+    for run_name in "ab":
+        drop_namespace(catalog, f"{database}_{run_name}{max_rate or 0}")
     return Result(
         rows,
         max_rate,

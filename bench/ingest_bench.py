@@ -26,6 +26,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.report import Figure, Target, write_figures
+from bench.scratch import drop_namespace
 from ingest.pipeline import build_runner
 from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
@@ -77,6 +79,7 @@ def main() -> int:
         default=["1", "2", "1@500"],
         help="sysbench rounds: THREADS, or THREADS@TPS for a rate-limited load",
     )
+    parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
     endpoints = Stack(StackSettings.from_env()).endpoints()
     database = f"bench_{uuid.uuid4().hex[:6]}"
@@ -85,9 +88,41 @@ def main() -> int:
         cursor.execute(f"CREATE DATABASE {database}")
     sysbench(endpoints, database, "prepare", threads=1, seconds=0)
     loads = [tuple(int(part) for part in (load.split("@") + ["0"])[:2]) for load in args.loads]
-    results = [round_(endpoints, database, threads, rate, args.seconds) for threads, rate in loads]
+    try:
+        results = [
+            round_(endpoints, database, threads, rate, args.seconds) for threads, rate in loads
+        ]
+    finally:
+        with admin.connect() as conn, conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE {database}")
     print(table(results))  # noqa: T201
+    if args.figures:
+        write_figures(args.figures, figures(results))
     return 0
+
+
+def figures(results: list[Result]) -> list[Figure]:
+    """Issue #4's targets: ingest at least 80% of the plain decode, and lag p99 under 10 s with
+    one unthrottled sysbench thread."""
+    out = []
+    for r in results:
+        load = _load(r)
+        lag_target = Target("<", 10, 4) if r.threads == 1 and not r.rate else None
+        out += [
+            Figure("ingest", f"{load}: row changes/s written", r.load_rows_per_s, "rows/s"),
+            Figure("ingest", f"{load}: plain library decode", r.plain_rows_per_s, "rows/s"),
+            Figure("ingest", f"{load}: Tidemark ingest", r.ingest_rows_per_s, "rows/s"),
+            Figure(
+                "ingest",
+                f"{load}: ingest / plain decode",
+                100 * r.ingest_rows_per_s / r.plain_rows_per_s,
+                "%",
+                Target(">=", 80, 4),
+            ),
+            Figure("ingest", f"{load}: live lag p50", r.lag_p50_s, "s"),
+            Figure("ingest", f"{load}: live lag p99", r.lag_p99_s, "s", lag_target),
+        ]
+    return out
 
 
 def round_(
@@ -119,6 +154,8 @@ def round_(
         began = time.perf_counter()
         summary = runner.run(StopWhen(until_position=end))
         ingest_s = time.perf_counter() - began
+    for namespace in (f"{database}_live{name}", f"{database}_replay{name}"):
+        drop_namespace(catalog, namespace)
     lags = sorted(lag.lags) or [float("nan")]
     return Result(
         threads=threads,

@@ -24,9 +24,11 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from bench.report import Figure, Target, write_figures
 from spark_jobs.changelog_range import find_bound
 from spark_jobs.merge import MirrorSpec, merge_range, mirror_state, table_snapshots
 from spark_jobs.session import SparkSettings, build_session
@@ -187,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         help="mirror size of an unreported first round, so JVM warm-up is not billed to the "
         "first size (0: none)",
     )
+    parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args(argv)
     endpoints = Stack(StackSettings.from_env()).endpoints()
     spark = build_session(
@@ -223,7 +226,31 @@ def main(argv: list[str] | None = None) -> int:
         for r in results
     ]
     sys.stdout.write("\n".join(lines) + "\n")
+    if args.figures:
+        write_figures(args.figures, figures(results))
     return 0
+
+
+def figures(results: list[Result]) -> list[Figure]:
+    """Issue #7's target: the merge nearly flat in mirror size (10M rows at most 3x 100k)."""
+    out = []
+    for r in results:
+        out += [
+            Figure("window", f"{r.changes:,} changes into {r.size:,} rows: merge", r.merge_s, "s"),
+            Figure("window", f"{r.size:,} rows: full rebuild (the old way)", r.rebuild_s, "s"),
+        ]
+    smallest, largest = min(results, key=lambda r: r.size), max(results, key=lambda r: r.size)
+    if largest.size >= 100 * smallest.size:
+        out.append(
+            Figure(
+                "window",
+                f"merge at {largest.size:,} rows / at {smallest.size:,}",
+                largest.merge_s / smallest.merge_s,
+                "×",
+                Target("<=", 3, 7),
+            )
+        )
+    return out
 
 
 if __name__ == "__main__":
