@@ -151,6 +151,8 @@ class ChangeAssembler:
         )
         self._last_order = {sink: p.last_order for sink, p in progress.items()}
         self._pending: dict[str, list[Row]] = {}
+        #: per sink, late rows (``_count_late``) committed since its last flush
+        self._late: dict[str, int] = {}
         self._in_transaction = False
         self._transaction: dict[str, list[Row]] = {}
         self._transaction_rows = 0
@@ -314,11 +316,30 @@ class ChangeAssembler:
 
     def _commit(self, position: BinlogPosition, event_time_ms: int) -> None:
         for sink, rows in self._transaction.items():
+            self._count_late(sink, len(rows), event_time_ms)
             self._pending.setdefault(sink, []).extend(self._ordered(sink, rows))
         self._boundary = position
         second_start = event_time_ms - event_time_ms % 1000
         self._watermark_ms = max(self._watermark_ms, second_start - 1)
         self._reset_transaction()
+
+    def _count_late(self, sink: str, rows: int, commit_ms: int) -> None:
+        """Count ``rows`` as late when their transaction committed, by the binlog's clock, more
+        than a second (its granularity) before the watermark ``sink`` already published: a
+        clock step back. Windows run before they arrived miss them."""
+        published = self._progress.get(sink)
+        if rows == 0 or published is None or commit_ms + 1000 > published.watermark_ms:
+            return
+        self._late[sink] = self._late.get(sink, 0) + rows
+        logger.warning(
+            "%d change(s) of %s committed at %s, before the watermark it already published "
+            "(%s): the source's clock stepped back? Windows already run do not include them; "
+            "the next window's merge applies them",
+            rows,
+            sink,
+            datetime.fromtimestamp(commit_ms / 1000, UTC).isoformat(),
+            datetime.fromtimestamp(published.watermark_ms / 1000, UTC).isoformat(),
+        )
 
     def _on_statement(self, event: StatementExecuted) -> None:
         swap = self._online_swap(event)
@@ -429,12 +450,14 @@ class ChangeAssembler:
             last_order=0,
             source=self._source,
         )
+        late = self._late.pop(sink, 0)
         progress = previous.advanced(
             position=self._boundary,
             watermark_ms=self._watermark_ms,
             last_order=self._last_order.get(sink, 0),
             gtid=self._gtid,
             partial_rows=self._transaction_held.get(sink, 0) if self._in_transaction else 0,
+            late_rows=late,
         )
         self._progress[sink] = progress
         return TableFlush(sink, rows, progress)

@@ -14,6 +14,9 @@ exactly which source transactions it holds (DESIGN.md 3.2). Keys (DESIGN.md sect
   the stream has passed it.
 - ``tidemark.source``: which source the rows came from (``host:port``).
 - ``tidemark.order``: the last ``_tm_order`` value written; the next row gets the next one.
+- ``tidemark.late-rows``: how many streamed changes the table has received, in all, whose event
+  time was at or before the watermark it had already published (a long transaction's rows carry
+  its start time; a clock step does the same): windows run before they arrived miss them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from tidemark.errors import TerminalError
 from tidemark.source import BinlogPosition
 
 ORDER_KEY = "tidemark.order"
+LATE_ROWS_KEY = "tidemark.late-rows"
 POSITION_FORMAT_VERSION = 1
 
 
@@ -40,6 +44,8 @@ class TableProgress:
     partial_rows: int = 0
     #: the watermark stays where it is until the stream reaches this position (a bootstrap's)
     hold_until: BinlogPosition | None = None
+    #: streamed changes received after the watermark had passed their event time, in all
+    late_rows: int = 0
 
     def summary(self) -> dict[str, str]:
         position: dict[str, object] = {
@@ -56,6 +62,7 @@ class TableProgress:
             SummaryKey.POSITION: json.dumps(position, separators=(",", ":")),
             SummaryKey.SOURCE: self.source,
             ORDER_KEY: str(self.last_order),
+            LATE_ROWS_KEY: str(self.late_rows),
         }
 
     @classmethod
@@ -83,6 +90,7 @@ class TableProgress:
                 hold_until=(
                     None if hold is None else BinlogPosition(str(hold["file"]), int(hold["pos"]))
                 ),
+                late_rows=int(summary.get(LATE_ROWS_KEY, 0)),
             )
         except (KeyError, ValueError, TypeError) as error:
             raise TerminalError(
@@ -98,9 +106,10 @@ class TableProgress:
         last_order: int,
         gtid: str | None,
         partial_rows: int = 0,
+        late_rows: int = 0,
     ) -> TableProgress:
-        """The next progress: the watermark never goes backwards, and stays put while a
-        bootstrap's hold is ahead of ``position``."""
+        """The next progress, with ``late_rows`` more late changes: the watermark never goes
+        backwards, and stays put while a bootstrap's hold is ahead of ``position``."""
         held = self.hold_until is not None and position < self.hold_until
         return replace(
             self,
@@ -110,4 +119,5 @@ class TableProgress:
             gtid=gtid,
             partial_rows=partial_rows,
             hold_until=self.hold_until if held else None,
+            late_rows=self.late_rows + late_rows,
         )

@@ -116,6 +116,7 @@ def report_from_snapshot(table: str, snapshot: Snapshot) -> CommitReport | None:
         source=progress.source,
         partial=progress.partial_rows > 0,
         last_order=progress.last_order,
+        late_rows=progress.late_rows,
     )
 
 

@@ -32,6 +32,7 @@ from scheduler.metrics import Metrics
 from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
+from tidemark.contracts import CommitReport
 from tidemark.windows import EPOCH, TaskKind, WindowTask
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,8 @@ class WindowEngine:
         self._lock = threading.Lock()
         self._in_flight: set[WindowTask] = set()
         self._stall_alerted: dict[str, datetime] = {}
+        #: the late changes each sink table has reported, in all
+        self._late_rows: dict[str, int] = {}
         #: when each sink table's maintenance last started (the engine's start at first)
         self._maintained: dict[str, datetime] = {}
         self._created = clock()
@@ -177,13 +180,35 @@ class WindowEngine:
                 break
             read += len(batch)
             # reports of other pipelines' tables share the topic; their offsets are ours too
-            new += self._store.record_reports(
-                [r for r in batch.reports if r.table in ours], self._clock()
-            )
+            mine = [r for r in batch.reports if r.table in ours]
+            new += self._store.record_reports(mine, self._clock())
             self._reports.commit(batch)
+            self._note_late_rows(mine)
         if new:
             logger.debug("Recorded %d new commit report(s) of %d read", new, read)
         return new
+
+    def _note_late_rows(self, reports: list[CommitReport]) -> None:
+        """Count late changes (ingest's ``late_rows``: committed before a watermark already
+        published) per table, in the metrics and, when the count grows, in a WARNING."""
+        for report in reports:
+            sink = self._schedule.sink_of[report.table]
+            known = self._late_rows.get(sink, 0)
+            if report.late_rows <= known:
+                continue
+            self._late_rows[sink] = report.late_rows
+            self.metrics.set(
+                "tidemark_late_rows", float(report.late_rows), pipeline=self.pipeline, table=sink
+            )
+            logger.warning(
+                "%s received %d late change(s) (%d in all): they committed before a watermark "
+                "already published, so windows of %s that ran before them miss them; the next "
+                "window's merge applies them to the mirror",
+                sink,
+                report.late_rows - known,
+                report.late_rows,
+                self.pipeline,
+            )
 
     def decide(self) -> Decision:
         """What the gate says now, from the recorded state."""

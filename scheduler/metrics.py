@@ -8,7 +8,9 @@ updates a ``Metrics`` object, and ``serve`` answers ``GET /metrics`` with ``rend
 - ``tidemark_window_delay_seconds{pipeline,task}``: for the last window that succeeded, the time
   from the window's end to the job being done (issue #8's "window end → job done");
 - ``tidemark_window_failures_total{pipeline,task}``: failed attempts since the process started;
-- ``tidemark_windows_held{pipeline,task}``: 1 while a window of the task is held.
+- ``tidemark_windows_held{pipeline,task}``: 1 while a window of the task is held;
+- ``tidemark_late_rows{pipeline,table}``: changes the table received after a watermark already
+  published had passed their commit time (a clock step back at the source), in all.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ _HELP = {
     ),
     "tidemark_window_failures_total": ("counter", "failed window attempts since start"),
     "tidemark_windows_held": ("gauge", "1 while a window of the task is held"),
+    "tidemark_late_rows": (
+        "counter",
+        "changes received after a published watermark had passed their commit time, in all",
+    ),
 }
 
 Labels = tuple[tuple[str, str], ...]

@@ -61,7 +61,7 @@ class MetadataColumn(StrEnum):
     SCHEMA_VERSION = "_tm_schema_version"
 
 
-COMMIT_REPORT_VERSION = "1.1"
+COMMIT_REPORT_VERSION = "1.2"
 
 
 class CommitReport(BaseModel):
@@ -94,6 +94,13 @@ class CommitReport(BaseModel):
         default=None,
         description="the last _tm_order value in the table after this commit: a window merge "
         "applies the rows with _tm_order up to it (added in 1.1)",
+    )
+    late_rows: int = Field(
+        default=0,
+        ge=0,
+        description="changes the table has received, in all, that committed (by the source's "
+        "clock) more than a second before a watermark it had already published: windows run "
+        "before they arrived miss them (added in 1.2)",
     )
 
     def to_json(self) -> bytes:

@@ -222,6 +222,30 @@ def test_the_watermark_never_goes_backwards() -> None:
     assert changes.flush().tables[0].progress.watermark_ms == T0 + 10_000 - 1
 
 
+def test_changes_committed_before_a_published_watermark_are_counted_late() -> None:
+    changes = assembler()
+    feed(changes, transaction(200, (1, "a"), seconds=60))
+    published = changes.flush().tables[0].progress  # watermark T0 + 60 s - 1 ms
+    # the source's clock stepped back a minute; a commit in the same second is not late
+    feed(changes, transaction(300, (2, "b"), (3, "c"), seconds=1))
+    feed(changes, transaction(400, (4, "d"), seconds=59))
+
+    (orders,) = changes.flush().tables
+
+    assert published.late_rows == 0
+    assert orders.progress.late_rows == 2
+    assert orders.progress.watermark_ms == published.watermark_ms  # it never goes back
+    assert TableProgress.from_summary(orders.progress.summary()) == orders.progress
+
+
+def test_the_late_count_goes_on_from_the_tables_progress() -> None:
+    known = TableProgress(at(100), T0 + 60_000, 7, "db:3306", late_rows=5)
+    changes = assembler(orders=known)
+    feed(changes, transaction(200, (1, "a"), seconds=1))
+
+    assert changes.flush().tables[0].progress.late_rows == 6
+
+
 def test_a_caught_up_reader_takes_the_servers_clock_as_watermark() -> None:
     changes = assembler()
     feed(changes, transaction(200, (1, "a")))

@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import Consumer
 from pyiceberg.catalog import Catalog
 
+from ingest.changelog import ChangelogTable
 from ingest.pipeline import build_runner
 from ingest.progress import TableProgress
 from ingest.runner import StopWhen
@@ -129,9 +130,48 @@ def test_status_shows_each_tables_watermark_and_position(
     assert main(["status", str(config.path)]) == 0
 
     [header, line] = capsys.readouterr().out.splitlines()
-    assert header.split() == ["sink", "table", "watermark", "lag", "rows", "errors", "position"]
+    assert header.split() == [
+        "sink",
+        "table",
+        "watermark",
+        "lag",
+        "rows",
+        "late",
+        "errors",
+        "position",
+    ]
     assert line.startswith(f"{namespace}.orders ")
-    assert line.endswith(f" 1       0  {end}")
+    assert line.endswith(f" 1      0       0  {end}")
+
+
+def test_changes_committed_before_a_published_watermark_are_counted_late(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = _pipeline(tmp_path, endpoints, source_database, namespace)
+    runner = build_runner(config, catalog, None, IngestSettings())
+    with orders.cursor() as cursor:
+        cursor.execute("INSERT INTO orders VALUES (1, 'on time', 1)")
+    run_to_end(runner, endpoints, 4302, 60)  # publishes a watermark of about now
+    with orders.cursor() as cursor:  # the source's clock steps back an hour for two commits
+        cursor.execute("SET timestamp = UNIX_TIMESTAMP() - 3600")
+        cursor.execute("INSERT INTO orders VALUES (2, 'late', 1)")
+        cursor.execute("UPDATE orders SET qty = 2 WHERE id = 2")
+        cursor.execute("SET timestamp = DEFAULT")
+        cursor.execute("INSERT INTO orders VALUES (3, 'on time', 1)")
+
+    run_to_end(build_runner(config, catalog, None, IngestSettings()), endpoints, 4302, 60)
+
+    progress = ChangelogTable(catalog.load_table(f"{namespace}.orders_changelog")).progress()
+    assert progress is not None and progress.late_rows == 2
+    assert main(["status", str(config.path)]) == 0
+    [_, line] = capsys.readouterr().out.splitlines()
+    assert line.split()[-3] == "2"  # the late column
 
 
 def test_each_commit_is_reported_to_kafka_in_order(

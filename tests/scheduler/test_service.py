@@ -473,6 +473,42 @@ def all_succeeded_to_end(store: StateStore, pipeline: str, end: datetime) -> Cal
     return check
 
 
+def test_late_changes_ingest_reports_are_counted_per_table_and_logged(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine = WindowEngine(
+        two_table_schedule(unique_name),
+        store,
+        consumer,
+        RecordingExecutor(state_settings),
+        clock=Clock(at("10:20")),
+    )
+    late = [
+        report(ORDERS, 1, "10:01", 10),
+        report(ORDERS, 2, "10:06", 20).model_copy(update={"late_rows": 3}),
+        report(ORDERS, 3, "10:11:30", 30).model_copy(update={"late_rows": 3}),
+    ]
+    publish(servers, reports_topic, late)
+
+    with caplog.at_level(logging.WARNING, logger="scheduler.engine"):
+        tick_until(engine, lambda: store.report_count("shop.orders_changelog") == 3)
+
+    labels = {"pipeline": unique_name, "table": ORDERS}
+    assert engine.metrics.get("tidemark_late_rows", **labels) == 3
+    warnings = [r.getMessage() for r in caplog.records if "late change" in r.getMessage()]
+    assert warnings == [
+        f"shop.orders received 3 late change(s) (3 in all): they committed before a watermark "
+        f"already published, so windows of {unique_name} that ran before them miss them; the "
+        "next window's merge applies them to the mirror"
+    ]
+
+
 def test_redelivered_and_republished_reports_are_recorded_once(
     store: StateStore,
     state_settings: StateSettings,

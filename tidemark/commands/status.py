@@ -41,12 +41,13 @@ def _status(args: argparse.Namespace) -> int:
 def status_lines(
     config: PipelineConfig, sinks: Sequence[SinkTable], catalog: Catalog, now: datetime
 ) -> list[str]:
-    """Per sink table its watermark, lag, rows and errors; then, when the pipeline publishes
-    reports, per mirror and job its windows (also the demo's live view)."""
+    """Per sink table its watermark, lag, rows, late changes and errors; then, when the
+    pipeline publishes reports, per mirror and job its windows (also the demo's live view)."""
     from ingest.status import table_status
 
     lines = [
-        f"{'sink table':<32} {'watermark':<29} {'lag':>9} {'rows':>10} {'errors':>7}  position"
+        f"{'sink table':<32} {'watermark':<29} {'lag':>9} {'rows':>10} {'late':>6} {'errors':>7}  "
+        "position"
     ]
     for sink in sinks:
         status = table_status(catalog, sink.name, sink.changelog)
@@ -62,7 +63,8 @@ def status_lines(
         watermark = datetime.fromtimestamp(status.progress.watermark_ms / 1000, UTC)
         lines.append(
             f"{sink.name:<32} {watermark.isoformat(timespec='milliseconds'):<29} "
-            f"{_seconds(lag):>9} {status.total_rows or 0:>10} {status.errors:>7}  "
+            f"{_seconds(lag):>9} {status.total_rows or 0:>10} {status.progress.late_rows:>6} "
+            f"{status.errors:>7}  "
             f"{status.progress.position}"
         )
     if config.tidemark.reports is not None:
