@@ -29,12 +29,20 @@ def test_a_minor_version_with_new_fields_is_read() -> None:
     assert CommitReport.from_json(json.dumps(newer).encode()).snapshot_id == REPORT.snapshot_id
 
 
+def test_a_report_of_an_older_minor_version_reads_with_the_defaults_of_later_fields() -> None:
+    older = {k: v for k, v in json.loads(REPORT.to_json()).items() if k != "late_rows"}
+
+    report = CommitReport.from_json(json.dumps({**older, "version": "1.1"}).encode())
+
+    assert (report.version, report.late_rows) == ("1.1", 0)
+
+
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
         (
             {"version": "2.0"},
-            "commit report version 2.0 is newer than this Tidemark understands (1.1); "
+            "commit report version 2.0 is newer than this Tidemark understands (1.2); "
             "upgrade the scheduler before the ingest",
         ),
         ({"table": "t"}, "commit report has no valid 'version' field: ''"),
