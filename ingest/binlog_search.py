@@ -42,8 +42,9 @@ def position_at_time(source: SourceConnection, timestamp_ms: int) -> BinlogPosit
     first = _last_file_where(source, files, lambda mark: mark.event_time_ms < timestamp_ms)
     if first is None:
         logger.warning(
-            "scan.startup.timestamp-millis %s is before the oldest binlog the server still has "
-            "(%s); changes made before that file were purged and are not read",
+            "scan.startup.timestamp-millis %s is not after the first transaction of the oldest "
+            "binlog the server still has (%s): starting there; changes older than that file, if "
+            "any, are no longer on the server",
             _instant(timestamp_ms),
             files[0],
         )
