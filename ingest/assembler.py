@@ -39,7 +39,14 @@ from ingest.binlog import (
     TransactionCommitted,
     TransactionStarted,
 )
-from ingest.ddl import ChangedTable, TableChange, changed_tables, online_ddl_base, online_swap
+from ingest.ddl import (
+    ChangedTable,
+    TableChange,
+    changed_tables,
+    online_ddl_base,
+    online_swap,
+    renamed_pairs,
+)
 from ingest.error_table import error_row, errors_sink
 from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
 from ingest.progress import TableProgress
@@ -344,7 +351,11 @@ class ChangeAssembler:
     def _on_statement(self, event: StatementExecuted) -> None:
         swap = self._online_swap(event)
         if swap is False:
-            stop = self._stop_reason(changed_tables(event.statement, event.database))
+            pairs = renamed_pairs(event.statement, event.database)
+            if pairs:
+                stop = self._renamed(pairs)
+            else:
+                stop = self._stop_reason(changed_tables(event.statement, event.database))
         else:
             stop = swap
         if stop is not None:
@@ -376,6 +387,44 @@ class ChangeAssembler:
             self._structure.altered(swap.database, swap.table)
         except SchemaChangeStopError as error:
             return str(error), _CANNOT_FOLLOW
+        return None
+
+    def _renamed(self, pairs: list[tuple[ChangedTable, ChangedTable]]) -> tuple[str, str] | None:
+        """RENAME TABLE (not an online schema change's cut-over). Flink CDC has no rename
+        event: the old name leaves the pipeline like a dropped table, and a new name the
+        patterns select is a table whose rows were never read under it: a restart bootstraps
+        it. None to go on."""
+        for old, new in pairs:
+            old_name = f"{old.database}.{old.table}"
+            new_name = f"{new.database}.{new.table}"
+            onboarded = self._router(old.database, old.table) is not None
+            if self._captures(new.database, new.table) and online_ddl_base(new.table) is None:
+                where = f"onboarded table {old_name}" if onboarded else old_name
+                fix = (
+                    "Start ingest again with scan.newly-added-table.enabled: true: it "
+                    f"bootstraps {new_name}, losing nothing"
+                )
+                if onboarded:
+                    fix += f"; the changelog of {old_name} keeps its history"
+                return (
+                    f"{where} was renamed to {new_name}, which 'tables' selects: its rows were "
+                    "never read under that name",
+                    fix,
+                )
+            if not onboarded:
+                continue
+            if self._structure.dropped(old.database, old.table):
+                return (
+                    f"onboarded table {old_name} was renamed to {new_name}, which 'tables' does "
+                    "not select: it leaves the pipeline",
+                    _CANNOT_FOLLOW,
+                )
+            logger.warning(
+                "%s was renamed to %s, which 'tables' does not select: it leaves the pipeline "
+                "like a dropped table; its changelog table keeps what it holds",
+                old_name,
+                new_name,
+            )
         return None
 
     def _stop_reason(self, changes: list[ChangedTable]) -> tuple[str, str] | None:

@@ -329,6 +329,71 @@ def test_a_followed_alter_goes_on_and_a_drop_stops_only_when_the_behavior_says(
         assert changes.boundary == at(220)
 
 
+def _follower_assembler(follower: Follower) -> ChangeAssembler:
+    return ChangeAssembler(
+        router=route,
+        captures=lambda database, table: database == "shop",
+        progress={},
+        start=START,
+        source="db:3306",
+        initial_watermark_ms=0,
+        structure=follower,
+    )
+
+
+@pytest.mark.parametrize(("stop_on_drop", "stops"), [(False, False), (True, True)])
+def test_a_table_renamed_out_of_the_selection_leaves_like_a_dropped_one(
+    stop_on_drop: bool, stops: bool
+) -> None:
+    changes = _follower_assembler(Follower(stop_on_drop))
+
+    changes.on_event(
+        StatementExecuted("shop", "RENAME TABLE orders TO archive.orders_2025", at(210), T0)
+    )
+
+    stopped = changes.stop_error()
+    assert (stopped is not None) is stops
+    if stopped is not None:
+        assert "onboarded table shop.orders was renamed to archive.orders_2025" in str(stopped)
+    else:
+        assert changes.boundary == at(210)
+
+
+def test_a_table_renamed_to_a_name_the_patterns_select_stops_for_a_bootstrap() -> None:
+    changes = _follower_assembler(Follower(stop_on_drop=False))
+
+    changes.on_event(StatementExecuted("shop", "RENAME TABLE orders TO orders_2025", at(210), T0))
+
+    assert str(changes.stop_error()) == (
+        "onboarded table shop.orders was renamed to shop.orders_2025, which 'tables' selects: "
+        "its rows were never read under that name at bin.000001:210: 'RENAME TABLE orders TO "
+        "orders_2025'. Ingest stopped before it, with everything earlier committed. Start "
+        "ingest again with scan.newly-added-table.enabled: true: it bootstraps "
+        "shop.orders_2025, losing nothing; the changelog of shop.orders keeps its history"
+    )
+
+
+def test_a_table_renamed_into_the_selection_stops_for_a_bootstrap_rather_than_go_unread() -> None:
+    changes = _follower_assembler(Follower(stop_on_drop=False))
+
+    changes.on_event(StatementExecuted("staging", "RENAME TABLE items TO shop.items", at(210), T0))
+
+    stopped = changes.stop_error()
+    assert stopped is not None
+    assert str(stopped).startswith(
+        "staging.items was renamed to shop.items, which 'tables' selects"
+    )
+
+
+def test_a_table_renamed_outside_the_selection_changes_nothing() -> None:
+    changes = _follower_assembler(Follower(stop_on_drop=True))
+
+    changes.on_event(StatementExecuted("staging", "RENAME TABLE a TO b", at(210), T0))
+
+    assert changes.stop_error() is None
+    assert changes.boundary == at(210)
+
+
 def test_ddl_on_other_tables_moves_the_boundary() -> None:
     changes = assembler()
 

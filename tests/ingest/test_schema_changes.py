@@ -264,6 +264,54 @@ def test_a_truncate_stops_ingest_with_the_fix(
     assert f"onboarded table {source_database}.orders was truncated" in str(stop.value)
 
 
+def test_a_table_renamed_out_of_the_selection_leaves_the_pipeline_and_ingest_goes_on(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        "RENAME TABLE orders TO orders_archive",
+        "INSERT INTO orders_archive VALUES (2, 'after the rename', 1)",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    assert [row["id"] for row in _changelog(catalog, namespace)[1]] == [1]
+
+
+def test_a_table_renamed_to_a_selected_name_stops_ingest_for_a_bootstrap(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner_from(
+        _pipeline_text(endpoints, source_database, namespace, "orders\\w*"), tmp_path, catalog
+    )
+    _execute(
+        orders, "INSERT INTO orders VALUES (1, 'kettle', 1)", "RENAME TABLE orders TO orders_2025"
+    )
+    end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+
+    with pytest.raises(SchemaChangeStopError) as stop:
+        runner.run(StopWhen(until_position=end, max_seconds=60))
+
+    assert (
+        f"onboarded table {source_database}.orders was renamed to {source_database}.orders_2025, "
+        "which 'tables' selects" in str(stop.value)
+    )
+    assert "scan.newly-added-table.enabled: true" in str(stop.value)
+    assert [row["id"] for row in _changelog(catalog, namespace)[1]] == [1]
+
+
 def _pipeline_text(
     endpoints: StackEndpoints, database: str, namespace: str, tables: str, source_options: str = ""
 ) -> str:
