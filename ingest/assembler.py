@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Literal, Protocol
 
 from ingest.binlog import (
@@ -51,7 +52,7 @@ from ingest.error_table import error_row, errors_sink
 from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
 from ingest.progress import TableProgress
 from ingest.schema import SourceTable
-from tidemark.contracts import MetadataColumn, Operation
+from tidemark.contracts import TRUNCATE_SCHEMA_VERSION, MetadataColumn, Operation
 from tidemark.source import BinlogPosition
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,17 @@ _RESTART_TO_ONBOARD = (
 )
 
 
+class Truncation(Enum):
+    """What a TRUNCATE of an onboarded table does to its changelog (``StructureChanges``)."""
+
+    #: a truncate marker row (``Operation.TRUNCATE``): the next merge empties the table's rows
+    MARK = "mark"
+    #: nothing: the lake keeps the rows (``truncate.table`` excluded, or behavior ``ignore``)
+    KEEP_ROWS = "keep rows"
+    #: ingest stops before it (behavior ``exception``)
+    STOP = "stop"
+
+
 class StructureChanges(Protocol):
     """Told about statements that change an onboarded table (``ingest.schema_tracker``)."""
 
@@ -78,6 +90,9 @@ class StructureChanges(Protocol):
     def created(self, database: str, table: str) -> bool:
         """CREATE TABLE of a table the patterns select: whether it is onboarded now."""
 
+    def truncated(self, database: str, table: str) -> Truncation:
+        """TRUNCATE TABLE of an onboarded table."""
+
 
 class _StopOnEveryChange:
     def altered(self, database: str, table: str) -> None:
@@ -85,6 +100,9 @@ class _StopOnEveryChange:
 
     def dropped(self, database: str, table: str) -> bool:
         return True
+
+    def truncated(self, database: str, table: str) -> Truncation:
+        return Truncation.STOP
 
     def created(self, database: str, table: str) -> bool:
         return False
@@ -350,12 +368,14 @@ class ChangeAssembler:
 
     def _on_statement(self, event: StatementExecuted) -> None:
         swap = self._online_swap(event)
+        truncated: list[ChangedTable] = []
         if swap is False:
             pairs = renamed_pairs(event.statement, event.database)
             if pairs:
                 stop = self._renamed(pairs)
             else:
-                stop = self._stop_reason(changed_tables(event.statement, event.database))
+                changes = changed_tables(event.statement, event.database)
+                stop = self._stop_reason(changes, truncated)
         else:
             stop = swap
         if stop is not None:
@@ -365,10 +385,37 @@ class ChangeAssembler:
                 f"stopped before it, with everything earlier committed. {fix}"
             )
             return
+        for table in truncated:
+            self._mark_truncated(table, event)
         if not any(self._transaction.values()):
             # DDL and other standalone statements are transactions of their own
             self._boundary = event.position
             self._reset_transaction()
+
+    def _mark_truncated(self, table: ChangedTable, event: StatementExecuted) -> None:
+        """A truncate marker for the table's sink, committed like a transaction of its own
+        (TRUNCATE commits implicitly); skipped when the sink already holds it."""
+        binding = self._router(table.database, table.table)
+        assert binding is not None
+        sink = binding.sink
+        if self._may_hold(sink) and self._already_held(sink):
+            return
+        marker: Row = {
+            MetadataColumn.EVENT_TIME: datetime.fromtimestamp(event.event_time_ms / 1000, UTC),
+            MetadataColumn.POSITION: str(event.position),
+            MetadataColumn.SOURCE_DATABASE: table.database,
+            MetadataColumn.SOURCE_TABLE: table.table,
+            MetadataColumn.SCHEMA_VERSION: TRUNCATE_SCHEMA_VERSION,
+            MetadataColumn.OPERATION: Operation.TRUNCATE.value,
+        }
+        self._pending.setdefault(sink, []).extend(self._ordered(sink, [marker]))
+        logger.warning(
+            "%s.%s was truncated at %s: its rows leave %s's mirror at the next merge",
+            table.database,
+            table.table,
+            event.position,
+            sink,
+        )
 
     def _online_swap(self, event: StatementExecuted) -> tuple[str, str] | None | Literal[False]:
         """The cut-over of gh-ost or pt-osc on an onboarded table: followed like an ALTER when
@@ -427,8 +474,11 @@ class ChangeAssembler:
             )
         return None
 
-    def _stop_reason(self, changes: list[ChangedTable]) -> tuple[str, str] | None:
-        """Why the statement stops ingest, and what the user should do; None to go on."""
+    def _stop_reason(
+        self, changes: list[ChangedTable], truncated: list[ChangedTable]
+    ) -> tuple[str, str] | None:
+        """Why the statement stops ingest, and what the user should do; None to go on.
+        Onboarded tables it truncates whose sink records truncations go to ``truncated``."""
         for change in changes:
             name = f"{change.database}.{change.table}"
             onboarded = self._router(change.database, change.table) is not None
@@ -458,11 +508,25 @@ class ChangeAssembler:
                     return f"onboarded table {name} was dropped", _CANNOT_FOLLOW
                 logger.warning("%s was dropped; its changelog table keeps what it holds", name)
             elif change.change is TableChange.TRUNCATE:
-                reason = (
-                    f"onboarded table {name} was truncated (its rows vanish without row "
-                    "events, which the changelog cannot show yet)"
-                )
-                return reason, _CANNOT_FOLLOW
+                truncation = self._structure.truncated(change.database, change.table)
+                if truncation is Truncation.STOP:
+                    return (
+                        f"onboarded table {name} was truncated and "
+                        "pipeline.schema.change.behavior is exception",
+                        "Set the behavior to try_evolve (or lenient with the sink's "
+                        "exclude.schema.changes listed) to empty the table's mirror rows, or "
+                        f"re-bootstrap {name}",
+                    )
+                if truncation is Truncation.MARK:
+                    truncated.append(change)
+                else:
+                    logger.warning(
+                        "%s was truncated; the lake keeps its rows because the sink leaves "
+                        "truncate.table out (lenient does unless the sink lists "
+                        "exclude.schema.changes): use try_evolve, or list the sink's "
+                        "exclusions, to follow truncations",
+                        name,
+                    )
             else:
                 return f"onboarded table {name} was renamed", _CANNOT_FOLLOW
         return None

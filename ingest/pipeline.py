@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 
-from ingest.assembler import Binding, ChangeAssembler
+from ingest.assembler import Binding, ChangeAssembler, Truncation
 from ingest.bootstrap import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap_display import BootstrapDisplay, ProgressDisplay
 from ingest.changelog import ChangelogTable, open_changelog
@@ -134,7 +134,7 @@ class LiveOnboarding:
         self._catalog = catalog
         self._locate = locate
         self._follower = StructureFollower(
-            onboarding.trackers, config.pipeline.schema_change_behavior
+            onboarding.trackers, config.pipeline.schema_change_behavior, config.sink.schema_changes
         )
 
     def altered(self, database: str, table: str) -> None:
@@ -142,6 +142,9 @@ class LiveOnboarding:
 
     def dropped(self, database: str, table: str) -> bool:
         return self._follower.dropped(database, table)
+
+    def truncated(self, database: str, table: str) -> Truncation:
+        return self._follower.truncated(database, table)
 
     def created(self, database: str, table: str) -> bool:
         source = self._config.source.connection()

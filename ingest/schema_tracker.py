@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
+from ingest.assembler import Truncation
 from ingest.changelog import ChangelogTable
 from ingest.errors import SchemaChangeStopError
 from ingest.evolution import diff, plan_evolution
@@ -224,9 +225,15 @@ class SchemaTracker:
 class StructureFollower:
     """The assembler's ``StructureChanges``: routes statements to the right tracker."""
 
-    def __init__(self, trackers: dict[str, SchemaTracker], behavior: SchemaChangeBehavior) -> None:
+    def __init__(
+        self,
+        trackers: dict[str, SchemaTracker],
+        behavior: SchemaChangeBehavior,
+        allowed: Collection[SchemaChangeType] = tuple(SchemaChangeType),
+    ) -> None:
         self._trackers = trackers
         self._behavior = behavior
+        self._allowed = allowed
 
     def altered(self, database: str, table: str) -> None:
         tracker = self._trackers.get(f"{database}.{table}")
@@ -235,6 +242,18 @@ class StructureFollower:
 
     def dropped(self, database: str, table: str) -> bool:
         return self._behavior is SchemaChangeBehavior.EXCEPTION
+
+    def truncated(self, database: str, table: str) -> Truncation:
+        """Flink CDC's meanings: ``exception`` stops, ``ignore`` and a sink that leaves
+        ``truncate.table`` out keep the rows, otherwise the truncation is applied."""
+        if self._behavior is SchemaChangeBehavior.EXCEPTION:
+            return Truncation.STOP
+        if (
+            self._behavior is SchemaChangeBehavior.IGNORE
+            or SchemaChangeType.TRUNCATE_TABLE not in self._allowed
+        ):
+            return Truncation.KEEP_ROWS
+        return Truncation.MARK
 
 
 def _carried_over(mapped: SourceTable, known: SourceTable) -> SourceTable:

@@ -7,6 +7,10 @@ SQL, and the latest change of each key (by ``_tm_order``) is merged:
 - ``_tm_op`` ``r``/``c``/``u`` whose row passes the filter: update or insert;
 - ``d``, or a row that no longer passes the filter: delete. With ``mirror.deletes: keep`` a
   deleted row stays, with ``_tm_deleted = true`` and the values it had when it was deleted.
+- ``t`` is a truncate marker: a key whose latest change came from the truncated source table
+  before the marker is deleted (flagged with ``mirror.deletes: keep``). The mirror does not
+  know which source table each row came from, so a range holding a marker is merged from the
+  start of the changelog, which keeps every change: the cost of one rebuild, for a rare event.
 
 The merge is idempotent for any ``low`` at or below what the mirror already holds: applying the
 latest image of a key twice gives the same row. The commit carries the ``MirrorKey`` stamps in
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.functions import expr
 
 from ingest.changelog import METADATA_NAMES
 from spark_jobs.changelog_range import SnapshotInfo
@@ -43,7 +48,16 @@ MERGE_ON_READ = {
 _STAMP_CONF = "spark.sql.iceberg.snapshot-property."
 # internal columns of the merge source; the transform's output may not use the prefix
 _OP, _ORDER, _PASSES, _RANK = "__tm_op", "__tm_order", "__tm_passes", "__tm_rank"
+_SOURCE_DB, _SOURCE_TABLE = "__tm_source_db", "__tm_source_table"
 _DELETE = Operation.DELETE.value
+_TRUNCATE = Operation.TRUNCATE.value
+
+
+@dataclass(frozen=True)
+class _Truncation:
+    database: str
+    table: str
+    order: int
 
 
 @dataclass(frozen=True)
@@ -126,17 +140,29 @@ def merge_range(
 ) -> MergeCounts:
     """Merge the changelog rows with ``low < _tm_order <= high`` into the mirror, stamped."""
     view = f"tm_latest_{uuid.uuid4().hex[:12]}"
-    changes = spark.table(spec.changelog).where(
+    changelog = spark.table(spec.changelog)
+    in_range = changelog.where(
         f"`{MetadataColumn.ORDER_KEY}` > {low} AND `{MetadataColumn.ORDER_KEY}` <= {high}"
     )
+    changes = in_range
+    truncations = _truncations(in_range)
+    if truncations:
+        logger.warning(
+            "Mirror %s: %s truncated; merging its changelog from the start up to order %d",
+            spec.mirror,
+            ", ".join(f"{t.database}.{t.table} (order {t.order})" for t in truncations),
+            high,
+        )
+        changes = changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}")
     projected = _project(spark, spec, changes)
     columns = _data_columns(spec, projected)
     _ensure_mirror(spark, spec, projected, columns)
-    latest = _latest(projected, spec.key).cache()
+    latest = _truncated(_latest(projected.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), truncations)
+    latest = latest.cache()
     try:
         latest.createOrReplaceTempView(view)
         keys = latest.count()
-        change_count = changes.count() if keys else 0
+        change_count = in_range.count() if keys else 0
         before = _current_snapshot(spark, spec.mirror)
         with _stamped(spark, stamps):
             spark.sql(_merge_statement(spec, view, columns))
@@ -152,6 +178,25 @@ def merge_range(
     return MergeCounts(change_count, keys, after)
 
 
+def _truncations(changes: DataFrame) -> list[_Truncation]:
+    markers = changes.where(f"`{MetadataColumn.OPERATION}` = '{_TRUNCATE}'").select(
+        MetadataColumn.SOURCE_DATABASE, MetadataColumn.SOURCE_TABLE, MetadataColumn.ORDER_KEY
+    )
+    return [_Truncation(*row) for row in markers.collect()]
+
+
+def _truncated(latest: DataFrame, truncations: Sequence[_Truncation]) -> DataFrame:
+    """Latest changes that a later truncate of their source table removed become deletes."""
+    if not truncations:
+        return latest
+    removed = " OR ".join(
+        f"({_SOURCE_DB} = '{_escape(t.database)}' AND {_SOURCE_TABLE} = '{_escape(t.table)}' "
+        f"AND {_ORDER} < {t.order})"
+        for t in truncations
+    )
+    return latest.withColumn(_OP, expr(f"CASE WHEN {removed} THEN '{_DELETE}' ELSE {_OP} END"))
+
+
 def _project(spark: SparkSession, spec: MirrorSpec, changes: DataFrame) -> DataFrame:
     source = f"tm_changes_{uuid.uuid4().hex[:12]}"
     changes.createOrReplaceTempView(source)
@@ -160,7 +205,9 @@ def _project(spark: SparkSession, spec: MirrorSpec, changes: DataFrame) -> DataF
     try:
         return spark.sql(
             f"SELECT {projection}, `{MetadataColumn.OPERATION}` AS {_OP}, "
-            f"`{MetadataColumn.ORDER_KEY}` AS {_ORDER}, {passes} AS {_PASSES} FROM {source}"
+            f"`{MetadataColumn.ORDER_KEY}` AS {_ORDER}, {passes} AS {_PASSES}, "
+            f"`{MetadataColumn.SOURCE_DATABASE}` AS {_SOURCE_DB}, "
+            f"`{MetadataColumn.SOURCE_TABLE}` AS {_SOURCE_TABLE} FROM {source}"
         )
     except AnalysisException as error:
         raise ConfigError(

@@ -47,6 +47,15 @@ class Operation(StrEnum):
     INSERT = "c"
     UPDATE = "u"
     DELETE = "d"
+    #: a marker, not a row: the source table named in the row's ``_tm_source_db`` and
+    #: ``_tm_source_table`` was truncated here. Its data columns are NULL and its schema version
+    #: is ``TRUNCATE_SCHEMA_VERSION``; a merge removes every key whose latest change before it
+    #: came from that source table.
+    TRUNCATE = "t"
+
+
+#: the ``_tm_schema_version`` of a truncate marker, which carries no row image
+TRUNCATE_SCHEMA_VERSION = 0
 
 
 class MetadataColumn(StrEnum):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.assembler import Binding, ChangeAssembler
+from ingest.assembler import Binding, ChangeAssembler, Truncation
 from ingest.binlog import (
     BinlogEvent,
     RowsChanged,
@@ -74,7 +74,7 @@ def feed(assembler: ChangeAssembler, events: list[BinlogEvent]) -> list[int]:
 
 
 def keys(rows: list[dict[str, object]]) -> list[tuple[object, object, object]]:
-    return [(r[MetadataColumn.OPERATION], r["id"], r[MetadataColumn.ORDER_KEY]) for r in rows]
+    return [(r[MetadataColumn.OPERATION], r.get("id"), r[MetadataColumn.ORDER_KEY]) for r in rows]
 
 
 def test_rows_wait_for_their_transaction_to_commit() -> None:
@@ -303,6 +303,82 @@ class Follower:
 
     def created(self, database: str, table: str) -> bool:
         return False
+
+    def truncated(self, database: str, table: str) -> Truncation:
+        return self.truncation
+
+    truncation = Truncation.MARK
+
+
+def truncating(truncation: Truncation, **progress: TableProgress) -> ChangeAssembler:
+    follower = Follower(stop_on_drop=False)
+    follower.truncation = truncation
+    return ChangeAssembler(
+        router=route,
+        captures=lambda database, table: database == "shop",
+        progress={f"lake.{name}": p for name, p in progress.items()},
+        start=START,
+        source="db:3306",
+        initial_watermark_ms=0,
+        structure=follower,
+    )
+
+
+def test_a_truncate_becomes_a_marker_after_the_rows_it_empties() -> None:
+    changes = truncating(Truncation.MARK)
+    feed(changes, transaction(200, (1, "kettle"), (2, "teapot")))
+
+    changes.on_event(TransactionStarted("0-1-30", at(300)))
+    changes.on_event(StatementExecuted("shop", "TRUNCATE TABLE orders", at(310), T0 + 2000))
+    flush = changes.flush()
+
+    (orders,) = flush.tables
+    assert keys(orders.rows) == [("c", 1, 1), ("c", 2, 2), ("t", None, 3)]
+    marker = orders.rows[-1]
+    assert marker[MetadataColumn.SOURCE_DATABASE] == "shop"
+    assert marker[MetadataColumn.SOURCE_TABLE] == "orders"
+    assert marker[MetadataColumn.POSITION] == str(at(310))
+    assert orders.progress.position == at(310)
+    assert changes.stop_error() is None
+
+
+def test_a_truncate_already_committed_is_not_marked_again_on_resume() -> None:
+    committed = TableProgress(position=at(310), watermark_ms=T0, last_order=3, source="db:3306")
+    changes = truncating(Truncation.MARK, orders=committed)
+
+    changes.on_event(TransactionStarted("0-1-30", at(300)))
+    changes.on_event(StatementExecuted("shop", "TRUNCATE TABLE orders", at(310), T0))
+    changes.on_event(TransactionStarted("0-1-31", at(320)))
+    changes.on_event(StatementExecuted("shop", "TRUNCATE TABLE orders", at(330), T0))
+
+    (orders,) = changes.flush().tables
+    assert keys(orders.rows) == [("t", None, 4)]  # only the second, with the next order
+
+
+@pytest.mark.parametrize(
+    ("truncation", "stops", "marked"),
+    [(Truncation.STOP, True, False), (Truncation.KEEP_ROWS, False, False)],
+)
+def test_a_truncate_stops_or_is_left_out_as_the_sink_says(
+    truncation: Truncation, stops: bool, marked: bool
+) -> None:
+    changes = truncating(truncation)
+
+    changes.on_event(StatementExecuted("shop", "TRUNCATE orders", at(310), T0))
+
+    assert (changes.stop_error() is not None) is stops
+    assert (changes.pending_rows > 0) is marked
+    if stops:
+        assert "try_evolve" in str(changes.stop_error())
+
+
+def test_a_truncate_of_a_table_not_onboarded_is_nobodys_business() -> None:
+    changes = truncating(Truncation.STOP)
+
+    changes.on_event(StatementExecuted("shop", "TRUNCATE TABLE audit_log", at(310), T0))
+
+    assert changes.stop_error() is None
+    assert changes.boundary == at(310)
 
 
 @pytest.mark.parametrize(("stop_on_drop", "stops"), [(False, False), (True, True)])

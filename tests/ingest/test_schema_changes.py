@@ -246,7 +246,53 @@ def test_ignored_changes_leave_the_changelog_as_it_was(
     assert _data(rows, "id", "item") == [(2, "teapot")]
 
 
-def test_a_truncate_stops_ingest_with_the_fix(
+@pytest.mark.parametrize(
+    ("behavior", "sink_options", "kept"),
+    [
+        ("lenient", "", [(1, "c"), (2, "c")]),  # lenient leaves truncate.table out by default
+        # any exclusion list takes the place of lenient's default one
+        ("lenient", "  exclude.schema.changes: [drop.table]\n", [(1, "c"), (None, "t"), (2, "c")]),
+        ("try_evolve", "", [(1, "c"), (None, "t"), (2, "c")]),
+        ("ignore", "", [(1, "c"), (2, "c")]),
+    ],
+)
+def test_a_truncate_is_marked_in_the_changelog_when_the_sink_takes_it(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+    behavior: str,
+    sink_options: str,
+    kept: list[tuple[object, str]],
+) -> None:
+    runner = _runner(
+        tmp_path,
+        endpoints,
+        source_database,
+        namespace,
+        catalog,
+        behavior=behavior,
+        sink_options=sink_options,
+    )
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        "TRUNCATE TABLE orders",
+        "INSERT INTO orders VALUES (2, 'after', 1)",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    rows = _changelog(catalog, namespace)[1]
+    assert _data(rows, "id", "_tm_op") == kept
+    for marker in (row for row in rows if row["_tm_op"] == "t"):
+        assert (marker["_tm_source_db"], marker["_tm_source_table"]) == (source_database, "orders")
+        assert marker["item"] is None
+
+
+def test_a_truncate_stops_ingest_under_exception(
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -254,7 +300,7 @@ def test_a_truncate_stops_ingest_with_the_fix(
     orders: Connection,
     tmp_path: Path,
 ) -> None:
-    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog, behavior="exception")
     _execute(orders, "INSERT INTO orders VALUES (1, 'kettle', 1)", "TRUNCATE TABLE orders")
     end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
 

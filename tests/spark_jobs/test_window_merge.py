@@ -254,3 +254,64 @@ def test_the_mirror_follows_columns_the_source_added_and_widened(
     assert [tuple(row) for row in rows] == [(1, 101, None), (5_000_000_000, 102, "after")]
     types = {f.name: f.dataType.simpleString() for f in spark.table(mirror).schema.fields}
     assert (types["id"], types["note"]) == ("bigint", "string")
+
+
+@pytest.mark.parametrize("keep_deletes", [False, True], ids=["deletes-applied", "deletes-kept"])
+def test_a_truncated_shard_leaves_the_mirror_and_the_other_shard_stays(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+    keep_deletes: bool,
+) -> None:
+    server_id = SERVER_ID + 20 + keep_deletes
+    create_shards(admin_connection, 2)
+    config = orders_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        namespace=namespace,
+        server_id=server_id,
+        top_level="  schema.change.behavior: try_evolve",  # lenient leaves truncate.table out
+        table_options="      mirror:\n        deletes: keep\n" if keep_deletes else "",
+    )
+    jobs = WindowJobs(config, plan_from_source(config), spark)
+    ingest_to_end(config, catalog, endpoints, server_id)
+    execute(
+        admin_connection,
+        "INSERT INTO orders_0 VALUES (1, 101, 'new', 10.00, NOW()), (2, 102, 'new', 20.00, NOW())",
+        "INSERT INTO orders_1 VALUES (1, 201, 'new', 30.00, NOW())",
+    )
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, server_id)
+    first = Window.ending_at(
+        changelog_watermark(catalog, f"{namespace}.orders_changelog"), timedelta(minutes=5)
+    )
+    jobs.merge_mirror(f"{namespace}.orders", first)
+    execute(
+        admin_connection,
+        "UPDATE orders_0 SET status = 'paid' WHERE order_no = 102",
+        "TRUNCATE TABLE orders_0",
+        "INSERT INTO orders_0 VALUES (3, 103, 'after', 40.00, NOW())",
+        "UPDATE orders_1 SET status = 'paid' WHERE order_no = 201",
+    )
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, server_id)
+    second = Window(first.end, changelog_watermark(catalog, f"{namespace}.orders_changelog"))
+
+    outcome = jobs.merge_mirror(f"{namespace}.orders", second)
+
+    mirror = f"tidemark.{namespace}.orders"
+    live = "WHERE NOT _tm_deleted" if keep_deletes else ""
+    rows = spark.sql(
+        f"SELECT order_no, status, amount FROM {mirror} {live} ORDER BY order_no"
+    ).collect()
+    assert [tuple(row) for row in rows] == source_rows(admin_connection, BOTH_SHARDS)
+    assert [row[0] for row in rows] == [103, 201]
+    if keep_deletes:
+        gone = spark.sql(f"SELECT order_no, status FROM {mirror} WHERE _tm_deleted ORDER BY 1")
+        assert [tuple(row) for row in gone.collect()] == [(101, "new"), (102, "paid")]
+    assert outcome.changes == 4  # three rows and the truncate marker
