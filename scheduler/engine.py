@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 Submit = Callable[[Callable[[], None]], None]
+#: the pipeline's schedule planned again from its source, as at start-up
+Replan = Callable[[], PipelineSchedule]
 
 #: the longest error text kept in the state store (a Spark error can carry a page of trace)
 MAX_ERROR_CHARS = 2_000
@@ -60,6 +62,8 @@ class EngineSettings:
     max_reports_per_tick: int = 5_000
     #: how long one poll of Kafka may wait for reports
     poll_timeout_seconds: float = 0.2
+    #: after a failed replan, how long before a report of an unknown table asks again
+    replan_retry: timedelta = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -89,8 +93,12 @@ class WindowEngine:
         settings: EngineSettings = EngineSettings(),  # noqa: B008 - frozen
         on_finished: Callable[[], None] = lambda: None,
         metrics: Metrics | None = None,
+        replan: Replan | None = None,
     ) -> None:
         self._schedule = schedule
+        self._replan = replan
+        #: report tables not (yet) ours -> when a report of one may ask for a replan again
+        self._unknown: dict[str, datetime] = {}
         self._store = store
         self._reports = reports
         self._executor = executor
@@ -179,6 +187,7 @@ class WindowEngine:
             if not batch.offsets:
                 break
             read += len(batch)
+            ours = self._adopt_new_tables(batch.reports) or ours
             # reports of other pipelines' tables share the topic; their offsets are ours too
             mine = [r for r in batch.reports if r.table in ours]
             new += self._store.record_reports(mine, self._clock())
@@ -187,6 +196,46 @@ class WindowEngine:
         if new:
             logger.debug("Recorded %d new commit report(s) of %d read", new, read)
         return new
+
+    def _adopt_new_tables(self, reports: Sequence[CommitReport]) -> dict[str, str] | None:
+        """A report of a table the schedule does not know may come from a table ingest
+        onboarded while running (created in the source): plan the pipeline again and schedule
+        what it adds. Tables the new plan does not have belong to other pipelines sharing the
+        topic and are not asked about again. The new ``sink_of``, or None if unchanged."""
+        if self._replan is None:
+            return None
+        now = self._clock()
+        known = self._schedule.sink_of
+        unknown = {
+            r.table
+            for r in reports
+            if r.table not in known and self._unknown.get(r.table, now) <= now
+        }
+        if not unknown:
+            return None
+        try:
+            schedule = self._schedule.extended_by(self._replan())
+        except Exception:  # the source or a config check: the next report asks again
+            logger.exception(
+                "Pipeline %s: could not plan again for the report(s) of %s; asking again in %s",
+                self.pipeline,
+                ", ".join(sorted(unknown)),
+                self._settings.replan_retry,
+            )
+            self._unknown.update((table, now + self._settings.replan_retry) for table in unknown)
+            return None
+        added = sorted(set(schedule.changelogs) - set(self._schedule.changelogs))
+        self._unknown.update((table, datetime.max.replace(tzinfo=now.tzinfo)) for table in unknown)
+        if not added:
+            return None
+        self._specs = {spec.task: spec for spec in schedule.tasks}
+        self._schedule = schedule
+        logger.warning(
+            "Pipeline %s now schedules %s, onboarded by ingest while running",
+            self.pipeline,
+            ", ".join(added),
+        )
+        return schedule.sink_of
 
     def _note_late_rows(self, reports: list[CommitReport]) -> None:
         """Count late changes (ingest's ``late_rows``: committed before a watermark already

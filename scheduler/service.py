@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from scheduler.engine import Clock, EngineSettings, WindowEngine
+from scheduler.engine import Clock, EngineSettings, Replan, WindowEngine
 from scheduler.executor import WindowExecutor
 from scheduler.metrics import Metrics, serve
 from scheduler.reports_consumer import ConsumerSettings, ReportsConsumer
@@ -169,6 +169,8 @@ class PipelineRun:
 
     schedule: PipelineSchedule
     reports: ConsumerSettings
+    #: the schedule planned again from the source: tables ingest onboards while running join
+    replan: Replan | None = None
 
 
 def run(
@@ -213,6 +215,7 @@ def run(
                     settings=engine_settings,
                     on_finished=service.wake,
                     metrics=metrics,
+                    replan=pipeline.replan,
                 )
             )
         if metrics_port is not None:

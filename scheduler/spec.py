@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from scheduler.gate import TaskSpec, job_task, mirror_task
@@ -32,6 +32,19 @@ class PipelineSchedule:
     def sink_of(self) -> dict[str, str]:
         """changelog table -> sink table."""
         return {changelog: sink for sink, changelog in self.changelogs.items()}
+
+    def extended_by(self, newer: PipelineSchedule) -> PipelineSchedule:
+        """This schedule and the sink tables and tasks ``newer`` (a plan made while running)
+        adds: tables only join a running schedule; one dropped since keeps its tasks."""
+        known = {spec.task for spec in self.tasks}
+        added = tuple(spec for spec in newer.tasks if spec.task not in known)
+        extended = replace(
+            self,
+            changelogs={**newer.changelogs, **self.changelogs},
+            tasks=(*self.tasks, *added),
+        )
+        extended._check()
+        return extended
 
     @classmethod
     def build(

@@ -33,28 +33,45 @@ class SparkWindowExecutor:
                 "share one Spark application here: schedule them in separate processes"
             )
         self._session = session
-        self._plans: list[tuple[PipelineConfig, Plan]] = []
-        self._mirrors: dict[str, int] = {}
-        self._jobs: dict[str, int] = {}
-        self._sinks: dict[str, SinkTable] = {}
-        for index, config in enumerate(configs):
-            plan = plan_from_source(config)
-            self._plans.append((config, plan))
-            for sink in plan.sinks:
-                self._sinks[sink.name] = sink
-                if sink.mirror is not None:
-                    _claim(self._mirrors, sink.name, index, "sink table")
-            for job in config.tidemark.jobs:
-                _claim(self._jobs, job.name, index, "job")
+        self._configs = tuple(configs)
+        self._planning = threading.Lock()
         self._local = threading.local()
+        self._plan()
+
+    def _plan(self) -> None:
+        """Plan every pipeline against its source; a new generation of per-thread jobs."""
+        plans: list[tuple[PipelineConfig, Plan]] = []
+        mirrors: dict[str, int] = {}
+        jobs: dict[str, int] = {}
+        sinks: dict[str, SinkTable] = {}
+        for index, config in enumerate(self._configs):
+            plan = plan_from_source(config)
+            plans.append((config, plan))
+            for sink in plan.sinks:
+                sinks[sink.name] = sink
+                if sink.mirror is not None:
+                    _claim(mirrors, sink.name, index, "sink table")
+            for job in config.tidemark.jobs:
+                _claim(jobs, job.name, index, "job")
+        self._plans, self._mirrors, self._jobs, self._sinks = plans, mirrors, jobs, sinks
+        self._generation = getattr(self, "_generation", 0) + 1
 
     def merge_mirror(
         self, sink_table: str, window: Window, up_to_order: int | None
     ) -> MergeOutcome:
+        self._know(sink_table)
         # the scheduler never runs two windows that touch one mirror at once (docs/scheduler.md)
         return self._window_jobs()[self._mirrors[sink_table]].merge_mirror(
             sink_table, window, up_to_order
         )
+
+    def _know(self, sink_table: str) -> None:
+        """Plan again for a sink table ingest onboarded while running, which the scheduler
+        has adopted since this executor planned."""
+        if sink_table not in self._sinks:
+            with self._planning:
+                if sink_table not in self._sinks:
+                    self._plan()
 
     def run_job(self, job_name: str, window: Window) -> JobOutcome:
         return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window)
@@ -62,6 +79,7 @@ class SparkWindowExecutor:
     def maintain(self, sink_table: str) -> list[TableResult]:
         catalog = self._plans[0][0].tidemark.catalog_name  # one catalog name, checked above
         maintainer = TableMaintainer(self._thread_session(), catalog)
+        self._know(sink_table)
         results = maintainer.maintain(self._sinks[sink_table])
         failed = [result for result in results if result.error is not None]
         if failed:
@@ -74,10 +92,11 @@ class SparkWindowExecutor:
     def _window_jobs(self) -> list[WindowJobs]:
         """This thread's ``WindowJobs``, one per pipeline, on this thread's session."""
         jobs: list[WindowJobs] | None = getattr(self._local, "jobs", None)
-        if jobs is None:
+        if jobs is None or getattr(self._local, "generation", None) != self._generation:
             session = self._thread_session()
             jobs = [WindowJobs(config, plan, session) for config, plan in self._plans]
             self._local.jobs = jobs
+            self._local.generation = self._generation
         return jobs
 
     def _thread_session(self) -> SparkSession:

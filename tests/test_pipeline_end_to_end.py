@@ -1,7 +1,8 @@
 """The whole pipeline on the real services, as ``tidemark run`` runs it: ingest bootstraps and
 streams, publishing commit reports to Kafka; the scheduler fires one-minute windows from them;
-Spark merges the mirror; ``tidemark status`` shows the windows and ``tidemark verify`` finds the
-mirror equal to MariaDB."""
+Spark merges the mirror; a table created meanwhile is onboarded and gets a mirror of its own
+without a restart; ``tidemark status`` shows the windows and ``tidemark verify`` finds the
+mirrors equal to MariaDB."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
         local_pipeline(
             endpoints,
             database=source_database,
-            tables="orders",
+            tables="orders\\w*",
             namespace=namespace,
             server_id=SERVER_ID,
             startup="initial",
@@ -104,6 +105,10 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
             cursor.execute("UPDATE orders SET qty = 2 WHERE id <= 100")
             cursor.execute("DELETE FROM orders WHERE id > 250")
             cursor.execute("INSERT INTO orders VALUES (1000, 'late', 7)")
+            # a table born while running: ingest onboards it, the scheduler adopts it
+            cursor.execute("CREATE TABLE orders_refunds (id INT PRIMARY KEY, amount INT)")
+            cursor.execute("INSERT INTO orders_refunds VALUES (1, 5), (2, 7)")
+            cursor.execute("UPDATE orders_refunds SET amount = 6 WHERE id = 1")
             cursor.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)")
             row = cursor.fetchone()
             assert row is not None
@@ -111,7 +116,10 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
 
         def covered() -> bool:
             assert run.poll() is None, log.read_text()
-            return _mirror_window_end(catalog, f"{namespace}.orders") > changed_ms
+            return all(
+                _mirror_window_end(catalog, f"{namespace}.{table}") > changed_ms
+                for table in ("orders", "orders_refunds")
+            )
 
         def maintained() -> bool:  # every minute, between the windows
             assert run.poll() is None, log.read_text()
@@ -127,4 +135,5 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     assert main(["status", str(path)]) == 0
     status = capsys.readouterr().out
     assert f"mirror:{namespace}.orders" in status
+    assert f"mirror:{namespace}.orders_refunds" in status
     assert main(["verify", str(path)]) == 0

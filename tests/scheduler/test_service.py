@@ -22,6 +22,7 @@ from scheduler.engine import EngineSettings, WindowEngine
 from scheduler.gate import RunState, job_task, mirror_task
 from scheduler.reports_consumer import ReportBatch, ReportsConsumer
 from scheduler.service import PipelineRun, ServiceSettings, run
+from scheduler.spec import PipelineSchedule
 from scheduler.state import PipelineLockedError, StateMissingError, StateSettings, StateStore
 from scheduler.status import TaskCondition, describe
 from tests.scheduler.harness import (
@@ -33,6 +34,7 @@ from tests.scheduler.harness import (
     dumps_state,
     publish,
     report,
+    sink,
     two_table_schedule,
 )
 from tidemark.contracts import CommitReport
@@ -623,3 +625,40 @@ def test_a_second_scheduler_of_the_same_pipeline_is_refused(
         run([schedule], store, executor, max_seconds=DEADLINE)
     with store.pipeline_lock(unique_name):  # released with its holder
         pass
+
+
+def test_a_table_onboarded_while_running_is_scheduled_from_its_first_reports(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    started_with = PipelineSchedule.build(unique_name, [sink(ORDERS)])
+    plans: list[str] = []
+
+    def replan() -> PipelineSchedule:
+        plans.append("planned")  # the source now has shop.users too
+        return PipelineSchedule.build(unique_name, [sink(ORDERS), sink(USERS)])
+
+    engine = WindowEngine(
+        started_with, store, consumer, executor, clock=Clock(at("10:20")), replan=replan
+    )
+    other_pipeline = [report("other.events", n, "10:09", 3) for n in (1, 2)]
+    publish(servers, reports_topic, [*REPORTS, *other_pipeline])
+
+    tick_until(
+        engine,
+        lambda: (
+            {(c.task, c.window_end.strftime("%H:%M")) for c in executor.calls()}
+            >= {("mirror:shop.users", "10:05"), ("mirror:shop.users", "10:10")}
+        ),
+    )
+
+    assert store.report_count("shop.users_changelog") == 3  # none lost to the replan
+    assert store.report_count("other.events_changelog") == 0
+    assert len(plans) <= 2  # users (and other.events, if alone in a batch); then never again
+    engine.tick()
+    assert len(plans) <= 2

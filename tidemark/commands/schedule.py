@@ -100,10 +100,15 @@ def pipeline_run(config: PipelineConfig) -> PipelineRun:
             "the commit reports ingest publishes there (add tidemark.reports with "
             "kafka.bootstrap.servers)"
         )
-    plan = build_plan(config, read_tables(config.source.connection(), config.source.captures))
-    schedule = PipelineSchedule.from_config(config, plan.sinks)
+
+    def planned() -> PipelineSchedule:
+        source = config.source
+        plan = build_plan(config, read_tables(source.connection(), source.captures))
+        return PipelineSchedule.from_config(config, plan.sinks)
+
+    schedule = planned()
     reports = ConsumerSettings.from_reports(config.tidemark.reports, schedule.pipeline)
-    return PipelineRun(schedule, reports)
+    return PipelineRun(schedule, reports, replan=planned)
 
 
 def _spark_executor(configs: Sequence[PipelineConfig], args: argparse.Namespace) -> WindowExecutor:
