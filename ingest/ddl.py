@@ -122,3 +122,56 @@ def online_swap(statement: str, default_database: str) -> ChangedTable | None:
         if match and match.group("kind") in _SWAPPED_IN and match.group("base") == new.table:
             return ChangedTable(TableChange.ALTER, new.database, new.table)
     return None
+
+
+_ALTER_BODY = re.compile(
+    rf"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE(?:\s+IF\s+EXISTS)?\s+{_QUALIFIED}\s+(?P<body>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_RENAME_COLUMN = re.compile(
+    rf"^RENAME\s+COLUMN\s+(?:IF\s+EXISTS\s+)?(?P<old>{_NAME})\s+TO\s+(?P<new>{_NAME})\s*$",
+    re.IGNORECASE,
+)
+_CHANGE_COLUMN = re.compile(
+    rf"^CHANGE\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?(?P<old>{_NAME})\s+(?P<new>{_NAME})\s",
+    re.IGNORECASE,
+)
+
+
+def renamed_columns(statement: str) -> dict[str, str]:
+    """old name -> new name of each column an ALTER TABLE renames (``RENAME COLUMN a TO b``,
+    ``CHANGE [COLUMN] a b <definition>``); empty for other statements. Row images show a rename
+    only as a column gone and one new, so this is what tells the two apart."""
+    text = _COMMENTS.sub(" ", statement).strip()
+    alter = _ALTER_BODY.match(text)
+    if not alter:
+        return {}
+    renamed = {}
+    for clause in _top_level_clauses(alter.group("body")):
+        match = _RENAME_COLUMN.match(clause) or _CHANGE_COLUMN.match(clause + " ")
+        if match:
+            old, new = _unquote(match.group("old")), _unquote(match.group("new"))
+            if old.lower() != new.lower():
+                renamed[old] = new
+    return renamed
+
+
+def _top_level_clauses(body: str) -> list[str]:
+    """The comma-separated clauses of an ALTER TABLE, commas inside parentheses, quotes and
+    backticks left alone (``DECIMAL(10, 2)``, ``DEFAULT 'a,b'``)."""
+    clauses, depth, quote, start = [], 0, "", 0
+    for index, char in enumerate(body):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"`":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            clauses.append(body[start:index].strip())
+            start = index + 1
+    clauses.append(body[start:].strip())
+    return [clause for clause in clauses if clause]

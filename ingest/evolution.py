@@ -10,8 +10,10 @@
   dropped columns stay, NULL from then on; a renamed column is a new column (the old one stays);
   a type change is applied where Iceberg allows it (int -> long, float -> double, decimal
   precision up); anything else stops ingest with the fix. The changelog keeps its history, so
-  no behaviour drops or renames a column there; ``evolve`` differs only in what the window merge
-  may do to the mirror.
+  no behaviour drops or renames a column there; ``evolve`` and ``try_evolve`` differ only in
+  what the window merge does to the mirror (``spark_jobs.mirror_columns``). Renames are told
+  from a drop and an add by the ALTER statement (``ingest.ddl.renamed_columns``) and recorded in
+  the schema history.
 
 A change type the sink excludes is treated as under ``ignore``.
 """

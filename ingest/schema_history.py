@@ -28,6 +28,8 @@ class SchemaVersion:
     #: the binlog position where ingest first met this structure
     since: str
     table: SourceTable
+    #: (new name, old name) of each column this version renamed (``ALTER ... RENAME COLUMN``)
+    renamed_from: tuple[tuple[str, str], ...] = ()
 
     @property
     def column_names(self) -> frozenset[str]:
@@ -43,7 +45,12 @@ def read_versions(properties: Mapping[str, str], table_id: str) -> list[SchemaVe
     if text is None:
         return []
     return [
-        SchemaVersion(int(entry["version"]), str(entry["since"]), _table(entry["table"]))
+        SchemaVersion(
+            int(entry["version"]),
+            str(entry["since"]),
+            _table(entry["table"]),
+            tuple((str(new), str(old)) for new, old in entry.get("renamed_from", ())),
+        )
         for entry in json.loads(text)["versions"]
     ]
 
@@ -51,7 +58,17 @@ def read_versions(properties: Mapping[str, str], table_id: str) -> list[SchemaVe
 def versions_property(table_id: str, versions: list[SchemaVersion]) -> dict[str, str]:
     document = {
         "versions": [
-            {"version": v.version, "since": v.since, "table": asdict(v.table)} for v in versions
+            {
+                "version": v.version,
+                "since": v.since,
+                "table": asdict(v.table),
+                **(
+                    {"renamed_from": [list(pair) for pair in v.renamed_from]}
+                    if v.renamed_from
+                    else {}
+                ),
+            }
+            for v in versions
         ]
     }
     return {property_name(table_id): json.dumps(document, separators=(",", ":"))}

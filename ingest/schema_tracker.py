@@ -12,13 +12,13 @@ nothing is decoded with a guessed structure.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from ingest.assembler import Truncation
 from ingest.changelog import ChangelogTable
 from ingest.errors import SchemaChangeStopError
-from ingest.evolution import diff, plan_evolution
+from ingest.evolution import SchemaDiff, diff, plan_evolution
 from ingest.schema import SourceTable, read_source_tables
 from ingest.schema_history import (
     PROPERTY_PREFIX,
@@ -65,6 +65,8 @@ class SchemaTracker:
         #: tables altered since their last row: their next table map is compared by type
         self._retype_check: set[str] = set()
         self._converters: dict[tuple[str, int], Converter] = {}
+        #: columns renamed by ALTERs whose new structure has not been recorded yet, per table
+        self._renames: dict[str, dict[str, str]] = {}
 
     def start(self, table: SourceTable, since: str) -> None:
         """Take the table's structure at start-up: the first version, or a change made while
@@ -95,10 +97,32 @@ class SchemaTracker:
     def latest(self, table_id: str) -> SchemaVersion:
         return self._versions[table_id][-1]
 
-    def altered(self, table_id: str) -> None:
+    def altered(self, table_id: str, renamed: Mapping[str, str]) -> None:
         """An ALTER TABLE went by. A change of column names shows in the next row images; a
-        change of types alone does not, so the next row's table map is compared by type."""
+        change of types alone does not, so the next row's table map is compared by type.
+        ``renamed`` (old -> new) tells which new column is an old one renamed."""
         self._retype_check.add(table_id)
+        if renamed and not self._rename_recorded(table_id, renamed):
+            self._renames.setdefault(table_id, {}).update(renamed)
+
+    def _rename_recorded(self, table_id: str, renamed: Mapping[str, str]) -> bool:
+        """When ingest started after the ALTER, its structure was recorded at start-up, before
+        the statement was read: the renames are added to that version. False if the latest
+        version is not the one the statement made (its rows come next)."""
+        versions = self._versions.get(table_id, [])
+        if len(versions) < 2 or versions[-1].renamed_from:
+            return False
+        before, after = (
+            arrow_schema(v.table, tinyint1_as_boolean=self._options.tinyint1_as_boolean)
+            for v in versions[-2:]
+        )
+        found = _renamed_from(diff(before, after), renamed)
+        if not found:
+            return False
+        versions[-1] = replace(versions[-1], renamed_from=found)
+        self._changelog.evolve((), (), versions_property(table_id, versions))
+        logger.info("%s: version %d renamed %s", table_id, versions[-1].version, found)
+        return True
 
     # --- internals -----------------------------------------------------------------------
 
@@ -178,7 +202,12 @@ class SchemaTracker:
         )
         if plan.refusal is not None:
             raise SchemaChangeStopError(plan.refusal)
-        version = SchemaVersion(len(versions) + 1, since, table)
+        version = SchemaVersion(
+            len(versions) + 1,
+            since,
+            table,
+            _renamed_from(change, self._renames.pop(table.table_id, {})),
+        )
         self._changelog.evolve(
             plan.add, plan.widen, versions_property(table.table_id, [*versions, version])
         )
@@ -235,10 +264,10 @@ class StructureFollower:
         self._behavior = behavior
         self._allowed = allowed
 
-    def altered(self, database: str, table: str) -> None:
+    def altered(self, database: str, table: str, renamed: Mapping[str, str]) -> None:
         tracker = self._trackers.get(f"{database}.{table}")
         if tracker is not None:
-            tracker.altered(f"{database}.{table}")
+            tracker.altered(f"{database}.{table}", renamed)
 
     def dropped(self, database: str, table: str) -> bool:
         return self._behavior is SchemaChangeBehavior.EXCEPTION
@@ -254,6 +283,18 @@ class StructureFollower:
         ):
             return Truncation.KEEP_ROWS
         return Truncation.MARK
+
+
+def _renamed_from(change: SchemaDiff, renamed: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """(new, old) of each column ``renamed`` (old -> new) whose rename the diff shows: the old
+    name gone, the new one added."""
+    dropped = {name.lower(): name for name in change.dropped}
+    added = {field.name.lower(): field.name for field in change.added}
+    return tuple(
+        (added[new.lower()], dropped[old.lower()])
+        for old, new in renamed.items()
+        if old.lower() in dropped and new.lower() in added
+    )
 
 
 def _carried_over(mapped: SourceTable, known: SourceTable) -> SourceTable:

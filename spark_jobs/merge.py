@@ -32,6 +32,7 @@ from pyspark.sql.functions import expr
 
 from ingest.changelog import METADATA_NAMES
 from spark_jobs.changelog_range import SnapshotInfo
+from spark_jobs.mirror_columns import MirrorColumns, mirror_columns
 from tidemark.contracts import MIRROR_DELETED_COLUMN, MetadataColumn, MirrorKey, Operation
 from tidemark.errors import ConfigError, TerminalError
 
@@ -73,6 +74,11 @@ class MirrorSpec:
     partitioning: tuple[str, ...] = ()
     keep_deletes: bool = False
     table_properties: Mapping[str, str] | None = None
+    #: ``schema.change.behavior: evolve``/``try_evolve`` with ``drop.column``/``rename.column``
+    #: taken by the sink: columns the source dropped leave the mirror, renamed ones are renamed
+    #: (``spark_jobs.mirror_columns``); otherwise both stay, as the changelog keeps them
+    follow_drops: bool = False
+    follow_renames: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,9 +160,10 @@ def merge_range(
             high,
         )
         changes = changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}")
-    projected = _project(spark, spec, changes)
-    columns = _data_columns(spec, projected)
-    _ensure_mirror(spark, spec, projected, columns)
+    evolution = _evolution(spark, spec)
+    projected = _project(spark, spec, _with_lineage(changes, evolution))
+    columns = [c for c in _data_columns(spec, projected) if c.lower() not in evolution.dropped]
+    _ensure_mirror(spark, spec, projected, columns, evolution)
     latest = _truncated(_latest(projected.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), truncations)
     latest = latest.cache()
     try:
@@ -176,6 +183,39 @@ def merge_range(
         latest.unpersist()
     assert after is not None
     return MergeCounts(change_count, keys, after)
+
+
+def _evolution(spark: SparkSession, spec: MirrorSpec) -> MirrorColumns:
+    if not (spec.follow_drops or spec.follow_renames):
+        return MirrorColumns()
+    rows = spark.sql(f"SHOW TBLPROPERTIES {spec.changelog}").collect()
+    found = mirror_columns({row.key: row.value for row in rows}, spec.key)
+    return MirrorColumns(
+        dropped=found.dropped if spec.follow_drops else frozenset(),
+        lineages=found.lineages if spec.follow_renames else (),
+    )
+
+
+def _with_lineage(changes: DataFrame, evolution: MirrorColumns) -> DataFrame:
+    """Each renamed column takes, in rows written before its rename, the old column's value."""
+    for lineage in evolution.lineages:
+        if lineage.column not in changes.columns:
+            continue
+        kind = changes.schema[lineage.column].dataType.simpleString()
+        cases = " ".join(
+            f"WHEN `{MetadataColumn.SOURCE_DATABASE}` = '{_escape(database)}' "
+            f"AND `{MetadataColumn.SOURCE_TABLE}` = '{_escape(table)}' "
+            f"AND `{MetadataColumn.SCHEMA_VERSION}` < {earlier.below_version} "
+            f"THEN CAST(`{earlier.name}` AS {kind})"
+            for earlier in lineage.earlier
+            if earlier.name in changes.columns
+            for database, table in [earlier.table_id.split(".", 1)]
+        )
+        if cases:
+            changes = changes.withColumn(
+                lineage.column, expr(f"CASE {cases} ELSE `{lineage.column}` END")
+            )
+    return changes
 
 
 def _truncations(changes: DataFrame) -> list[_Truncation]:
@@ -243,12 +283,17 @@ def _latest(projected: DataFrame, key: Sequence[str]) -> DataFrame:
 
 
 def _ensure_mirror(
-    spark: SparkSession, spec: MirrorSpec, projected: DataFrame, columns: list[str]
+    spark: SparkSession,
+    spec: MirrorSpec,
+    projected: DataFrame,
+    columns: list[str],
+    evolution: MirrorColumns,
 ) -> None:
     wanted = [(c, projected.schema[c].dataType.simpleString()) for c in columns]
     if spec.keep_deletes:
         wanted.append((DELETED_COLUMN, "boolean"))
     if spark.catalog.tableExists(spec.mirror):
+        _drop_and_rename(spark, spec, [name for name, _ in wanted], evolution)
         _follow_changelog(spark, spec, wanted)
         return
     namespace = spec.mirror.rsplit(".", 1)[0]
@@ -262,6 +307,27 @@ def _ensure_mirror(
         f"CREATE TABLE IF NOT EXISTS {spec.mirror} ({definition}) USING iceberg{partitioned} "
         f"TBLPROPERTIES ({listed})"
     )
+
+
+def _drop_and_rename(
+    spark: SparkSession, spec: MirrorSpec, wanted: list[str], evolution: MirrorColumns
+) -> None:
+    """Under ``evolve``: rename the mirror's columns the source renamed, then drop those it
+    dropped (``spark_jobs.mirror_columns``)."""
+    have = {f.name.lower(): f.name for f in spark.table(spec.mirror).schema.fields}
+    for old, new in evolution.renames(wanted, have.values()).items():
+        if old.lower() in have and new.lower() not in have:
+            logger.warning(
+                "Mirror %s: renaming column %s to %s, as its source did", spec.mirror, old, new
+            )
+            spark.sql(f"ALTER TABLE {spec.mirror} RENAME COLUMN `{have[old.lower()]}` TO `{new}`")
+            have[new.lower()] = new
+            del have[old.lower()]
+    wanted_names = {name.lower() for name in wanted}
+    for lowered, name in sorted(have.items()):
+        if lowered in evolution.dropped and lowered not in wanted_names:
+            logger.warning("Mirror %s: dropping column %s, as its source did", spec.mirror, name)
+            spark.sql(f"ALTER TABLE {spec.mirror} DROP COLUMN `{name}`")
 
 
 def _follow_changelog(spark: SparkSession, spec: MirrorSpec, wanted: list[tuple[str, str]]) -> None:

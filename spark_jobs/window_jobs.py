@@ -45,6 +45,8 @@ from tidemark.config.model import (
     JobConfig,
     PartitionField,
     PipelineConfig,
+    SchemaChangeBehavior,
+    SchemaChangeType,
     TransformRule,
     reveal,
 )
@@ -83,6 +85,16 @@ class JobOutcome:
     mirrors: tuple[MergeOutcome, ...]
     statements: int
     seconds: float
+
+
+def _follows(config: PipelineConfig, change: SchemaChangeType) -> bool:
+    """Whether mirrors apply ``change`` (a column drop or rename) rather than keep the old
+    column, as the changelog does: Flink CDC's evolve and try_evolve apply what the sink takes."""
+    evolving = config.pipeline.schema_change_behavior in (
+        SchemaChangeBehavior.EVOLVE,
+        SchemaChangeBehavior.TRY_EVOLVE,
+    )
+    return evolving and change in config.sink.schema_changes
 
 
 def plan_from_source(config: PipelineConfig) -> Plan:
@@ -189,6 +201,8 @@ class WindowJobs:
             partitioning=partition,
             keep_deletes=options.deletes == "keep",
             table_properties=properties,
+            follow_drops=_follows(self._config, SchemaChangeType.DROP_COLUMN),
+            follow_renames=_follows(self._config, SchemaChangeType.RENAME_COLUMN),
         )
 
     def _bound(self, changelog: str, window: Window, up_to_order: int | None) -> ChangelogBound:

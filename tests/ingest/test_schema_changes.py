@@ -13,6 +13,7 @@ from pyiceberg.catalog import Catalog
 from ingest.errors import SchemaChangeStopError
 from ingest.pipeline import build_runner
 from ingest.runner import IngestRunner, StopWhen
+from ingest.schema_history import read_versions
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end
 from tests.ingest.test_bootstrap import Workload, merged, source_rows
@@ -542,3 +543,29 @@ def test_columns_change_while_a_workload_writes_and_the_changelog_still_merges_t
     assert columns == ["id", "item", "qty", "note", "flag"]
     # how many versions rows were written with depends on the workload's timing; at least two
     assert min(r["_tm_schema_version"] for r in rows) < max(r["_tm_schema_version"] for r in rows)
+
+
+def test_a_column_renamed_while_streaming_is_recorded_as_a_rename(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+) -> None:
+    runner = _runner(tmp_path, endpoints, source_database, namespace, catalog)
+    _execute(
+        orders,
+        "INSERT INTO orders VALUES (1, 'kettle', 1)",
+        "ALTER TABLE orders RENAME COLUMN qty TO quantity, ADD COLUMN note TEXT",
+        "INSERT INTO orders VALUES (2, 'teapot', 3, 'gift')",
+    )
+
+    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+
+    table = catalog.load_table(f"{namespace}.orders_changelog")
+    versions = read_versions(table.properties, f"{source_database}.orders")
+    assert [v.renamed_from for v in versions] == [(), (("quantity", "qty"),)]
+    columns, rows = _changelog(catalog, namespace)
+    assert columns == ["id", "item", "qty", "quantity", "note"]  # the changelog keeps history
+    assert _data(rows, "id", "qty", "quantity") == [(1, 1, None), (2, None, 3)]

@@ -315,3 +315,75 @@ def test_a_truncated_shard_leaves_the_mirror_and_the_other_shard_stays(
         gone = spark.sql(f"SELECT order_no, status FROM {mirror} WHERE _tm_deleted ORDER BY 1")
         assert [tuple(row) for row in gone.collect()] == [(101, "new"), (102, "paid")]
     assert outcome.changes == 4  # three rows and the truncate marker
+
+
+@pytest.mark.parametrize(
+    ("behavior", "columns", "rows"),
+    [
+        (
+            "evolve",
+            ["id", "order_no", "state", "amount"],
+            [(1, 101, "new", Decimal("9.99")), (2, 102, "paid", Decimal("5.00"))],
+        ),
+        (  # the changelog's way: the old columns stay, NULL for rows written since
+            "lenient",
+            ["id", "order_no", "status", "amount", "created_at", "state"],
+            [
+                (1, 101, "new", Decimal("9.99"), None, None),
+                (2, 102, None, Decimal("5.00"), None, "paid"),
+            ],
+        ),
+    ],
+)
+def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+    behavior: str,
+    columns: list[str],
+    rows: list[tuple[object, ...]],
+) -> None:
+    server_id = SERVER_ID + 30 + (behavior == "evolve")
+    create_shards(admin_connection, 1)
+    config = orders_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        namespace=namespace,
+        server_id=server_id,
+        top_level=f"  schema.change.behavior: {behavior}",
+    )
+    jobs = WindowJobs(config, plan_from_source(config), spark)
+    five = timedelta(minutes=5)
+    ingest_to_end(config, catalog, endpoints, server_id)
+    execute(admin_connection, "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, server_id)
+    changelog = f"{namespace}.orders_changelog"
+    jobs.merge_mirror(
+        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
+    )
+    execute(
+        admin_connection,
+        "ALTER TABLE orders_0 RENAME COLUMN status TO state, DROP COLUMN created_at",
+        "INSERT INTO orders_0 VALUES (2, 102, 'paid', 5.00)",
+    )
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, server_id)
+
+    jobs.merge_mirror(
+        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
+    )
+
+    mirror = f"tidemark.{namespace}.orders"
+    assert spark.table(mirror).columns == columns
+    found = spark.sql(f"SELECT {', '.join(columns)} FROM {mirror} ORDER BY order_no").collect()
+    assert [tuple(row) for row in found] == rows
+    if behavior == "evolve":  # the source as it is now
+        assert [tuple(row) for row in found] == source_rows(
+            admin_connection, "SELECT id, order_no, state, amount FROM orders_0 ORDER BY order_no"
+        )
