@@ -46,6 +46,9 @@ class SourceColumn:
     collation: str | None = None
     #: ENUM and SET members in definition order
     members: tuple[str, ...] = ()
+    #: COLUMN_DEFAULT as the server shows it: ``'it''s'``, ``5``, ``NULL``, ``current_timestamp()``;
+    #: None when the column has none
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ def read_source_tables(
 _COLUMNS = """
     SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, COLUMN_TYPE,
            IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION,
-           CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, CHARACTER_SET_NAME, COLLATION_NAME
+           CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, CHARACTER_SET_NAME, COLLATION_NAME,
+           COLUMN_DEFAULT
     FROM information_schema.COLUMNS
     WHERE TABLE_SCHEMA IN %s
     ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION
@@ -126,7 +130,7 @@ def _rows(cursor: Any, query: str, databases: Sequence[str]) -> list[tuple[Any, 
 
 def _column(row: Sequence[Any]) -> SourceColumn:
     (name, ordinal, data_type, column_type, nullable, precision, scale, datetime_precision,
-     max_length, octet_length, charset, collation) = row  # fmt: skip
+     max_length, octet_length, charset, collation, default) = row  # fmt: skip
     data_type, column_type = str(data_type).lower(), str(column_type)
     members = enum_members(column_type) if data_type in ("enum", "set") else ()
     unsigned = not members and re.search(r"\bunsigned\b", column_type, re.I) is not None
@@ -145,6 +149,7 @@ def _column(row: Sequence[Any]) -> SourceColumn:
         charset=charset,
         collation=collation,
         members=members,
+        default=None if default is None else str(default),
     )
 
 

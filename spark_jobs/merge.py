@@ -32,7 +32,7 @@ from pyspark.sql.functions import expr
 
 from ingest.changelog import METADATA_NAMES
 from spark_jobs.changelog_range import SnapshotInfo
-from spark_jobs.mirror_columns import MirrorColumns, mirror_columns
+from spark_jobs.mirror_columns import AddedDefault, MirrorColumns, mirror_columns
 from tidemark.contracts import MIRROR_DELETED_COLUMN, MetadataColumn, MirrorKey, Operation
 from tidemark.errors import ConfigError, TerminalError
 
@@ -186,14 +186,16 @@ def merge_range(
 
 
 def _evolution(spark: SparkSession, spec: MirrorSpec) -> MirrorColumns:
-    if not (spec.follow_drops or spec.follow_renames):
-        return MirrorColumns()
-    rows = spark.sql(f"SHOW TBLPROPERTIES {spec.changelog}").collect()
-    found = mirror_columns({row.key: row.value for row in rows}, spec.key)
+    found = mirror_columns(_properties(spark, spec.changelog), spec.key)
     return MirrorColumns(
         dropped=found.dropped if spec.follow_drops else frozenset(),
         lineages=found.lineages if spec.follow_renames else (),
+        defaults=found.defaults,
     )
+
+
+def _properties(spark: SparkSession, table: str) -> dict[str, str]:
+    return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
 
 
 def _with_lineage(changes: DataFrame, evolution: MirrorColumns) -> DataFrame:
@@ -215,7 +217,25 @@ def _with_lineage(changes: DataFrame, evolution: MirrorColumns) -> DataFrame:
             changes = changes.withColumn(
                 lineage.column, expr(f"CASE {cases} ELSE `{lineage.column}` END")
             )
+    for default in evolution.defaults:
+        if default.column not in changes.columns:
+            continue  # not in the changelog (behavior ignore)
+        database, table = default.table_id.split(".", 1)
+        changes = changes.withColumn(
+            default.column,
+            expr(
+                f"CASE WHEN `{MetadataColumn.SOURCE_DATABASE}` = '{_escape(database)}' "
+                f"AND `{MetadataColumn.SOURCE_TABLE}` = '{_escape(table)}' "
+                f"AND `{MetadataColumn.SCHEMA_VERSION}` < {default.below_version} "
+                f"THEN {_default_literal(changes, default)} ELSE `{default.column}` END"
+            ),
+        )
     return changes
+
+
+def _default_literal(frame: DataFrame, default: AddedDefault) -> str:
+    kind = frame.schema[default.column].dataType.simpleString()
+    return f"CAST('{_escape(default.value)}' AS {kind})"
 
 
 def _truncations(changes: DataFrame) -> list[_Truncation]:
@@ -295,6 +315,7 @@ def _ensure_mirror(
     if spark.catalog.tableExists(spec.mirror):
         _drop_and_rename(spark, spec, [name for name, _ in wanted], evolution)
         _follow_changelog(spark, spec, wanted)
+        _fill_defaults(spark, spec, evolution.defaults)
         return
     namespace = spec.mirror.rsplit(".", 1)[0]
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
@@ -307,6 +328,42 @@ def _ensure_mirror(
         f"CREATE TABLE IF NOT EXISTS {spec.mirror} ({definition}) USING iceberg{partitioned} "
         f"TBLPROPERTIES ({listed})"
     )
+    # built from the changelog, which reads the defaults where rows predate their column
+    _mark_filled(spark, spec, {default.column for default in evolution.defaults})
+
+
+_FILLED = "tidemark.default-filled."
+
+
+def _fill_defaults(spark: SparkSession, spec: MirrorSpec, defaults: Sequence[AddedDefault]) -> None:
+    """A column added to the source with a constant default holds it in the rows from before:
+    once per column, the mirror's rows get it. Marked in the mirror's properties after the
+    fill, so a merge that died in between fills again (no merge ran in between: only NULLs
+    are the rows from before)."""
+    have = {f.name.lower(): f for f in spark.table(spec.mirror).schema.fields}
+    filled = {
+        key[len(_FILLED) :] for key in _properties(spark, spec.mirror) if key.startswith(_FILLED)
+    }
+    due = {d.column: d for d in defaults if d.column.lower() in have and d.column not in filled}
+    for column, default in sorted(due.items()):
+        kind = have[column.lower()].dataType.simpleString()
+        logger.warning(
+            "Mirror %s: filling %s with its default %r in the rows from before it was added",
+            spec.mirror,
+            column,
+            default.value,
+        )
+        spark.sql(
+            f"UPDATE {spec.mirror} SET `{column}` = CAST('{_escape(default.value)}' AS {kind}) "
+            f"WHERE `{column}` IS NULL"
+        )
+    _mark_filled(spark, spec, set(due))
+
+
+def _mark_filled(spark: SparkSession, spec: MirrorSpec, columns: set[str]) -> None:
+    if columns:
+        listed = ", ".join(f"'{_escape(_FILLED + column)}' = 'true'" for column in sorted(columns))
+        spark.sql(f"ALTER TABLE {spec.mirror} SET TBLPROPERTIES ({listed})")
 
 
 def _drop_and_rename(

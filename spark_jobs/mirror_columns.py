@@ -12,13 +12,22 @@ by ``ALTER TABLE ... RENAME COLUMN`` (or ``CHANGE``) records which new column is
   *lineage* says, per source table, below which schema version to read which name, and the
   mirror's column is renamed in place (Iceberg keeps its values) unless the old name is still
   live in another shard.
+
+Whatever the behavior: a column added with a constant ``DEFAULT`` holds that value, at the
+source, in every row that existed before the ``ALTER``, though no row event says so. Rows of
+the changelog from before it (schema version below the adding one) read the default, and the
+mirror's rows from before it are filled once (``AddedDefault``). Defaults computed per row
+(``CURRENT_TIMESTAMP``, ``UUID()``) and those of time, binary, BIT and JSON columns are not
+filled: those rows keep NULL until they change.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ingest.schema import SourceColumn
 from ingest.schema_history import PROPERTY_PREFIX, SchemaVersion, read_versions
 
 
@@ -40,11 +49,23 @@ class Lineage:
 
 
 @dataclass(frozen=True)
+class AddedDefault:
+    """Rows of ``table_id`` whose schema version is below ``below_version`` hold ``value``
+    (text to cast to the column's type) in ``column``: it was added with that default."""
+
+    table_id: str
+    below_version: int
+    column: str
+    value: str
+
+
+@dataclass(frozen=True)
 class MirrorColumns:
     #: lower-cased names of changelog columns no source table has any more
     dropped: frozenset[str] = frozenset()
     #: renamed columns, and where their earlier values are
     lineages: tuple[Lineage, ...] = ()
+    defaults: tuple[AddedDefault, ...] = ()
 
     def renames(self, wanted: Iterable[str], mirror: Iterable[str]) -> dict[str, str]:
         """old -> new for each column of ``mirror`` to rename in place: a renamed column the
@@ -88,18 +109,56 @@ def mirror_columns(properties: Mapping[str, str], key: Sequence[str]) -> MirrorC
     }
     keys = {column.lower() for column in key}
     lineages: dict[str, list[EarlierName]] = {}
+    defaults: list[AddedDefault] = []
     for table_id, versions in sorted(histories.items()):
         for column in versions[-1].table.columns:
             earlier = _earlier_names(table_id, versions, column.name)
             if earlier:
                 lineages.setdefault(column.name, []).extend(earlier)
+        defaults += _added_defaults(table_id, versions)
     return MirrorColumns(
         dropped=frozenset(ever - live - keys),
         lineages=tuple(
             Lineage(column, tuple(sorted(earlier, key=lambda e: e.below_version)))
             for column, earlier in sorted(lineages.items())
         ),
+        defaults=tuple(defaults),
     )
+
+
+#: the types whose constant defaults are filled: text casts to them exactly
+_FILLED_TYPES = frozenset(
+    (
+        "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal", "float",
+        "double", "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
+        "date", "year",
+    )
+)  # fmt: skip
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+
+
+def default_value(column: SourceColumn) -> str | None:
+    """The constant the server fills existing rows with when ``column`` is added, as text;
+    None for no default, NULL, an expression, or a type not filled."""
+    raw = column.default
+    if raw is None or column.data_type not in _FILLED_TYPES:
+        return None
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return raw[1:-1].replace("''", "'").replace("\\\\", "\\")
+    return raw if _NUMBER.fullmatch(raw) else None
+
+
+def _added_defaults(table_id: str, versions: list[SchemaVersion]) -> list[AddedDefault]:
+    found = []
+    for before, after in zip(versions, versions[1:], strict=False):
+        had = {column.name.lower() for column in before.table.columns}
+        renamed = {new.lower() for new, _ in after.renamed_from}
+        for column in after.table.columns:
+            value = default_value(column)
+            if column.name.lower() in had or column.name.lower() in renamed or value is None:
+                continue
+            found.append(AddedDefault(table_id, after.version, column.name, value))
+    return found
 
 
 def _earlier_names(table_id: str, versions: list[SchemaVersion], column: str) -> list[EarlierName]:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ingest.schema import SourceColumn, SourceTable
 from ingest.schema_history import SchemaVersion, versions_property
-from spark_jobs.mirror_columns import EarlierName, Lineage, MirrorColumns, mirror_columns
+from spark_jobs.mirror_columns import (
+    AddedDefault,
+    EarlierName,
+    Lineage,
+    MirrorColumns,
+    default_value,
+    mirror_columns,
+)
 
 
 def table(name: str, *columns: str) -> SourceTable:
@@ -84,3 +93,39 @@ def test_a_rename_in_one_shard_keeps_the_old_column_the_other_shard_still_writes
     assert found.dropped == frozenset()
     assert found.renames(["id", "qty", "quantity"], ["id", "qty"]) == {}
     assert found.lineages[0].earlier == (EarlierName("shop.orders_0", 2, "qty"),)
+
+
+@pytest.mark.parametrize(
+    ("data_type", "default", "value"),
+    [
+        ("int", "3", "3"),
+        ("decimal", "-1.50", "-1.50"),
+        ("varchar", "'it''s'", "it's"),
+        ("date", "'2026-01-01'", "2026-01-01"),
+        ("varchar", "NULL", None),  # MariaDB's word for a nullable column's missing default
+        ("varchar", None, None),
+        ("timestamp", "current_timestamp()", None),  # one value per row: not filled
+        ("datetime", "'2026-01-01 00:00:00'", None),  # time zones: not filled
+        ("int", "(1 + 2)", None),
+    ],
+)
+def test_only_constant_defaults_of_plain_types_are_filled(
+    data_type: str, default: str | None, value: str | None
+) -> None:
+    column = SourceColumn("c", 1, data_type, data_type, True, default=default)
+
+    assert default_value(column) == value
+
+
+def test_a_column_added_with_a_default_fills_the_rows_from_before_its_version() -> None:
+    def versions(*columns: SourceColumn) -> SchemaVersion:
+        base = SourceColumn("id", 1, "int", "int(11)", False)
+        number = len(columns) + 1
+        return SchemaVersion(number, "x", SourceTable("shop", "orders", (base, *columns)))
+
+    priority = SourceColumn("priority", 2, "int", "int(11)", False, default="3")
+    properties = versions_property("shop.orders", [versions(), versions(priority)])
+
+    assert mirror_columns(properties, ("id",)).defaults == (
+        AddedDefault("shop.orders", 2, "priority", "3"),
+    )

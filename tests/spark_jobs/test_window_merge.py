@@ -387,3 +387,58 @@ def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
         assert [tuple(row) for row in found] == source_rows(
             admin_connection, "SELECT id, order_no, state, amount FROM orders_0 ORDER BY order_no"
         )
+
+
+def test_rows_from_before_a_column_was_added_hold_its_default_as_at_the_source(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    server_id = SERVER_ID + 40
+    create_shards(admin_connection, 1)
+    config = orders_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        namespace=namespace,
+        server_id=server_id,
+    )
+    jobs = WindowJobs(config, plan_from_source(config), spark)
+    five = timedelta(minutes=5)
+    changelog = f"{namespace}.orders_changelog"
+    ingest_to_end(config, catalog, endpoints, server_id)
+    execute(
+        admin_connection,
+        "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL), (2, 102, 'new', 1.00, NULL)",
+    )
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, server_id)
+    jobs.merge_mirror(
+        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
+    )
+    execute(
+        admin_connection,
+        # changed before the ALTER, in the window the ALTER falls in
+        "INSERT INTO orders_0 VALUES (3, 103, 'new', 3.00, NULL)",
+        "ALTER TABLE orders_0 ADD COLUMN priority INT NOT NULL DEFAULT 3, "
+        "ADD COLUMN tag VARCHAR(10) DEFAULT 'it''s', ADD COLUMN note TEXT",
+        "INSERT INTO orders_0 VALUES (4, 104, 'new', 4.00, NULL, 9, NULL, 'n')",
+        "UPDATE orders_0 SET status = 'paid' WHERE order_no = 102",
+    )
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, server_id)
+
+    jobs.merge_mirror(
+        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
+    )
+
+    query = "SELECT order_no, status, priority, tag, note FROM {} ORDER BY order_no"
+    mirror = f"tidemark.{namespace}.orders"
+    found = [tuple(row) for row in spark.sql(query.format(mirror)).collect()]
+    assert found == source_rows(admin_connection, query.format("orders_0"))
+    assert found[0] == (101, "new", 3, "it's", None)
+    assert found[3] == (104, "new", 9, None, "n")
