@@ -23,7 +23,8 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from ingest import binlog_decoding, binlog_speedups, table_map
+from ingest import binlog_decoding, binlog_events, binlog_rows, binlog_speedups, table_map
+from ingest.binlog_events import NativeGtid, NativeRows, NativeXid
 from ingest.schema import SourceTable
 from tidemark.contracts import Operation
 from tidemark.errors import TransientError
@@ -33,6 +34,11 @@ _OPERATIONS = {
     WriteRowsEvent: Operation.INSERT,
     UpdateRowsEvent: Operation.UPDATE,
     DeleteRowsEvent: Operation.DELETE,
+}
+_NATIVE_OPERATIONS = {
+    "write": Operation.INSERT,
+    "update": Operation.UPDATE,
+    "delete": Operation.DELETE,
 }
 _EVENTS = [*_OPERATIONS, XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent]
 
@@ -130,7 +136,7 @@ class BinlogReader:
 
     def events(self) -> Iterator[BinlogEvent]:
         try:
-            for event in self._stream:
+            for event in binlog_events.events(self._stream):
                 converted = self._convert(event)
                 if converted is not None:
                     yield converted
@@ -157,7 +163,24 @@ class BinlogReader:
     def _convert(self, event: Any) -> BinlogEvent | None:
         position = BinlogPosition(self._stream.log_file, self._stream.log_pos)
         time_ms = event.timestamp * 1000
-        operation = _OPERATIONS.get(type(event))
+        kind = type(event)
+        if kind is NativeRows:
+            native = _NATIVE_OPERATIONS[event.kind]
+            table = event.table
+            return RowsChanged(
+                database=table.schema,
+                table=table.table,
+                operation=native,
+                rows=[_images(native, row) for row in event.rows],
+                position=position,
+                event_time_ms=time_ms,
+                structure=functools.partial(_structure, table.schema, table.table, table.columns),
+            )
+        if kind is NativeXid:
+            return TransactionCommitted(position, time_ms)
+        if kind is NativeGtid:
+            return TransactionStarted(event.gtid, position)
+        operation = _OPERATIONS.get(kind)
         if operation is not None:
             return RowsChanged(
                 database=event.schema,
@@ -287,6 +310,8 @@ class _SingleStreamConnection:
 # --- Decoding corrections and speed-ups ----------------------------------------------------
 # mysql-replication 1.0.17 decodes several column types wrongly (DESIGN.md section 5);
 # ingest/binlog_decoding.py replaces its per-column decoder. Row values then follow
-# ingest/values.py. ingest/binlog_speedups.py parses a repeated TABLE_MAP once.
+# ingest/values.py. ingest/binlog_speedups.py parses a repeated TABLE_MAP once, and
+# ingest/binlog_rows.py decodes row images with a function compiled per table map.
 binlog_decoding.install()
 binlog_speedups.install()
+binlog_rows.install()

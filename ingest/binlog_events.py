@@ -1,0 +1,265 @@
+"""The event loop of the replication stream, with the events of a busy binlog read natively.
+
+Imported only by ``ingest.binlog`` (the library's single boundary). ``mysql-replication`` reads
+every event through the same heavy path: a pymysql packet object, a wrapper that parses the
+header, an event object per event with its own filters. An OLTP binlog is made of four kinds
+of small events, over and over: GTID, TABLE_MAP, one row event per statement, XID. ``events``
+reads the stream's packets itself and decodes those four from the bytes:
+
+- a GTID (MariaDB) or an XID: a few fields at fixed offsets;
+- a TABLE_MAP whose bytes it has met before: the library's parse of them, kept;
+- a row event of a table whose every column a compiled decoder reads by itself
+  (``ingest.binlog_rows``): decoded straight from the packet.
+
+Everything else (the first TABLE_MAP of a structure, rotations, format descriptions, queries,
+heartbeats, row events with DECIMAL or date columns, MySQL's GTIDs) goes to the library as the
+library's own ``fetchone`` would handle it, and comes back as a library event for
+``ingest.binlog`` to convert. The stream's state (file, position, table map) stays the
+library's, so both paths agree on it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pymysql.protocol import MysqlPacket
+from pymysqlreplication.constants import BINLOG
+from pymysqlreplication.packet import BinLogPacketWrapper
+
+from ingest import binlog_rows
+
+#: OK byte, then the event header: timestamp, type, server id, event size, next position, flags
+_HEADER = struct.Struct("<xIBIIIH")
+_HEADER_END = 20
+_MAX_PACKET = 0xFFFFFF
+_U64 = struct.Struct("<Q").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_ROWS_V1 = {
+    BINLOG.WRITE_ROWS_EVENT_V1: "write",
+    BINLOG.UPDATE_ROWS_EVENT_V1: "update",
+    BINLOG.DELETE_ROWS_EVENT_V1: "delete",
+}
+_ROWS_V2 = {
+    BINLOG.WRITE_ROWS_EVENT_V2: "write",
+    BINLOG.UPDATE_ROWS_EVENT_V2: "update",
+    BINLOG.DELETE_ROWS_EVENT_V2: "delete",
+}
+#: the library's names for its reader's private state
+_PRIVATE = "_BinLogStreamReader__"
+#: a structure met this many times: the cache starts over (a server with that many tables)
+MAX_TABLE_MAPS = 4096
+
+
+@dataclass(frozen=True)
+class NativeGtid:
+    gtid: str
+    timestamp: int
+    log_pos: int
+
+
+@dataclass(frozen=True)
+class NativeXid:
+    timestamp: int
+    log_pos: int
+
+
+@dataclass(frozen=True)
+class NativeRows:
+    """The rows of one row event, as the library's ``rows`` gives them."""
+
+    kind: str  # write, update, delete
+    table: Any  # the library's Table of its table map
+    rows: list[dict[str, Any]]
+    timestamp: int
+    log_pos: int
+
+
+NativeEvent = NativeGtid | NativeXid | NativeRows
+
+
+def events(stream: Any) -> Iterator[NativeEvent | Any]:
+    """The events of ``stream`` (a ``BinLogStreamReader``, not yet read from): native ones for
+    the hot kinds, the library's event objects for the rest, with ``stream.log_file`` and
+    ``stream.log_pos`` just after each event when it is yielded."""
+    loop = _Loop(stream)
+    yield from loop.run()
+
+
+class _Loop:
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        #: TABLE_MAP body -> (table id, the library's Table, or None when filtered out)
+        self._table_maps: dict[bytes, tuple[int, Any]] = {}
+
+    def _private(self, name: str) -> Any:
+        return getattr(self._stream, _PRIVATE + name)
+
+    def run(self) -> Iterator[NativeEvent | Any]:
+        stream = self._stream
+        if not self._private("connected_stream"):
+            getattr(stream, _PRIVATE + "connect_to_stream")()
+        if not self._private("connected_ctl"):
+            getattr(stream, _PRIVATE + "connect_to_ctl")()
+        connection = stream._stream_connection
+        if connection._current_timeout != connection._read_timeout:
+            connection._sock.settimeout(connection._read_timeout)
+            connection._current_timeout = connection._read_timeout
+        checksum = 4 if self._private("use_checksum") else 0
+        read_payload = _payload_reader(connection)
+        while True:
+            payload = read_payload()
+            first = payload[0]
+            if first == 0xFE and len(payload) < 9:  # EOF: the end of a non-blocking dump
+                stream.close()
+                return
+            if first != 0:
+                # an error packet: pymysql raises it as the server's error
+                MysqlPacket(payload, connection.encoding).raise_for_error()
+                continue
+            timestamp, kind, server_id, _, log_pos, _ = _HEADER.unpack_from(payload)
+            native: NativeEvent | None = None
+            if kind == BINLOG.MARIADB_GTID_EVENT:
+                sequence = _U64(payload, _HEADER_END)[0]
+                domain = _U32(payload, _HEADER_END + 8)[0]
+                native = NativeGtid(f"{domain}-{server_id}-{sequence}", timestamp, log_pos)
+            elif kind == BINLOG.XID_EVENT:
+                native = NativeXid(timestamp, log_pos)
+            elif kind == BINLOG.TABLE_MAP_EVENT:
+                known = self._table_maps.get(payload[_HEADER_END : len(payload) - checksum])
+                if known is not None:
+                    table_id, table = known
+                    if table is not None:
+                        # not a local: a rotation gives the stream a new table map
+                        stream.table_map[table_id] = table
+                    stream.log_pos = log_pos
+                    continue
+            elif kind in _ROWS_V1 or kind in _ROWS_V2:
+                native = self._rows(payload, kind, timestamp, log_pos, checksum)
+            if native is not None:
+                stream.log_pos = log_pos
+                if isinstance(native, NativeRows) and native.table is None:
+                    continue  # a table the schema filter leaves out
+                yield native
+                continue
+            event = self._library_event(payload, checksum)
+            if event is not None:
+                yield event
+
+    def _rows(
+        self, payload: bytes, kind: int, timestamp: int, log_pos: int, checksum: int
+    ) -> NativeRows | None:
+        """A row event decoded here, or None to leave it to the library."""
+        position = _HEADER_END
+        table_id = int.from_bytes(payload[position : position + 6], "little")
+        position += 8  # table id, flags
+        if kind in _ROWS_V2:
+            position += int.from_bytes(payload[position : position + 2], "little")
+        table = self._stream.table_map.get(table_id)
+        if table is None:
+            return NativeRows("filtered", None, [], timestamp, log_pos)
+        count = payload[position]
+        if count >= 251:
+            return None  # a length-coded count: a table too wide for this path
+        position += 1
+        name = _ROWS_V1.get(kind) or _ROWS_V2[kind]
+        bitmaps = 2 if name == "update" else 1
+        width = (count + 7) // 8
+        full = binlog_rows.all_present(count)
+        if count != len(table.columns) or any(
+            payload[position + width * index : position + width * (index + 1)] != full
+            for index in range(bitmaps)
+        ):
+            return None
+        images = binlog_rows.standalone_images(table, name)
+        if images is None:
+            return None
+        position += width * bitmaps
+        rows = images(payload, position, len(payload) - checksum)
+        return NativeRows(name, table, rows, timestamp, log_pos)
+
+    def _library_event(self, payload: bytes, checksum: int) -> Any:
+        """What the library's ``fetchone`` does with one packet: the event, or None."""
+        stream = self._stream
+        wrapper = BinLogPacketWrapper(
+            MysqlPacket(payload, stream._stream_connection.encoding),
+            stream.table_map,
+            stream._ctl_connection,
+            stream.mysql_version,
+            self._private("use_checksum"),
+            self._private("allowed_events_in_packet"),
+            self._private("only_tables"),
+            self._private("ignored_tables"),
+            self._private("only_schemas"),
+            self._private("ignored_schemas"),
+            self._private("freeze_schema"),
+            self._private("ignore_decode_errors"),
+            self._private("verify_checksum"),
+            self._private("optional_meta_data"),
+            self._private("enable_logging"),
+            self._private("use_column_name_cache"),
+            self._private("post_header_lengths"),
+        )
+        event = wrapper.event
+        if wrapper.event_type == BINLOG.ROTATE_EVENT:
+            stream.log_pos = event.position
+            stream.log_file = event.next_binlog
+            if wrapper.timestamp != 0:  # table ids are not kept across a server restart
+                stream.table_map = {}
+        elif wrapper.log_pos:
+            stream.log_pos = wrapper.log_pos
+        if wrapper.event_type == BINLOG.FORMAT_DESCRIPTION_EVENT and event is not None:
+            stream.mysql_version = event.mysql_version
+            setattr(stream, _PRIVATE + "post_header_lengths", event.post_header_len)
+        if wrapper.event_type == BINLOG.TABLE_MAP_EVENT:
+            self._remember_table_map(payload, checksum, event)
+        if event is None or event.__class__ not in self._private("allowed_events"):
+            return None
+        return event
+
+    def _remember_table_map(self, payload: bytes, checksum: int, event: Any) -> None:
+        if len(self._table_maps) >= MAX_TABLE_MAPS:
+            self._table_maps.clear()
+        body = payload[_HEADER_END : len(payload) - checksum]
+        if event is None:  # filtered out by schema: its rows are skipped
+            self._table_maps[body] = (int.from_bytes(body[:6], "little"), None)
+            return
+        table = event.get_table()
+        self._stream.table_map[event.table_id] = table
+        self._table_maps[body] = (event.table_id, table)
+
+
+def _payload_reader(connection: Any) -> Callable[[], bytes]:
+    """Reads one whole MySQL packet's payload from the stream connection, as pymysql's
+    ``_read_packet`` does (sequence numbers, packets of 16 MB and more) without building a
+    packet object."""
+    read = connection._read_bytes
+
+    def read_payload() -> bytes:
+        parts: list[bytes] = []
+        while True:
+            header = read(4)
+            length = header[0] | header[1] << 8 | header[2] << 16
+            if header[3] != connection._next_seq_id:
+                connection._force_close()
+                raise _lost(header[3], connection._next_seq_id)
+            connection._next_seq_id = (connection._next_seq_id + 1) % 256
+            part = read(length)
+            if length < _MAX_PACKET:
+                if not parts:
+                    return bytes(part)
+                parts.append(part)
+                return b"".join(parts)
+            parts.append(part)
+
+    return read_payload
+
+
+def _lost(got: int, expected: int) -> Exception:
+    import pymysql
+
+    if got == 0:  # MariaDB sends its shutdown error with sequence number 0
+        return pymysql.OperationalError(2013, "Lost connection to MySQL server during query")
+    return pymysql.InternalError(f"Packet sequence number wrong - got {got} expected {expected}")

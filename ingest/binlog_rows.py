@@ -1,0 +1,239 @@
+"""Row images decoded by a function compiled for each table map, instead of column by column.
+
+Imported only by ``ingest.binlog`` (the library's single boundary), which calls ``install()``
+once. ``mysql-replication`` decodes each value through a chain of calls (type dispatch, a
+bitmap lookup per column, a packet read per field); on an OLTP binlog that is most of its time.
+A TABLE_MAP fixes the layout of every row image of the row events after it, so ``install``
+replaces ``RowsEvent._fetch_rows`` with one that decodes all the event's rows with straight-line
+Python generated for that layout (``compile_images``): one ``struct`` read per number, one
+slice and one codec call per string, no per-column dispatch.
+
+The values are those of the current path exactly: numbers are read as the library reads them,
+strings through ``ingest.binlog_decoding``'s own text decoders, and every other type (dates,
+times, DECIMAL, BIT, ENUM, SET, JSON, GEOMETRY ...) through the very reader the library path
+calls (``binlog_decoding._read_value``), pointed at the value's bytes. Events the layout does
+not describe exactly (a partial JSON update, a row image without every column, a column
+without a name) go to the library's own ``_fetch_rows``. ``tests/ingest/test_binlog_rows.py``
+decodes the same binlog both ways and compares.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from pymysqlreplication.constants import BINLOG, FIELD_TYPE
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    RowsEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
+
+from ingest import binlog_decoding
+
+#: a compiled decoder: (packet bytes, offset, end offset, event) -> the event's rows
+Images = Callable[[bytes, int, int, Any], list[dict[str, Any]]]
+#: one that needs no library event: every column is read inline
+StandaloneImages = Callable[[bytes, int, int], list[dict[str, Any]]]
+
+_ATTRIBUTE = "_tidemark_images"
+#: numbers read inline, as the library reads them: (struct format, bytes) by (type, unsigned)
+_NUMBERS = {
+    (FIELD_TYPE.TINY, False): ("<b", 1),
+    (FIELD_TYPE.TINY, True): ("<B", 1),
+    (FIELD_TYPE.SHORT, False): ("<h", 2),
+    (FIELD_TYPE.SHORT, True): ("<H", 2),
+    (FIELD_TYPE.LONG, False): ("<i", 4),
+    (FIELD_TYPE.LONG, True): ("<I", 4),
+    (FIELD_TYPE.LONGLONG, False): ("<q", 8),
+    (FIELD_TYPE.LONGLONG, True): ("<Q", 8),
+    (FIELD_TYPE.FLOAT, False): ("<f", 4),
+    (FIELD_TYPE.FLOAT, True): ("<f", 4),
+    (FIELD_TYPE.DOUBLE, False): ("<d", 8),
+    (FIELD_TYPE.DOUBLE, True): ("<d", 8),
+}
+_KINDS = {WriteRowsEvent: "values", DeleteRowsEvent: "values", UpdateRowsEvent: "update"}
+#: ``ingest.binlog_events``' names of row events -> the kinds of image they hold
+_NATIVE_KINDS = {"write": "values", "delete": "values", "update": "update"}
+
+
+def install() -> None:
+    """Route row events through the compiled decoders; safe to call again."""
+    if getattr(RowsEvent, "_tidemark_library_fetch", None) is None:
+        RowsEvent._tidemark_library_fetch = RowsEvent._fetch_rows
+        RowsEvent._fetch_rows = _fetch_rows
+
+
+def _fetch_rows(event: Any) -> None:
+    images = _images_for(event)
+    wrapper = event.packet
+    if images is None or len(getattr(wrapper, "_BinLogPacketWrapper__data_buffer", b"")):
+        event._tidemark_library_fetch()
+        return
+    if not event.complete:
+        event._RowsEvent__rows = []
+        return
+    packet = wrapper.packet
+    start = packet._position
+    end = start + event.event_size - wrapper.read_bytes
+    event._RowsEvent__rows = images(packet._data, start, end, event)
+
+
+def _images_for(event: Any) -> Images | None:
+    kind = _KINDS.get(type(event))
+    if kind is None or event.event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT:
+        return None
+    full = all_present(len(event.columns))
+    if event.columns_present_bitmap != full:
+        return None
+    if kind == "update" and event.columns_present_bitmap2 != full:
+        return None
+    images: Images | None = _compiled(event.table_map[event.table_id], kind, standalone=False)
+    return images
+
+
+def all_present(count: int) -> bytes:
+    """The columns-present bitmap of a full row image of ``count`` columns."""
+    return b"\xff" * (count // 8) + (bytes([(1 << count % 8) - 1]) if count % 8 else b"")
+
+
+def standalone_images(table: Any, event_kind: str) -> StandaloneImages | None:
+    """The decoder of a row event (``write``, ``update``, ``delete``) of ``table`` (the
+    library's Table) that reads every column itself; None if a column needs the library."""
+    images: StandaloneImages | None = _compiled(table, _NATIVE_KINDS[event_kind], standalone=True)
+    return images
+
+
+def _compiled(table: Any, kind: str, *, standalone: bool) -> Any:
+    compiled: dict[tuple[str, bool], Any] | None = getattr(table, _ATTRIBUTE, None)
+    if compiled is None:
+        compiled = {}
+        setattr(table, _ATTRIBUTE, compiled)
+    key = (kind, standalone)
+    if key not in compiled:
+        compiled[key] = compile_images(table.columns, kind, standalone=standalone)
+    return compiled[key]
+
+
+def compile_images(columns: list[Any], kind: str, *, standalone: bool = False) -> Any:
+    """The decoder of the row images of ``columns`` (the library's parse of a TABLE_MAP) for
+    one kind of event: ``values`` (write, delete: one image a row) or ``update`` (two). None
+    when a column has no name (``binlog_row_metadata`` not FULL), or, ``standalone``, when a
+    column needs the library's reader (the decoder then takes no event)."""
+    if any(not column.name for column in columns):
+        return None
+    if standalone and not all(_inline(column) for column in columns):
+        return None
+    constants: dict[str, Any] = {
+        "_read_value": binlog_decoding._read_value,
+        "_columns": columns,
+        "_no_nulls": bytes((len(columns) + 7) // 8),
+        "_all_present": b"\xff" * ((len(columns) + 7) // 8),
+    }
+    body = _image_body(columns, constants)
+    signature = (
+        "def images(data, pos, end):" if standalone else "def images(data, pos, end, event):"
+    )
+    if kind == "update":
+        lines = [
+            signature,
+            "    rows = []",
+            "    while pos < end:",
+            *(f"        {line}" for line in body("before")),
+            *(f"        {line}" for line in body("after")),
+            "        rows.append({'before_values': before, 'after_values': after})",
+            "    return rows",
+        ]
+    else:
+        lines = [
+            signature,
+            "    rows = []",
+            "    while pos < end:",
+            *(f"        {line}" for line in body("image")),
+            "        rows.append({'values': image})",
+            "    return rows",
+        ]
+    namespace = dict(constants)
+    exec(compile("\n".join(lines), f"<row images of {len(columns)} columns>", "exec"), namespace)  # noqa: S102 - our own generated code
+    return namespace["images"]
+
+
+def _inline(column: Any) -> bool:
+    """Whether the compiled code reads ``column`` by itself (no library reader)."""
+    return (
+        (column.type, bool(column.unsigned)) in _NUMBERS
+        or column.type == FIELD_TYPE.INT24
+        or _text_length_size(column) is not None
+    )
+
+
+def _image_body(columns: list[Any], constants: dict[str, Any]) -> Callable[[str], list[str]]:
+    """Statements that decode one row image at ``pos`` into a dict named by the argument."""
+    null_bytes = (len(columns) + 7) // 8
+    statements: list[str] = [
+        f"nulls = int.from_bytes(data[pos:pos + {null_bytes}], 'little')",
+        f"pos += {null_bytes}",
+    ]
+    for index, column in enumerate(columns):
+        statements += [
+            f"if nulls & {1 << index}:",
+            f"    v{index} = None",
+            "else:",
+            *(f"    {line}" for line in _value(index, column, constants)),
+        ]
+    names = ", ".join(f"{column.name!r}: v{index}" for index, column in enumerate(columns))
+
+    def body(target: str) -> list[str]:
+        return [*statements, f"{target} = {{{names}}}"]
+
+    return body
+
+
+def _value(index: int, column: Any, constants: dict[str, Any]) -> list[str]:
+    """Statements that read column ``index``'s value at ``pos`` into ``v<index>``."""
+    number = _NUMBERS.get((column.type, bool(column.unsigned)))
+    if number is not None:
+        fmt, size = number
+        constants[f"_n{index}"] = struct.Struct(fmt).unpack_from
+        return [f"v{index} = _n{index}(data, pos)[0]", f"pos += {size}"]
+    if column.type == FIELD_TYPE.INT24:
+        signed = not column.unsigned
+        return [
+            f"v{index} = int.from_bytes(data[pos:pos + 3], 'little', signed={signed})",
+            "pos += 3",
+        ]
+    length_size = _text_length_size(column)
+    if length_size is not None:
+        constants[f"_t{index}"] = binlog_decoding._text_decoder(column.collation_name)
+        read_length = (
+            "n = data[pos]"
+            if length_size == 1
+            else f"n = int.from_bytes(data[pos:pos + {length_size}], 'little')"
+        )
+        return [
+            read_length,
+            f"pos += {length_size}",
+            f"v{index} = _t{index}(data[pos:pos + n])",
+            "pos += n",
+        ]
+    # every other type: the reader the library path calls, pointed at the value's bytes
+    return [
+        "packet = event.packet.packet",
+        "packet._position = pos",
+        f"v{index} = _read_value(event, _columns[{index}], _no_nulls, 0, False, _all_present, "
+        f"{bool(column.unsigned)}, {index})",
+        "pos = packet._position",
+    ]
+
+
+def _text_length_size(column: Any) -> int | None:
+    """Bytes of the length before a string's bytes, as ``binlog_decoding`` reads them; None
+    for a column that is not read as a string there."""
+    if column.type in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
+        return 2 if column.max_length > 255 else 1
+    if column.type == FIELD_TYPE.BLOB:
+        length_size: int = column.length_size
+        return length_size
+    return None
