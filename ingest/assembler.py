@@ -178,6 +178,10 @@ class ChangeAssembler:
         )
         self._last_order = {sink: p.last_order for sink, p in progress.items()}
         self._pending: dict[str, list[Row]] = {}
+        #: rows in ``_pending``, kept as they come and go (the runner asks after every event)
+        self._pending_count = 0
+        #: the last event time converted, as (epoch ms, UTC datetime): events come in runs of one
+        self._event_time: tuple[int, datetime] = (-1, datetime.min)
         #: per sink, late rows (``_count_late``) committed since its last flush
         self._late: dict[str, int] = {}
         self._in_transaction = False
@@ -216,7 +220,7 @@ class ChangeAssembler:
 
     @property
     def pending_rows(self) -> int:
-        return sum(len(rows) for rows in self._pending.values())
+        return self._pending_count
 
     @property
     def watermark_ms(self) -> int:
@@ -245,6 +249,7 @@ class ChangeAssembler:
         if idle_tables:
             sinks |= set(self._progress)
         tables = [self._table_flush(sink, self._pending.pop(sink, [])) for sink in sorted(sinks)]
+        self._pending_count = sum(len(rows) for rows in self._pending.values())
         return Flush(tables)
 
     def progress(self, sink: str) -> TableProgress | None:
@@ -283,7 +288,7 @@ class ChangeAssembler:
             binding.observe(event.structure)
         buffer = self._transaction.setdefault(sink, [])
         metadata: Row = {
-            MetadataColumn.EVENT_TIME: datetime.fromtimestamp(event.event_time_ms / 1000, UTC),
+            MetadataColumn.EVENT_TIME: self._datetime(event.event_time_ms),
             MetadataColumn.POSITION: str(event.position),
             MetadataColumn.SOURCE_DATABASE: event.database,
             MetadataColumn.SOURCE_TABLE: event.table,
@@ -306,6 +311,11 @@ class ChangeAssembler:
         if self._transaction_rows > self._max_transaction_rows:
             return self._flush_transaction_part()
         return None
+
+    def _datetime(self, epoch_ms: int) -> datetime:
+        if self._event_time[0] != epoch_ms:
+            self._event_time = (epoch_ms, datetime.fromtimestamp(epoch_ms / 1000, UTC))
+        return self._event_time[1]
 
     def _refused(
         self, sink: str, error: UnconvertibleValueError, image: Row
@@ -345,6 +355,7 @@ class ChangeAssembler:
         for sink, rows in self._transaction.items():
             self._count_late(sink, len(rows), event_time_ms)
             self._pending.setdefault(sink, []).extend(self._ordered(sink, rows))
+            self._pending_count += len(rows)
         self._boundary = position
         second_start = event_time_ms - event_time_ms % 1000
         self._watermark_ms = max(self._watermark_ms, second_start - 1)
@@ -411,6 +422,7 @@ class ChangeAssembler:
             MetadataColumn.OPERATION: Operation.TRUNCATE.value,
         }
         self._pending.setdefault(sink, []).extend(self._ordered(sink, [marker]))
+        self._pending_count += 1
         logger.warning(
             "%s.%s was truncated at %s: its rows leave %s's mirror at the next merge",
             table.database,
@@ -554,6 +566,7 @@ class ChangeAssembler:
             self._table_flush(sink, self._pending.pop(sink, []) + parts.get(sink, []))
             for sink in sorted(sinks)
         ]
+        self._pending_count = 0
         return Flush(tables)
 
     def _table_flush(self, sink: str, rows: list[Row]) -> TableFlush:

@@ -93,6 +93,8 @@ class _Loop:
         self._stream = stream
         #: TABLE_MAP body -> (table id, the library's Table, or None when filtered out)
         self._table_maps: dict[bytes, tuple[int, Any]] = {}
+        #: (table id, event type) -> how its row events are read, while the table map holds
+        self._layouts: dict[tuple[int, int], _Layout] = {}
 
     def _private(self, name: str) -> Any:
         return getattr(self._stream, _PRIVATE + name)
@@ -160,25 +162,18 @@ class _Loop:
         table = self._stream.table_map.get(table_id)
         if table is None:
             return NativeRows("filtered", None, [], timestamp, log_pos)
-        count = payload[position]
-        if count >= 251:
-            return None  # a length-coded count: a table too wide for this path
-        position += 1
-        name = _ROWS_V1.get(kind) or _ROWS_V2[kind]
-        bitmaps = 2 if name == "update" else 1
-        width = (count + 7) // 8
-        full = binlog_rows.all_present(count)
-        if count != len(table.columns) or any(
-            payload[position + width * index : position + width * (index + 1)] != full
-            for index in range(bitmaps)
-        ):
+        layout = self._layouts.get((table_id, kind))
+        if layout is None or layout.table is not table:
+            layout = _Layout.of(table, kind)
+            self._layouts[(table_id, kind)] = layout
+        if layout.images is None:
             return None
-        images = binlog_rows.standalone_images(table, name)
-        if images is None:
+        # the column count, then the columns-present bitmap(s): a full image of every column
+        end = position + len(layout.prefix)
+        if payload[position:end] != layout.prefix:
             return None
-        position += width * bitmaps
-        rows = images(payload, position, len(payload) - checksum)
-        return NativeRows(name, table, rows, timestamp, log_pos)
+        rows = layout.images(payload, end, len(payload) - checksum)
+        return NativeRows(layout.name, table, rows, timestamp, log_pos)
 
     def _library_event(self, payload: bytes, checksum: int) -> Any:
         """What the library's ``fetchone`` does with one packet: the event, or None."""
@@ -229,6 +224,26 @@ class _Loop:
         table = event.get_table()
         self._stream.table_map[event.table_id] = table
         self._table_maps[body] = (event.table_id, table)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    table: Any
+    name: str
+    #: the bytes a row event of the table starts with after its header when every column is
+    #: present: the column count (one byte) and the full bitmap(s)
+    prefix: bytes
+    images: binlog_rows.StandaloneImages | None
+
+    @classmethod
+    def of(cls, table: Any, kind: int) -> _Layout:
+        name = _ROWS_V1.get(kind) or _ROWS_V2[kind]
+        count = len(table.columns)
+        bitmaps = 2 if name == "update" else 1
+        if count >= 251:  # a length-coded count of more bytes: left to the library
+            return cls(table, name, b"", None)
+        prefix = bytes([count]) + binlog_rows.all_present(count) * bitmaps
+        return cls(table, name, prefix, binlog_rows.standalone_images(table, name))
 
 
 def _payload_reader(connection: Any) -> Callable[[], bytes]:

@@ -12,6 +12,7 @@ from an old position. ``_tm_schema_version`` records the version in every change
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -31,8 +32,9 @@ class SchemaVersion:
     #: (new name, old name) of each column this version renamed (``ALTER ... RENAME COLUMN``)
     renamed_from: tuple[tuple[str, str], ...] = ()
 
-    @property
+    @functools.cached_property
     def column_names(self) -> frozenset[str]:
+        """Asked of every row: computed once (a frozen dataclass may cache in its __dict__)."""
         return frozenset(column.name for column in self.table.columns)
 
 
