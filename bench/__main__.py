@@ -40,8 +40,8 @@ BENCHMARKS = (
     Benchmark(
         "ingest",
         "bench.ingest_bench",
-        ("--loads", "1", "2", "1@1000", "--seconds", "30"),
-        ("--loads", "1", "--seconds", "10"),
+        ("--loads", "1", "2", "4", "1@1000", "--seconds", "30", "--bulk-rows", "200000"),
+        ("--loads", "1", "--seconds", "10", "--bulk-rows", "20000"),
     ),
     Benchmark(
         "bootstrap",

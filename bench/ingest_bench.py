@@ -1,13 +1,18 @@
 """Ingest benchmark: throughput against the plain library's decode, and lag under sysbench.
 
-Run by ``make bench`` against the local stack. For each thread count it:
+Run by ``make bench`` against the local stack. For each sysbench load (OLTP-shaped: one row
+per event) it:
 
 1. loads ``oltp_write_only`` with sysbench for ``--seconds`` while ``tidemark ingest`` follows
    the binlog live, and records the lag of every commit (commit time minus the watermark it
    published: how far the lake trails the source);
-2. replays the binlog that load wrote twice, from a saved start to a saved end: once with the
-   plain ``mysql-replication`` decode (rows counted, nothing else), once with the full ingest
-   (decode, conversion, Iceberg commits), into a fresh changelog table.
+2. replays the binlog that load wrote three times, from a saved start to a saved end: with the
+   plain ``mysql-replication`` decode (rows counted, nothing else), with Tidemark's decode alone
+   (``ingest.binlog``: the events Tidemark's ingest reads, rows counted), and with the full
+   ingest (decode, conversion, Iceberg commits) into a fresh changelog table.
+
+Then a bulk-shaped binlog (``--bulk-rows`` rows inserted, updated and deleted a thousand per
+statement) is replayed the same three ways.
 
 Prints a markdown table. Figures, not assertions: nothing here fails on a slow machine.
 """
@@ -28,6 +33,7 @@ from pathlib import Path
 
 from bench.report import Figure, Target, write_figures
 from bench.scratch import drop_namespace
+from ingest.binlog import BinlogReader, RowsChanged
 from ingest.pipeline import build_runner
 from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
@@ -54,6 +60,18 @@ class Result:
     rows: int
     lag_p50_s: float
     lag_p99_s: float
+    #: Tidemark's decode alone (``ingest.binlog``), rows counted
+    decode_rows_per_s: float = float("nan")
+
+
+@dataclass
+class Replay:
+    """One binlog range read three ways."""
+
+    rows: int
+    plain_rows_per_s: float
+    decode_rows_per_s: float
+    ingest_rows_per_s: float
 
 
 class LagRecorder:
@@ -79,6 +97,9 @@ def main() -> int:
         default=["1", "2", "1@500"],
         help="sysbench rounds: THREADS, or THREADS@TPS for a rate-limited load",
     )
+    parser.add_argument(
+        "--bulk-rows", type=int, default=0, help="rows of the bulk-shaped binlog (0: none)"
+    )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
     endpoints = Stack(StackSettings.from_env()).endpoints()
@@ -92,12 +113,15 @@ def main() -> int:
         results = [
             round_(endpoints, database, threads, rate, args.seconds) for threads, rate in loads
         ]
+        bulk = bulk_round(endpoints, database, args.bulk_rows) if args.bulk_rows else None
     finally:
         with admin.connect() as conn, conn.cursor() as cursor:
             cursor.execute(f"DROP DATABASE {database}")
     print(table(results))  # noqa: T201
+    if bulk is not None:
+        print(bulk_table(bulk))  # noqa: T201
     if args.figures:
-        write_figures(args.figures, figures(results))
+        write_figures(args.figures, figures(results) + bulk_figures(bulk))
     return 0
 
 
@@ -111,7 +135,15 @@ def figures(results: list[Result]) -> list[Figure]:
         out += [
             Figure("ingest", f"{load}: row changes/s written", r.load_rows_per_s, "rows/s"),
             Figure("ingest", f"{load}: plain library decode", r.plain_rows_per_s, "rows/s"),
+            Figure("ingest", f"{load}: Tidemark decode", r.decode_rows_per_s, "rows/s"),
             Figure("ingest", f"{load}: Tidemark ingest", r.ingest_rows_per_s, "rows/s"),
+            Figure(
+                "ingest",
+                f"{load}: ingest speed-up over plain decode",
+                r.ingest_rows_per_s / r.plain_rows_per_s,
+                "×",
+                Target(">=", 10, 10),
+            ),
             Figure(
                 "ingest",
                 f"{load}: ingest / plain decode",
@@ -146,27 +178,118 @@ def round_(
         end = current_position(cdc)
         ingest_thread.join()
 
-        plain_rows, plain_s = plain_decode(cdc, start, end, database)
-        replay = load_pipeline(
-            pipeline(Path(folder), endpoints, database, f"{database}_replay{name}", start=start)
-        )
-        runner = build_runner(replay, catalog, reports=None, settings=IngestSettings())
-        began = time.perf_counter()
-        summary = runner.run(StopWhen(until_position=end))
-        ingest_s = time.perf_counter() - began
-    for namespace in (f"{database}_live{name}", f"{database}_replay{name}"):
-        drop_namespace(catalog, namespace)
+        replayed = replay(endpoints, database, f"{database}_replay{name}", start, end)
+    drop_namespace(catalog, f"{database}_live{name}")
     lags = sorted(lag.lags) or [float("nan")]
     return Result(
         threads=threads,
         rate=rate,
-        load_rows_per_s=plain_rows / seconds,
+        load_rows_per_s=replayed.rows / seconds,
         tps=transactions / seconds,
-        plain_rows_per_s=plain_rows / plain_s,
-        ingest_rows_per_s=summary.rows / ingest_s,
-        rows=summary.rows,
+        plain_rows_per_s=replayed.plain_rows_per_s,
+        ingest_rows_per_s=replayed.ingest_rows_per_s,
+        rows=replayed.rows,
         lag_p50_s=statistics.median(lags),
         lag_p99_s=lags[min(len(lags) - 1, int(len(lags) * 0.99))],
+        decode_rows_per_s=replayed.decode_rows_per_s,
+    )
+
+
+def replay(
+    endpoints: StackEndpoints,
+    database: str,
+    namespace: str,
+    start: BinlogPosition,
+    end: BinlogPosition,
+) -> Replay:
+    """The binlog of ``database`` between two positions read by the plain library, by
+    Tidemark's decode alone, and by the full ingest into a fresh changelog table."""
+    cdc = endpoints.mariadb.cdc_source(server_id=4990)
+    plain_rows, plain_s = plain_decode(cdc, start, end, database)
+    decoded_rows, decode_s = tidemark_decode(cdc, start, end, database)
+    with tempfile.TemporaryDirectory() as folder:
+        config = load_pipeline(pipeline(Path(folder), endpoints, database, namespace, start=start))
+        catalog = load_catalog(config.tidemark.catalog_name, catalog_properties(endpoints))
+        runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+        began = time.perf_counter()
+        summary = runner.run(StopWhen(until_position=end))
+        ingest_s = time.perf_counter() - began
+    drop_namespace(catalog, namespace)
+    if not plain_rows == decoded_rows == summary.rows:
+        raise RuntimeError(
+            f"the three reads disagree: plain {plain_rows}, decode {decoded_rows}, "
+            f"ingest {summary.rows} rows"
+        )
+    return Replay(
+        plain_rows, plain_rows / plain_s, decoded_rows / decode_s, summary.rows / ingest_s
+    )
+
+
+def tidemark_decode(
+    source: SourceConnection, start: BinlogPosition, end: BinlogPosition, database: str
+) -> tuple[int, float]:
+    """Rows and seconds of ``ingest.binlog`` alone over the same range: what ingest reads."""
+    rows = 0
+    began = time.perf_counter()
+    with BinlogReader(source, start, databases=[database]) as reader:
+        for event in reader:
+            if isinstance(event, RowsChanged) and event.database == database:
+                rows += len(event.rows)
+            if event.position >= end:
+                break
+    return rows, time.perf_counter() - began
+
+
+def bulk_round(endpoints: StackEndpoints, database: str, rows: int) -> Replay:
+    """A bulk-shaped binlog: ``rows`` inserted, then updated and deleted, a thousand rows per
+    statement (a batch job's shape), read three ways."""
+    admin = endpoints.mariadb.admin_source()
+    cdc = endpoints.mariadb.cdc_source(server_id=4990)
+    start = current_position(cdc)
+    with admin.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"USE {database}")
+        cursor.execute(
+            "CREATE TABLE bulk (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, "
+            "pad CHAR(60) NOT NULL)"
+        )
+        for first in range(0, rows, 1000):
+            cursor.execute(
+                "INSERT INTO bulk SELECT seq, seq % 1000, REPEAT('c', 120), REPEAT('p', 60) "
+                f"FROM seq_{first + 1}_to_{min(first + 1000, rows)}"
+            )
+        for first in range(0, rows, 1000):
+            cursor.execute(f"UPDATE bulk SET k = k + 1 WHERE id > {first} AND id <= {first + 1000}")
+        cursor.execute("DELETE FROM bulk")
+        conn.commit()
+    end = current_position(cdc)
+    return replay(endpoints, database, f"{database}_bulk", start, end)
+
+
+def bulk_figures(bulk: Replay | None) -> list[Figure]:
+    """Issue #10: no slower than the plain library on bulk events."""
+    if bulk is None:
+        return []
+    return [
+        Figure("ingest", "bulk: plain library decode", bulk.plain_rows_per_s, "rows/s"),
+        Figure("ingest", "bulk: Tidemark decode", bulk.decode_rows_per_s, "rows/s"),
+        Figure("ingest", "bulk: Tidemark ingest", bulk.ingest_rows_per_s, "rows/s"),
+        Figure(
+            "ingest",
+            "bulk: ingest / plain decode",
+            100 * bulk.ingest_rows_per_s / bulk.plain_rows_per_s,
+            "%",
+            Target(">=", 100, 10),
+        ),
+    ]
+
+
+def bulk_table(bulk: Replay) -> str:
+    return (
+        "| bulk binlog | rows | plain library decode rows/s | Tidemark decode rows/s "
+        "| Tidemark ingest rows/s | ingest / plain |\n|---|---|---|---|---|---|\n"
+        f"| 1,000 rows a statement | {bulk.rows:,} | {bulk.plain_rows_per_s:,.0f} "
+        f"| {bulk.decode_rows_per_s:,.0f} | {bulk.ingest_rows_per_s:,.0f} "
+        f"| {bulk.ingest_rows_per_s / bulk.plain_rows_per_s:.0%} |"
     )
 
 
@@ -272,12 +395,13 @@ def pipeline(
 def table(results: list[Result]) -> str:
     header = (
         "| sysbench load | TPS | row changes/s written | plain library decode rows/s "
-        "| Tidemark ingest rows/s (decode + Iceberg) | ingest / plain | live lag p50 | "
-        "live lag p99 |\n|---|---|---|---|---|---|---|---|"
+        "| Tidemark decode rows/s | Tidemark ingest rows/s (decode + Iceberg) "
+        "| ingest / plain | live lag p50 | live lag p99 |\n|---|---|---|---|---|---|---|---|---|"
     )
     lines = [
         f"| {_load(r)} | {r.tps:,.0f} | {r.load_rows_per_s:,.0f} | {r.plain_rows_per_s:,.0f} "
-        f"| {r.ingest_rows_per_s:,.0f} | {r.ingest_rows_per_s / r.plain_rows_per_s:.0%} "
+        f"| {r.decode_rows_per_s:,.0f} | {r.ingest_rows_per_s:,.0f} "
+        f"| {r.ingest_rows_per_s / r.plain_rows_per_s:.1f}× "
         f"| {r.lag_p50_s:.1f} s | {r.lag_p99_s:.1f} s |"
         for r in results
     ]

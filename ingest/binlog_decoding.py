@@ -43,7 +43,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import parse_json
 from pymysqlreplication.row_event import RowsEvent
 
-from ingest.charsets import charset_of_collation, decoder
+from ingest.charsets import charset_of_collation, codec, decoder
 from ingest.errors import IngestError
 from ingest.values import InvalidTemporal, UndecodableText
 
@@ -210,6 +210,13 @@ def _varchar(packet: Any, column: Any) -> str | bytes | UndecodableText:
 def _blob(packet: Any, column: Any) -> str | bytes | UndecodableText:
     data = packet.read_length_coded_pascal_string(column.length_size)
     return _text_decoder(column.collation_name)(data)
+
+
+def text_codec(collation: str | None) -> str | None:
+    """The Python codec ``_text_decoder`` decodes a collation's text with (None: binary, or a
+    charset Tidemark has no codec for)."""
+    charset = charset_of_collation(collation) if collation else "utf8mb4"
+    return None if charset == "binary" else codec(charset)
 
 
 @functools.cache

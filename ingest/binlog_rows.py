@@ -212,12 +212,17 @@ def _value(index: int, column: Any, constants: dict[str, Any]) -> list[str]:
             if length_size == 1
             else f"n = int.from_bytes(data[pos:pos + {length_size}], 'little')"
         )
-        return [
-            read_length,
-            f"pos += {length_size}",
-            f"v{index} = _t{index}(data[pos:pos + n])",
-            "pos += n",
-        ]
+        if binlog_decoding.text_codec(column.collation_name) == "utf-8":
+            # what the decoder does, without its calls; text that is not UTF-8 goes to it
+            decode = [
+                "try:",
+                f"    v{index} = data[pos:pos + n].decode('utf-8')",
+                "except UnicodeDecodeError:",
+                f"    v{index} = _t{index}(data[pos:pos + n])",
+            ]
+        else:
+            decode = [f"v{index} = _t{index}(data[pos:pos + n])"]
+        return [read_length, f"pos += {length_size}", *decode, "pos += n"]
     # every other type: the reader the library path calls, pointed at the value's bytes
     return [
         "packet = event.packet.packet",

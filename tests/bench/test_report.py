@@ -85,3 +85,16 @@ def test_the_ingest_lag_target_applies_to_one_unthrottled_thread_only() -> None:
         ("2 threads: live lag p99", None),
         ("1 thread, capped at 1000 TPS: live lag p99", None),
     ]
+
+
+def test_issue_10s_targets_are_the_speed_up_on_oltp_binlogs_and_parity_on_bulk_ones() -> None:
+    oltp = ingest_bench.Result(2, 0, 4000.0, 1000.0, 7000.0, 35_000.0, 1, 1.0, 2.0, 60_000.0)
+    bulk = ingest_bench.Replay(200_000, 60_000.0, 300_000.0, 90_000.0)
+
+    figures = {f.name: f for f in ingest_bench.figures([oltp]) + ingest_bench.bulk_figures(bulk)}
+
+    speed_up = figures["2 threads: ingest speed-up over plain decode"]
+    assert (speed_up.value, speed_up.target) == (5.0, Target(">=", 10, 10))
+    parity = figures["bulk: ingest / plain decode"]
+    assert (parity.value, parity.target) == (150.0, Target(">=", 100, 10))
+    assert figures["2 threads: Tidemark decode"].value == 60_000.0
