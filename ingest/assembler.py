@@ -287,14 +287,15 @@ class ChangeAssembler:
         if binding.observe is not None and event.structure is not None:
             binding.observe(event.structure)
         buffer = self._transaction.setdefault(sink, [])
+        # never columns of a converted row (changelog_schema refuses such source columns)
         metadata: Row = {
             MetadataColumn.EVENT_TIME: self._datetime(event.event_time_ms),
             MetadataColumn.POSITION: str(event.position),
             MetadataColumn.SOURCE_DATABASE: event.database,
             MetadataColumn.SOURCE_TABLE: event.table,
-            MetadataColumn.SCHEMA_VERSION: SCHEMA_VERSION,
         }
         check_held = self._may_hold(sink)
+        version = MetadataColumn.SCHEMA_VERSION
         for before, after in event.rows:
             for operation, image in _split(event.operation, before, after, binding.key_columns):
                 try:
@@ -303,8 +304,9 @@ class ChangeAssembler:
                     row, target, held = self._refused(sink, error, image)
                 if held and self._already_held(sink if target is buffer else errors_sink(sink)):
                     continue
-                for column, value in metadata.items():
-                    row.setdefault(column, value)  # the converter may set the schema version
+                row.update(metadata)
+                if version not in row:  # the schema tracker's converter sets it
+                    row[version] = SCHEMA_VERSION
                 row[MetadataColumn.OPERATION] = operation.value
                 target.append(row)
                 self._transaction_rows += 1
