@@ -46,7 +46,6 @@ from ingest.ddl import (
     changed_tables,
     online_ddl_base,
     online_swap,
-    renamed_columns,
     renamed_pairs,
 )
 from ingest.error_table import error_row, errors_sink
@@ -82,9 +81,9 @@ class Truncation(Enum):
 class StructureChanges(Protocol):
     """Told about statements that change an onboarded table (``ingest.schema_tracker``)."""
 
-    def altered(self, database: str, table: str, renamed: Mapping[str, str]) -> None:
-        """ALTER TABLE, renaming the columns ``renamed`` (old -> new): may record a new
-        structure, or raise ``SchemaChangeStopError``."""
+    def altered(self, database: str, table: str, statement: str) -> None:
+        """ALTER TABLE ``statement`` (renames and a table comment are read from it): may
+        record a new structure, or raise ``SchemaChangeStopError``."""
 
     def dropped(self, database: str, table: str) -> bool:
         """DROP TABLE: whether ingest must stop (``schema.change.behavior: exception``)."""
@@ -97,7 +96,7 @@ class StructureChanges(Protocol):
 
 
 class _StopOnEveryChange:
-    def altered(self, database: str, table: str, renamed: Mapping[str, str]) -> None:
+    def altered(self, database: str, table: str, statement: str) -> None:
         raise SchemaChangeStopError(f"the binlog changes the structure of {database}.{table}")
 
     def dropped(self, database: str, table: str) -> bool:
@@ -390,7 +389,7 @@ class ChangeAssembler:
                 stop = self._renamed(pairs)
             else:
                 changes = changed_tables(event.statement, event.database)
-                stop = self._stop_reason(changes, truncated, renamed_columns(event.statement))
+                stop = self._stop_reason(changes, truncated, event.statement)
         else:
             stop = swap
         if stop is not None:
@@ -447,8 +446,8 @@ class ChangeAssembler:
             )
         logger.info("Online schema change of %s: following its new structure", name)
         try:
-            # the helper table was altered, under its own name: its renames are not ours
-            self._structure.altered(swap.database, swap.table, {})
+            # the helper table was altered, under its own name: the swap itself renames nothing
+            self._structure.altered(swap.database, swap.table, "")
         except SchemaChangeStopError as error:
             return str(error), _CANNOT_FOLLOW
         return None
@@ -495,7 +494,7 @@ class ChangeAssembler:
         self,
         changes: list[ChangedTable],
         truncated: list[ChangedTable],
-        renamed: Mapping[str, str],
+        statement: str,
     ) -> tuple[str, str] | None:
         """Why the statement stops ingest, and what the user should do; None to go on.
         Onboarded tables it truncates whose sink records truncations go to ``truncated``."""
@@ -520,7 +519,7 @@ class ChangeAssembler:
                 continue
             elif change.change is TableChange.ALTER:
                 try:
-                    self._structure.altered(change.database, change.table, renamed)
+                    self._structure.altered(change.database, change.table, statement)
                 except SchemaChangeStopError as error:
                     return str(error), _CANNOT_FOLLOW
             elif change.change is TableChange.DROP:

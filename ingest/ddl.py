@@ -156,6 +156,31 @@ def renamed_columns(statement: str) -> dict[str, str]:
     return renamed
 
 
+_TABLE_COMMENT = re.compile(
+    r"(?:^|\s)COMMENT\s*(?:=\s*)?'((?:[^'\\]|''|\\.)*)'", re.IGNORECASE | re.DOTALL
+)
+#: clauses of an ALTER TABLE that change columns or indexes: a COMMENT in them is theirs
+_COLUMN_CLAUSES = frozenset(("ADD", "MODIFY", "CHANGE", "ALTER", "DROP", "RENAME", "CONVERT"))
+
+
+def table_comment(statement: str) -> str | None:
+    """The comment an ALTER TABLE gives the table (``COMMENT = 'text'``, a table option, not a
+    column's), or None."""
+    text = _COMMENTS.sub(" ", statement).strip()
+    alter = _ALTER_BODY.match(text)
+    if not alter:
+        return None
+    for clause in _top_level_clauses(alter.group("body")):
+        if clause.split(None, 1)[0].upper() in _COLUMN_CLAUSES:
+            continue
+        match = _TABLE_COMMENT.search(clause)
+        if match:
+            return re.sub(
+                r"''|\\(.)", lambda m: "'" if m.group(0) == "''" else m.group(1), match.group(1)
+            )
+    return None
+
+
 def _top_level_clauses(body: str) -> list[str]:
     """The comma-separated clauses of an ALTER TABLE, commas inside parentheses, quotes and
     backticks left alone (``DECIMAL(10, 2)``, ``DEFAULT 'a,b'``)."""

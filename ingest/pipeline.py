@@ -137,8 +137,8 @@ class LiveOnboarding:
             onboarding.trackers, config.pipeline.schema_change_behavior, config.sink.schema_changes
         )
 
-    def altered(self, database: str, table: str, renamed: Mapping[str, str]) -> None:
-        self._follower.altered(database, table, renamed)
+    def altered(self, database: str, table: str, statement: str) -> None:
+        self._follower.altered(database, table, statement)
 
     def dropped(self, database: str, table: str) -> bool:
         return self._follower.dropped(database, table)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from ingest.assembler import Truncation
 from ingest.changelog import ChangelogTable
+from ingest.ddl import renamed_columns, table_comment
 from ingest.errors import SchemaChangeStopError
 from ingest.evolution import SchemaDiff, diff, plan_evolution
 from ingest.schema import SourceTable, read_source_tables
@@ -97,13 +98,37 @@ class SchemaTracker:
     def latest(self, table_id: str) -> SchemaVersion:
         return self._versions[table_id][-1]
 
-    def altered(self, table_id: str, renamed: Mapping[str, str]) -> None:
+    def altered(self, table_id: str, statement: str) -> None:
         """An ALTER TABLE went by. A change of column names shows in the next row images; a
         change of types alone does not, so the next row's table map is compared by type.
-        ``renamed`` (old -> new) tells which new column is an old one renamed."""
+        The statement tells which new column is an old one renamed, and a new table comment,
+        which the changelog takes (``alter.table.comment``; the next merge gives it to the
+        mirror)."""
         self._retype_check.add(table_id)
+        renamed = renamed_columns(statement)
         if renamed and not self._rename_recorded(table_id, renamed):
             self._renames.setdefault(table_id, {}).update(renamed)
+        comment = table_comment(statement)
+        if comment is not None:
+            self._comment(table_id, comment)
+
+    def _comment(self, table_id: str, comment: str) -> None:
+        behavior = self._options.behavior
+        if behavior is SchemaChangeBehavior.EXCEPTION:
+            raise SchemaChangeStopError(
+                f"{table_id} changed its comment and pipeline.schema.change.behavior is "
+                "exception: set it to lenient to follow the change"
+            )
+        if (
+            behavior is SchemaChangeBehavior.IGNORE
+            or SchemaChangeType.ALTER_TABLE_COMMENT not in self._options.allowed
+        ):
+            return
+        if self._changelog.properties.get("comment") != comment:
+            self._changelog.evolve((), (), {"comment": comment})
+            logger.info(
+                "%s: %s now has the comment %r", table_id, self._changelog.identifier, comment
+            )
 
     def _rename_recorded(self, table_id: str, renamed: Mapping[str, str]) -> bool:
         """When ingest started after the ALTER, its structure was recorded at start-up, before
@@ -264,10 +289,10 @@ class StructureFollower:
         self._behavior = behavior
         self._allowed = allowed
 
-    def altered(self, database: str, table: str, renamed: Mapping[str, str]) -> None:
+    def altered(self, database: str, table: str, statement: str) -> None:
         tracker = self._trackers.get(f"{database}.{table}")
         if tracker is not None:
-            tracker.altered(f"{database}.{table}", renamed)
+            tracker.altered(f"{database}.{table}", statement)
 
     def dropped(self, database: str, table: str) -> bool:
         return self._behavior is SchemaChangeBehavior.EXCEPTION

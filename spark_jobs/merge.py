@@ -160,10 +160,12 @@ def merge_range(
             high,
         )
         changes = changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}")
-    evolution = _evolution(spark, spec)
+    changelog_properties = _properties(spark, spec.changelog)
+    evolution = _evolution(spec, changelog_properties)
     projected = _project(spark, spec, _with_lineage(changes, evolution))
     columns = [c for c in _data_columns(spec, projected) if c.lower() not in evolution.dropped]
     _ensure_mirror(spark, spec, projected, columns, evolution)
+    _follow_comment(spark, spec)
     latest = _truncated(_latest(projected.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), truncations)
     latest = latest.cache()
     try:
@@ -185,13 +187,21 @@ def merge_range(
     return MergeCounts(change_count, keys, after)
 
 
-def _evolution(spark: SparkSession, spec: MirrorSpec) -> MirrorColumns:
-    found = mirror_columns(_properties(spark, spec.changelog), spec.key)
+def _evolution(spec: MirrorSpec, changelog_properties: Mapping[str, str]) -> MirrorColumns:
+    found = mirror_columns(changelog_properties, spec.key)
     return MirrorColumns(
         dropped=found.dropped if spec.follow_drops else frozenset(),
         lineages=found.lineages if spec.follow_renames else (),
         defaults=found.defaults,
     )
+
+
+def _follow_comment(spark: SparkSession, spec: MirrorSpec) -> None:
+    """The source table's comment (``alter.table.comment``, which the changelog takes). A
+    reserved property: SHOW TBLPROPERTIES leaves it out, the catalog's description has it."""
+    comment = spark.catalog.getTable(spec.changelog).description
+    if comment is not None and spark.catalog.getTable(spec.mirror).description != comment:
+        spark.sql(f"COMMENT ON TABLE {spec.mirror} IS '{_escape(comment)}'")
 
 
 def _properties(spark: SparkSession, table: str) -> dict[str, str]:

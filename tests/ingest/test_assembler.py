@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pytest
 
 from ingest.assembler import Binding, ChangeAssembler, Truncation
@@ -295,12 +293,10 @@ class Follower:
 
     def __init__(self, stop_on_drop: bool) -> None:
         self.altered_tables: list[str] = []
-        self.renamed: dict[str, str] = {}
         self._stop_on_drop = stop_on_drop
 
-    def altered(self, database: str, table: str, renamed: Mapping[str, str]) -> None:
+    def altered(self, database: str, table: str, statement: str) -> None:
         self.altered_tables.append(f"{database}.{table}")
-        self.renamed.update(renamed)
 
     def dropped(self, database: str, table: str) -> bool:
         return self._stop_on_drop

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.ddl import renamed_columns
+from ingest.ddl import renamed_columns, table_comment
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,20 @@ from ingest.ddl import renamed_columns
 )
 def test_renamed_columns(statement: str, renamed: dict[str, str]) -> None:
     assert renamed_columns(statement) == renamed
+
+
+@pytest.mark.parametrize(
+    ("statement", "comment"),
+    [
+        ("ALTER TABLE orders COMMENT = 'the orders'", "the orders"),
+        ("ALTER TABLE orders COMMENT 'it''s'", "it's"),
+        ("ALTER TABLE orders ENGINE=InnoDB COMMENT='a, b'", "a, b"),
+        ("ALTER TABLE orders ADD COLUMN x INT, COMMENT = 'both'", "both"),
+        # a column's comment is not the table's
+        ("ALTER TABLE orders ADD COLUMN x INT COMMENT 'the column'", None),
+        ("ALTER TABLE orders MODIFY qty BIGINT COMMENT 'wider'", None),
+        ("ALTER TABLE orders ADD COLUMN note TEXT", None),
+    ],
+)
+def test_table_comment(statement: str, comment: str | None) -> None:
+    assert table_comment(statement) == comment

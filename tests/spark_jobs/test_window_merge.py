@@ -369,7 +369,8 @@ def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
     )
     execute(
         admin_connection,
-        "ALTER TABLE orders_0 RENAME COLUMN status TO state, DROP COLUMN created_at",
+        "ALTER TABLE orders_0 RENAME COLUMN status TO state, DROP COLUMN created_at, "
+        "COMMENT = 'orders, since the rename'",
         "INSERT INTO orders_0 VALUES (2, 102, 'paid', 5.00)",
     )
     tick_past_now(admin_connection)
@@ -383,6 +384,8 @@ def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
     assert spark.table(mirror).columns == columns
     found = spark.sql(f"SELECT {', '.join(columns)} FROM {mirror} ORDER BY order_no").collect()
     assert [tuple(row) for row in found] == rows
+    # alter.table.comment
+    assert spark.catalog.getTable(mirror).description == "orders, since the rename"
     if behavior == "evolve":  # the source as it is now
         assert [tuple(row) for row in found] == source_rows(
             admin_connection, "SELECT id, order_no, state, amount FROM orders_0 ORDER BY order_no"
