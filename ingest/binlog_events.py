@@ -250,7 +250,20 @@ def _payload_reader(connection: Any) -> Callable[[], bytes]:
     """Reads one whole MySQL packet's payload from the stream connection, as pymysql's
     ``_read_packet`` does (sequence numbers, packets of 16 MB and more) without building a
     packet object."""
-    read = connection._read_bytes
+    rfile = connection._rfile
+
+    def read(size: int) -> bytes:
+        # pymysql's _read_bytes, without its per-call overhead: a short read or a socket error
+        # is a lost connection (interrupted reads are retried by Python itself, PEP 475)
+        try:
+            data: bytes = rfile.read(size)
+        except OSError as error:
+            connection._force_close()
+            raise _lost(0, 0, f"({error})") from error
+        if len(data) < size:
+            connection._force_close()
+            raise _lost(0, 0)
+        return data
 
     def read_payload() -> bytes:
         parts: list[bytes] = []
@@ -272,9 +285,11 @@ def _payload_reader(connection: Any) -> Callable[[], bytes]:
     return read_payload
 
 
-def _lost(got: int, expected: int) -> Exception:
+def _lost(got: int, expected: int, detail: str = "") -> Exception:
     import pymysql
 
     if got == 0:  # MariaDB sends its shutdown error with sequence number 0
-        return pymysql.OperationalError(2013, "Lost connection to MySQL server during query")
+        return pymysql.OperationalError(
+            2013, f"Lost connection to MySQL server during query {detail}".strip()
+        )
     return pymysql.InternalError(f"Packet sequence number wrong - got {got} expected {expected}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from ingest.progress import TableProgress
 from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.polling import wait_until
 from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts import CommitReport, SummaryKey
@@ -320,3 +322,45 @@ def _write(path: Path, text: str) -> Path:
 
 def changelog_rows(catalog: Catalog, namespace: str) -> list[dict[str, Any]]:
     return catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
+
+
+def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_duplicate(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    config = _pipeline(tmp_path, endpoints, source_database, namespace)
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    with orders.cursor() as cursor:
+        for key in range(1, 201):
+            cursor.execute("INSERT INTO orders VALUES (%s, 'before', 1)", (key,))
+    killed: list[int] = []
+
+    def kill_the_dump_thread() -> bool:
+        with admin_connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT ID FROM information_schema.PROCESSLIST "
+                "WHERE COMMAND LIKE 'Binlog Dump%%' AND USER = %s",
+                (endpoints.mariadb.cdc_user,),
+            )
+            ids = [row[0] for row in cursor.fetchall()]
+            for thread in ids:
+                cursor.execute(f"KILL CONNECTION {int(thread)}")
+        killed.extend(ids)
+        return bool(ids)
+
+    reader = threading.Thread(target=runner.run, args=(StopWhen(max_seconds=10),), daemon=True)
+    reader.start()
+    wait_until("ingest's binlog dump thread to kill", kill_the_dump_thread, 10, interval=0.05)
+    with orders.cursor() as cursor:
+        for key in range(201, 401):
+            cursor.execute("INSERT INTO orders VALUES (%s, 'after', 1)", (key,))
+    reader.join(30)
+
+    rows = changelog_rows(catalog, namespace)
+    assert killed
+    assert sorted(row["id"] for row in rows) == list(range(1, 401))  # each once
