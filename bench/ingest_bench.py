@@ -201,14 +201,18 @@ def replay(
     namespace: str,
     start: BinlogPosition,
     end: BinlogPosition,
+    table: str = "sbtest1",
 ) -> Replay:
     """The binlog of ``database`` between two positions read by the plain library, by
-    Tidemark's decode alone, and by the full ingest into a fresh changelog table."""
+    Tidemark's decode alone, and by the full ingest of ``table`` into a fresh changelog
+    table."""
     cdc = endpoints.mariadb.cdc_source(server_id=4990)
     plain_rows, plain_s = plain_decode(cdc, start, end, database)
     decoded_rows, decode_s = tidemark_decode(cdc, start, end, database)
     with tempfile.TemporaryDirectory() as folder:
-        config = load_pipeline(pipeline(Path(folder), endpoints, database, namespace, start=start))
+        config = load_pipeline(
+            pipeline(Path(folder), endpoints, database, namespace, start=start, tables=table)
+        )
         catalog = load_catalog(config.tidemark.catalog_name, catalog_properties(endpoints))
         runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
         began = time.perf_counter()
@@ -262,7 +266,7 @@ def bulk_round(endpoints: StackEndpoints, database: str, rows: int) -> Replay:
         cursor.execute("DELETE FROM bulk")
         conn.commit()
     end = current_position(cdc)
-    return replay(endpoints, database, f"{database}_bulk", start, end)
+    return replay(endpoints, database, f"{database}_bulk", start, end, table="bulk")
 
 
 def bulk_figures(bulk: Replay | None) -> list[Figure]:
@@ -377,13 +381,14 @@ def pipeline(
     database: str,
     namespace: str,
     start: BinlogPosition | None = None,
+    tables: str = "sbtest1",
 ) -> Path:
     path = folder / f"{namespace}.yaml"
     path.write_text(
         local_pipeline(
             endpoints,
             database=database,
-            tables="sbtest1",
+            tables=tables,
             namespace=namespace,
             server_id=4950 + len(namespace) % 40,
             startup=start or "latest-offset",
