@@ -165,16 +165,15 @@ class BinlogReader:
         time_ms = event.timestamp * 1000
         kind = type(event)
         if kind is NativeRows:
-            native = _NATIVE_OPERATIONS[event.kind]
             table = event.table
             return RowsChanged(
                 database=table.schema,
                 table=table.table,
-                operation=native,
-                rows=[_images(native, row) for row in event.rows],
+                operation=_NATIVE_OPERATIONS[event.kind],
+                rows=event.rows,  # (before, after) pairs already
                 position=position,
                 event_time_ms=time_ms,
-                structure=functools.partial(_structure, table.schema, table.table, table.columns),
+                structure=_table_structure(table),
             )
         if kind is NativeXid:
             return TransactionCommitted(position, time_ms)
@@ -200,6 +199,15 @@ class BinlogReader:
         if isinstance(event, HeartbeatLogEvent):
             return Heartbeat(position)
         return None
+
+
+def _table_structure(table: Any) -> Callable[[], SourceTable | None]:
+    """``RowsChanged.structure`` for the library's Table of a table map, made once per table."""
+    describe: Callable[[], SourceTable | None] | None = getattr(table, "_tidemark_structure", None)
+    if describe is None:
+        describe = functools.partial(_structure, table.schema, table.table, table.columns)
+        table._tidemark_structure = describe
+    return describe
 
 
 def _structure(database: str, table: str, columns: list[Any]) -> SourceTable | None:

@@ -68,11 +68,11 @@ class NativeXid:
 
 @dataclass(frozen=True)
 class NativeRows:
-    """The rows of one row event, as the library's ``rows`` gives them."""
+    """The rows of one row event, as (before image, after image) pairs."""
 
     kind: str  # write, update, delete
     table: Any  # the library's Table of its table map
-    rows: list[dict[str, Any]]
+    rows: list[tuple[Any, Any]]
     timestamp: int
     log_pos: int
 

@@ -35,8 +35,8 @@ from ingest import binlog_decoding
 
 #: a compiled decoder: (packet bytes, offset, end offset, event) -> the event's rows
 Images = Callable[[bytes, int, int, Any], list[dict[str, Any]]]
-#: one that needs no library event: every column is read inline
-StandaloneImages = Callable[[bytes, int, int], list[dict[str, Any]]]
+#: one that needs no library event (every column is read inline), giving (before, after) pairs
+StandaloneImages = Callable[[bytes, int, int], list[tuple[Any, Any]]]
 
 _ATTRIBUTE = "_tidemark_images"
 #: numbers read inline, as the library reads them: (struct format, bytes) by (type, unsigned)
@@ -55,8 +55,15 @@ _NUMBERS = {
     (FIELD_TYPE.DOUBLE, True): ("<d", 8),
 }
 _KINDS = {WriteRowsEvent: "values", DeleteRowsEvent: "values", UpdateRowsEvent: "update"}
-#: ``ingest.binlog_events``' names of row events -> the kinds of image they hold
-_NATIVE_KINDS = {"write": "values", "delete": "values", "update": "update"}
+#: how each kind of decoder hands out a row: the library's dicts, or Tidemark's pairs
+_ROW_FORMS = {
+    "values": "{'values': image}",
+    "update": "{'before_values': before, 'after_values': after}",
+    "write": "(None, image)",
+    "delete": "(image, None)",
+    "update-pairs": "(before, after)",
+}
+_STANDALONE_KINDS = {"write": "write", "delete": "delete", "update": "update-pairs"}
 
 
 def install() -> None:
@@ -101,8 +108,11 @@ def all_present(count: int) -> bytes:
 
 def standalone_images(table: Any, event_kind: str) -> StandaloneImages | None:
     """The decoder of a row event (``write``, ``update``, ``delete``) of ``table`` (the
-    library's Table) that reads every column itself; None if a column needs the library."""
-    images: StandaloneImages | None = _compiled(table, _NATIVE_KINDS[event_kind], standalone=True)
+    library's Table) that reads every column itself and gives each row as the pair
+    ``ingest.binlog`` hands on, (before image, after image); None if a column needs the
+    library."""
+    kind = _STANDALONE_KINDS[event_kind]
+    images: StandaloneImages | None = _compiled(table, kind, standalone=True)
     return images
 
 
@@ -119,9 +129,11 @@ def _compiled(table: Any, kind: str, *, standalone: bool) -> Any:
 
 def compile_images(columns: list[Any], kind: str, *, standalone: bool = False) -> Any:
     """The decoder of the row images of ``columns`` (the library's parse of a TABLE_MAP) for
-    one kind of event: ``values`` (write, delete: one image a row) or ``update`` (two). None
-    when a column has no name (``binlog_row_metadata`` not FULL), or, ``standalone``, when a
-    column needs the library's reader (the decoder then takes no event)."""
+    one kind of event, rows in the form ``_ROW_FORMS`` names: ``values`` (write, delete: one
+    image a row) or ``update`` (two) as the library's rows; ``write``, ``delete`` or
+    ``update-pairs`` as (before, after) pairs. None when a column has no name
+    (``binlog_row_metadata`` not FULL), or, ``standalone``, when a column needs the library's
+    reader (the decoder then takes no event)."""
     if any(not column.name for column in columns):
         return None
     if standalone and not all(_inline(column) for column in columns):
@@ -136,25 +148,15 @@ def compile_images(columns: list[Any], kind: str, *, standalone: bool = False) -
     signature = (
         "def images(data, pos, end):" if standalone else "def images(data, pos, end, event):"
     )
-    if kind == "update":
-        lines = [
-            signature,
-            "    rows = []",
-            "    while pos < end:",
-            *(f"        {line}" for line in body("before")),
-            *(f"        {line}" for line in body("after")),
-            "        rows.append({'before_values': before, 'after_values': after})",
-            "    return rows",
-        ]
-    else:
-        lines = [
-            signature,
-            "    rows = []",
-            "    while pos < end:",
-            *(f"        {line}" for line in body("image")),
-            "        rows.append({'values': image})",
-            "    return rows",
-        ]
+    images = ("before", "after") if kind in ("update", "update-pairs") else ("image",)
+    lines = [
+        signature,
+        "    rows = []",
+        "    while pos < end:",
+        *(f"        {line}" for image in images for line in body(image)),
+        f"        rows.append({_ROW_FORMS[kind]})",
+        "    return rows",
+    ]
     namespace = dict(constants)
     exec(compile("\n".join(lines), f"<row images of {len(columns)} columns>", "exec"), namespace)  # noqa: S102 - our own generated code
     return namespace["images"]
