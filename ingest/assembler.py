@@ -617,8 +617,9 @@ def _split(
     """An update that moves a row to another key is a delete of the old key and an insert of
     the new one, so a merge by key applies both."""
     if operation is Operation.UPDATE and before is not None and after is not None:
-        if key and any(before.get(column) != after.get(column) for column in key):
-            return [(Operation.DELETE, before), (Operation.INSERT, after)]
+        for column in key:  # a loop, not any(): this runs for every updated row
+            if before.get(column) != after.get(column):
+                return [(Operation.DELETE, before), (Operation.INSERT, after)]
         return [(Operation.UPDATE, after)]
     image = after if after is not None else before
     assert image is not None
