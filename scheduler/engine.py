@@ -99,6 +99,9 @@ class WindowEngine:
         self._replan = replan
         #: report tables not (yet) ours -> when a report of one may ask for a replan again
         self._unknown: dict[str, datetime] = {}
+        #: a batch read from Kafka whose recording failed: Kafka's position is past it, so it
+        #: is recorded again, before anything newer, at the next tick
+        self._unrecorded: ReportBatch | None = None
         self._store = store
         self._reports = reports
         self._executor = executor
@@ -183,14 +186,21 @@ class WindowEngine:
         ours = self._schedule.sink_of
         new = read = 0
         while read < self._settings.max_reports_per_tick:
-            batch = self._reports.poll(timeout=self._settings.poll_timeout_seconds)
+            batch = self._unrecorded or self._reports.poll(
+                timeout=self._settings.poll_timeout_seconds
+            )
+            self._unrecorded = None
             if not batch.offsets:
                 break
             read += len(batch)
             ours = self._adopt_new_tables(batch.reports) or ours
             # reports of other pipelines' tables share the topic; their offsets are ours too
             mine = [r for r in batch.reports if r.table in ours]
-            new += self._store.record_reports(mine, self._clock())
+            try:
+                new += self._store.record_reports(mine, self._clock())
+            except Exception:  # the state database: recorded again (idempotently) next tick
+                self._unrecorded = batch
+                raise
             self._reports.commit(batch)
             self._note_late_rows(mine)
         if new:

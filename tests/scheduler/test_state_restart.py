@@ -8,14 +8,22 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from scheduler.engine import WindowEngine
+from scheduler.reports_consumer import ReportsConsumer
 from scheduler.state import (
     PipelineLockedError,
     StateSettings,
     StateStore,
     StateUnavailableError,
 )
-from tests.scheduler.harness import RecordingExecutor, publish
-from tests.scheduler.test_service import EXPECTED, REPORTS, all_succeeded, serving
+from tests.scheduler.harness import (
+    RecordingExecutor,
+    at,
+    consumer_settings,
+    publish,
+    two_table_schedule,
+)
+from tests.scheduler.test_service import EXPECTED, REPORTS, Clock, all_succeeded, serving
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.postgres import Postgres
@@ -137,3 +145,44 @@ def test_a_scheduler_whose_lock_another_took_after_a_restart_stops(
         f"{unique_name} at {own_state.connection['host']}:{own_state.connection['port']}) "
         "restarted, and another scheduler took it: this one stops so that no window runs twice"
     )
+
+
+def test_reports_read_while_the_state_database_is_down_are_recorded_once_it_is_back(
+    own_store: StateStore,
+    own_postgres: Postgres,
+    store: StateStore,  # the shared server's schema, where the executor records its calls
+    state_settings: StateSettings,
+    endpoints: StackEndpoints,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    servers = endpoints.kafka.bootstrap_servers
+    reports = ReportsConsumer(consumer_settings(servers, reports_topic, unique_name))
+    engine = WindowEngine(
+        two_table_schedule(unique_name), own_store, reports, executor, clock=Clock(at("10:20"))
+    )
+    publish(servers, reports_topic, [r for r in REPORTS if r.snapshot_id <= 2])  # to 10:05
+    assert wait_for(lambda: (engine.tick(), len(executor.effects()) == 3)[1], timeout=DEADLINE)
+    own_postgres.down()
+    publish(servers, reports_topic, [r for r in REPORTS if r.snapshot_id > 2])
+
+    def read_but_not_recorded() -> bool:
+        try:
+            engine.consume()
+        except StateUnavailableError:
+            return True  # it had reports to record
+        return False
+
+    assert wait_for(read_but_not_recorded, timeout=DEADLINE)
+    own_postgres.up()
+
+    done = all_succeeded(own_store, unique_name)
+
+    def ticked_to_the_end() -> bool:
+        engine.tick()
+        return done()
+
+    assert wait_for(_once_answering(ticked_to_the_end), timeout=DEADLINE)
+    reports.close()
+    assert sorted((c.task, c.window_end.strftime("%H:%M")) for c in executor.calls()) == EXPECTED
