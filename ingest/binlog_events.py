@@ -8,11 +8,12 @@ reads the stream's packets itself and decodes those four from the bytes:
 
 - a GTID (MariaDB) or an XID: a few fields at fixed offsets;
 - a TABLE_MAP whose bytes it has met before: the library's parse of them, kept;
-- a row event of a table whose every column a compiled decoder reads by itself
-  (``ingest.binlog_rows``): decoded straight from the packet.
+- a row event (MariaDB's, version 1) of a table whose every column a compiled decoder reads
+  by itself (``ingest.binlog_rows``): decoded straight from the packet.
 
 Everything else (the first TABLE_MAP of a structure, rotations, format descriptions, queries,
-heartbeats, row events with DECIMAL or date columns, MySQL's GTIDs) goes to the library as the
+heartbeats, row events with DECIMAL or date columns, MySQL's version 2 row events and GTIDs,
+which no server here can test) goes to the library as the
 library's own ``fetchone`` would handle it, and comes back as a library event for
 ``ingest.binlog`` to convert. The stream's state (file, position, table map) stays the
 library's, so both paths agree on it.
@@ -41,11 +42,6 @@ _ROWS_V1 = {
     BINLOG.WRITE_ROWS_EVENT_V1: "write",
     BINLOG.UPDATE_ROWS_EVENT_V1: "update",
     BINLOG.DELETE_ROWS_EVENT_V1: "delete",
-}
-_ROWS_V2 = {
-    BINLOG.WRITE_ROWS_EVENT_V2: "write",
-    BINLOG.UPDATE_ROWS_EVENT_V2: "update",
-    BINLOG.DELETE_ROWS_EVENT_V2: "delete",
 }
 #: the library's names for its reader's private state
 _PRIVATE = "_BinLogStreamReader__"
@@ -138,7 +134,7 @@ class _Loop:
                         stream.table_map[table_id] = table
                     stream.log_pos = log_pos
                     continue
-            elif kind in _ROWS_V1 or kind in _ROWS_V2:
+            elif kind in _ROWS_V1:
                 native = self._rows(payload, kind, timestamp, log_pos, checksum)
             if native is not None:
                 stream.log_pos = log_pos
@@ -157,8 +153,6 @@ class _Loop:
         position = _HEADER_END
         table_id = int.from_bytes(payload[position : position + 6], "little")
         position += 8  # table id, flags
-        if kind in _ROWS_V2:
-            position += int.from_bytes(payload[position : position + 2], "little")
         table = self._stream.table_map.get(table_id)
         if table is None:
             return NativeRows("filtered", None, [], timestamp, log_pos)
@@ -237,7 +231,7 @@ class _Layout:
 
     @classmethod
     def of(cls, table: Any, kind: int) -> _Layout:
-        name = _ROWS_V1.get(kind) or _ROWS_V2[kind]
+        name = _ROWS_V1[kind]
         count = len(table.columns)
         bitmaps = 2 if name == "update" else 1
         if count >= 251:  # a length-coded count of more bytes: left to the library
