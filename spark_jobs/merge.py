@@ -12,6 +12,11 @@ SQL, and the latest change of each key (by ``_tm_order``) is merged:
   know which source table each row came from, so a range holding a marker is merged from the
   start of the changelog, which keeps every change: the cost of one rebuild, for a rare event.
 
+Before merging, the mirror follows its changelog's structure: columns added and types widened;
+under ``evolve``/``try_evolve`` columns dropped and renamed (``spark_jobs.mirror_columns``);
+columns added with a constant default filled in the rows from before them; the table comment.
+These are commits of their own, without stamps.
+
 The merge is idempotent for any ``low`` at or below what the mirror already holds: applying the
 latest image of a key twice gives the same row. The commit carries the ``MirrorKey`` stamps in
 its snapshot summary (Iceberg 1.11 + Spark 4.1 take them from the session conf
