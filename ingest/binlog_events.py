@@ -14,8 +14,8 @@ reads the stream's packets itself and decodes those four from the bytes:
 Everything else (the first TABLE_MAP of a structure, rotations, format descriptions, queries,
 heartbeats, row events with DECIMAL or date columns, MySQL's version 2 row events and GTIDs,
 which no server here can test) goes to the library as its own ``fetchone`` would handle it,
-and comes back as a library event for ``ingest.binlog`` to convert. The stream's state (file, position, table map) stays the
-library's, so both paths agree on it.
+and comes back as a library event for ``ingest.binlog`` to convert. The stream's state (file,
+position, table map) stays the library's, so both paths agree on it.
 """
 
 from __future__ import annotations
