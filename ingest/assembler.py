@@ -130,6 +130,29 @@ class _Buffer:
 
 
 @dataclass(frozen=True)
+class LateChanges:
+    """Late rows of one table since its last flush, and the span of their commit times."""
+
+    rows: int
+    first_commit_ms: int
+    last_commit_ms: int
+
+    def plus(self, rows: int, commit_ms: int) -> LateChanges:
+        return LateChanges(
+            self.rows + rows,
+            min(self.first_commit_ms, commit_ms),
+            max(self.last_commit_ms, commit_ms),
+        )
+
+    @property
+    def commit_range(self) -> tuple[int, int] | None:
+        return (self.first_commit_ms, self.last_commit_ms) if self.rows else None
+
+
+NO_LATE_CHANGES = LateChanges(0, 0, 0)
+
+
+@dataclass(frozen=True)
 class TableFlush:
     sink: str
     rows: list[Row]
@@ -182,7 +205,7 @@ class ChangeAssembler:
         #: the last event time converted, as (epoch ms, UTC datetime): events come in runs of one
         self._event_time: tuple[int, datetime] = (-1, datetime.min)
         #: per sink, late rows (``_count_late``) committed since its last flush
-        self._late: dict[str, int] = {}
+        self._late: dict[str, LateChanges] = {}
         self._in_transaction = False
         self._transaction: dict[str, list[Row]] = {}
         self._transaction_rows = 0
@@ -369,7 +392,12 @@ class ChangeAssembler:
         published = self._progress.get(sink)
         if rows == 0 or published is None or commit_ms + 1000 > published.watermark_ms:
             return
-        self._late[sink] = self._late.get(sink, 0) + rows
+        known = self._late.get(sink)
+        self._late[sink] = (
+            LateChanges(rows, commit_ms, commit_ms)
+            if known is None
+            else known.plus(rows, commit_ms)
+        )
         logger.warning(
             "%d change(s) of %s committed at %s, before the watermark it already published "
             "(%s): the source's clock stepped back? Windows already run do not include them; "
@@ -583,14 +611,15 @@ class ChangeAssembler:
             last_order=0,
             source=self._source,
         )
-        late = self._late.pop(sink, 0)
+        late = self._late.pop(sink, NO_LATE_CHANGES)
         progress = previous.advanced(
             position=self._boundary,
             watermark_ms=self._watermark_ms,
             last_order=self._last_order.get(sink, 0),
             gtid=self._gtid,
             partial_rows=self._transaction_held.get(sink, 0) if self._in_transaction else 0,
-            late_rows=late,
+            late_rows=late.rows,
+            late_range=late.commit_range,
         )
         self._progress[sink] = progress
         return TableFlush(sink, rows, progress)

@@ -17,6 +17,9 @@ exactly which source transactions it holds (DESIGN.md 3.2). Keys (DESIGN.md sect
 - ``tidemark.late-rows``: how many streamed changes the table has received, in all, whose event
   time was at or before the watermark it had already published (a long transaction's rows carry
   its start time; a clock step does the same): windows run before they arrived miss them.
+- ``tidemark.late-range``: ``FIRST,LAST``, epoch ms, present only on a commit holding late
+  changes: the first and last commit time (source clock) of its late transactions, so the
+  scheduler knows which windows they belong in.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from tidemark.source import BinlogPosition
 
 ORDER_KEY = "tidemark.order"
 LATE_ROWS_KEY = "tidemark.late-rows"
+LATE_RANGE_KEY = "tidemark.late-range"
 POSITION_FORMAT_VERSION = 1
 
 
@@ -46,6 +50,8 @@ class TableProgress:
     hold_until: BinlogPosition | None = None
     #: streamed changes received after the watermark had passed their event time, in all
     late_rows: int = 0
+    #: this commit's late transactions: their first and last commit time, epoch ms
+    late_range: tuple[int, int] | None = None
 
     def summary(self) -> dict[str, str]:
         position: dict[str, object] = {
@@ -57,13 +63,16 @@ class TableProgress:
         }
         if self.hold_until is not None:
             position["hold"] = {"file": self.hold_until.file, "pos": self.hold_until.offset}
-        return {
+        summary = {
             SummaryKey.WATERMARK: str(self.watermark_ms),
             SummaryKey.POSITION: json.dumps(position, separators=(",", ":")),
             SummaryKey.SOURCE: self.source,
             ORDER_KEY: str(self.last_order),
             LATE_ROWS_KEY: str(self.late_rows),
         }
+        if self.late_range is not None:
+            summary[LATE_RANGE_KEY] = f"{self.late_range[0]},{self.late_range[1]}"
+        return summary
 
     @classmethod
     def from_summary(cls, summary: Mapping[str, str]) -> TableProgress | None:
@@ -91,6 +100,7 @@ class TableProgress:
                     None if hold is None else BinlogPosition(str(hold["file"]), int(hold["pos"]))
                 ),
                 late_rows=int(summary.get(LATE_ROWS_KEY, 0)),
+                late_range=_late_range(summary.get(LATE_RANGE_KEY)),
             )
         except (KeyError, ValueError, TypeError) as error:
             raise TerminalError(
@@ -107,9 +117,11 @@ class TableProgress:
         gtid: str | None,
         partial_rows: int = 0,
         late_rows: int = 0,
+        late_range: tuple[int, int] | None = None,
     ) -> TableProgress:
-        """The next progress, with ``late_rows`` more late changes: the watermark never goes
-        backwards, and stays put while a bootstrap's hold is ahead of ``position``."""
+        """The next progress, with ``late_rows`` more late changes committed in ``late_range``:
+        the watermark never goes backwards, and stays put while a bootstrap's hold is ahead of
+        ``position``."""
         held = self.hold_until is not None and position < self.hold_until
         return replace(
             self,
@@ -120,4 +132,12 @@ class TableProgress:
             partial_rows=partial_rows,
             hold_until=self.hold_until if held else None,
             late_rows=self.late_rows + late_rows,
+            late_range=late_range,
         )
+
+
+def _late_range(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    first, last = text.split(",")
+    return int(first), int(last)

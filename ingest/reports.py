@@ -117,6 +117,8 @@ def report_from_snapshot(table: str, snapshot: Snapshot) -> CommitReport | None:
         partial=progress.partial_rows > 0,
         last_order=progress.last_order,
         late_rows=progress.late_rows,
+        late_from_ms=None if progress.late_range is None else progress.late_range[0],
+        late_to_ms=None if progress.late_range is None else progress.late_range[1],
     )
 
 

@@ -33,7 +33,14 @@ from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
 from tidemark.contracts import CommitReport
-from tidemark.windows import EPOCH, TaskKind, WindowTask
+from tidemark.windows import (
+    EPOCH,
+    TaskKind,
+    Window,
+    WindowTask,
+    from_epoch_ms,
+    windows_between,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -385,8 +392,46 @@ class WindowEngine:
     def _call_executor(self, due: DueWindow) -> None:
         if due.task.kind == TaskKind.MIRROR:
             self._executor.merge_mirror(due.task.name, due.window, due.up_to_order)
-        else:
-            self._executor.run_job(due.task.name, due.window)
+            return
+        for window in self._late_windows(due):
+            logger.info("Running %s window %s again: late changes belong in it", due.task, window)
+            self._executor.run_job(due.task.name, window)
+            self.metrics.add("tidemark_window_reruns_total", 1.0, **self._labels(due.task))
+        self._executor.run_job(due.task.name, due.window)
+
+    def _late_windows(self, due: DueWindow) -> list[Window]:
+        """For a job with ``rerun_late_windows``: its windows before ``due`` that hold the
+        commit times of late changes its mirrors merged since its last window, oldest first.
+
+        They run again at ``due``'s cut, when the mirrors hold those changes, inside ``due``'s
+        run: recorded with it, retried with it, so each late change re-runs its windows once.
+        """
+        spec = self._specs[due.task]
+        if not spec.rerun_late_windows:
+            return []
+        first = self._store.first_window(self.pipeline, due.task)
+        if first is None or first.start >= due.window.start:
+            return []  # nothing ran before this window
+        windows: set[Window] = set()
+        for table in spec.inputs:
+            ranges = self._store.late_changes(
+                self.pipeline,
+                self._schedule.changelogs[table],
+                mirror_task(table),
+                due.window.start,
+                due.window.end,
+            )
+            for first_ms, last_ms in ranges:
+                windows.update(
+                    window
+                    for window in windows_between(
+                        Window.containing(from_epoch_ms(first_ms), spec.window).end,
+                        Window.containing(from_epoch_ms(last_ms), spec.window).end,
+                        spec.window,
+                    )
+                    if first.start <= window.start and window.end <= due.window.start
+                )
+        return sorted(windows)
 
     def _fail(self, spec: TaskSpec, due: DueWindow, attempt: int, error: Exception) -> None:
         text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]

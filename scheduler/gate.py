@@ -72,6 +72,8 @@ class TaskSpec:
     retry_delay: timedelta = timedelta(minutes=1)
     #: a job that is behind runs every complete window it missed as one ``[start, end)``
     coalesce: bool = False
+    #: a job runs its earlier windows again when late changes for them reach its mirrors
+    rerun_late_windows: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ updates a ``Metrics`` object, and ``serve`` answers ``GET /metrics`` with ``rend
 - ``tidemark_window_failures_total{pipeline,task}``: failed attempts since the process started;
 - ``tidemark_windows_held{pipeline,task}``: 1 while a window of the task is held;
 - ``tidemark_late_rows{pipeline,table}``: changes the table received after a watermark already
-  published had passed their commit time (a clock step back at the source), in all.
+  published had passed their commit time (a clock step back at the source), in all;
+- ``tidemark_window_reruns_total{pipeline,task}``: earlier windows a job with
+  ``rerun-late-windows`` ran again for late changes, since the process started.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ _HELP = {
     "tidemark_late_rows": (
         "counter",
         "changes received after a published watermark had passed their commit time, in all",
+    ),
+    "tidemark_window_reruns_total": (
+        "counter",
+        "earlier windows run again for late changes since start",
     ),
 }
 

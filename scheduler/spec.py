@@ -88,6 +88,7 @@ class PipelineSchedule:
                 job.retries,
                 job.retry_delay,
                 coalesce=job.coalesce,
+                rerun_late_windows=job.rerun_late_windows,
             )
             for job in config.tidemark.jobs
         ]

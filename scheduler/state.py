@@ -63,6 +63,9 @@ CREATE TABLE IF NOT EXISTS {schema}.reports (
     PRIMARY KEY (table_name, snapshot_id)
 );
 CREATE INDEX IF NOT EXISTS reports_by_watermark ON {schema}.reports (table_name, watermark_ms);
+-- added after version 1 was released: late changes' commit times (report 1.3)
+ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS late_from_ms bigint;
+ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS late_to_ms bigint;
 CREATE TABLE IF NOT EXISTS {schema}.window_runs (
     pipeline text NOT NULL,
     task text NOT NULL,
@@ -251,6 +254,8 @@ class StateStore:
                 r.source,
                 r.version,
                 now,
+                r.late_from_ms,
+                r.late_to_ms,
             )
             for r in reports
         ]
@@ -258,14 +263,50 @@ class StateStore:
             new = 0
             statement = sql.SQL(
                 "INSERT INTO {}.reports (table_name, snapshot_id, watermark_ms, last_order, "
-                "partial, position, rows_added, committed_at_ms, source, version, recorded_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "partial, position, rows_added, committed_at_ms, source, version, recorded_at, "
+                "late_from_ms, late_to_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                "%s, %s) "
                 "ON CONFLICT (table_name, snapshot_id) DO NOTHING"
             ).format(self._schema)
             for row in rows:
                 cursor.execute(statement, row)
                 new += cursor.rowcount
         return new
+
+    def late_changes(
+        self, pipeline: str, changelog: str, mirror: WindowTask, after: datetime, upto: datetime
+    ) -> list[tuple[int, int]]:
+        """The commit-time ranges (epoch ms) of late changes in the reports of ``changelog``
+        that ``mirror`` merged after its window ending at ``after`` and up to its window ending
+        at ``upto`` (by their cuts); none when either window has no recorded cut."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT r.late_from_ms, r.late_to_ms FROM {schema}.reports r "
+                    "JOIN {schema}.window_runs a ON a.pipeline = %s AND a.task = %s "
+                    "AND a.window_end = %s "
+                    "JOIN {schema}.window_runs b ON b.pipeline = a.pipeline AND b.task = a.task "
+                    "AND b.window_end = %s "
+                    "WHERE r.table_name = %s AND r.late_from_ms IS NOT NULL "
+                    "AND r.last_order > a.up_to_order AND r.last_order <= b.up_to_order "
+                    "ORDER BY r.late_from_ms"
+                ).format(schema=self._schema),
+                (pipeline, str(mirror), after, upto, changelog),
+            )
+            return [(int(first), int(last)) for first, last in cursor.fetchall()]
+
+    def first_window(self, pipeline: str, task: WindowTask) -> Window | None:
+        """The earliest window recorded for ``task``."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT window_start, window_end FROM {}.window_runs "
+                    "WHERE pipeline = %s AND task = %s ORDER BY window_end LIMIT 1"
+                ).format(self._schema),
+                (pipeline, str(task)),
+            )
+            row = cursor.fetchone()
+        return None if row is None else Window(row[0], row[1])
 
     def report_count(self, table: str) -> int:
         with self._transaction() as cursor:

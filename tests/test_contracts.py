@@ -42,7 +42,7 @@ def test_a_report_of_an_older_minor_version_reads_with_the_defaults_of_later_fie
     [
         (
             {"version": "2.0"},
-            "commit report version 2.0 is newer than this Tidemark understands (1.2); "
+            "commit report version 2.0 is newer than this Tidemark understands (1.3); "
             "upgrade the scheduler before the ingest",
         ),
         ({"table": "t"}, "commit report has no valid 'version' field: ''"),

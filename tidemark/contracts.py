@@ -70,7 +70,7 @@ class MetadataColumn(StrEnum):
     SCHEMA_VERSION = "_tm_schema_version"
 
 
-COMMIT_REPORT_VERSION = "1.2"
+COMMIT_REPORT_VERSION = "1.3"
 
 
 class CommitReport(BaseModel):
@@ -110,6 +110,15 @@ class CommitReport(BaseModel):
         description="changes the table has received, in all, that committed (by the source's "
         "clock) more than a second before a watermark it had already published: windows run "
         "before they arrived miss them (added in 1.2)",
+    )
+    late_from_ms: int | None = Field(
+        default=None,
+        description="only when this commit holds late changes: the first commit time (source "
+        "clock, epoch ms) of their transactions; windows from the one holding it to the one "
+        "holding late_to_ms ran without them (added in 1.3)",
+    )
+    late_to_ms: int | None = Field(
+        default=None, description="the last commit time of this commit's late changes (1.3)"
     )
 
     def to_json(self) -> bytes:

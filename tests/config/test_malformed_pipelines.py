@@ -510,6 +510,15 @@ CASES = [
         files={"report.sql": "SELECT 1"},
     ),
     case(
+        "job rerun-late-windows not a boolean",
+        SOURCE
+        + SINK
+        + "tidemark:\n  jobs:\n    hourly:\n      inputs: [shop.orders]\n"
+        + "      sql: report.sql\n      rerun-late-windows: always\n",
+        "FILE:16: tidemark.jobs.hourly.rerun-late-windows: must be true or false, got: 'always'",
+        files={"report.sql": "SELECT 1"},
+    ),
+    case(
         "job variable named like a built-in",
         SOURCE
         + SINK

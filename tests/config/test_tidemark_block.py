@@ -75,6 +75,7 @@ tidemark:
       retries: 5
       retry-delay: 30 s
       coalesce: true
+      rerun-late-windows: true
     daily:
       inputs: [shop.orders]
       window: 1 d
@@ -105,17 +106,19 @@ tidemark:
     assert quarter.sql == (tmp_path / "sql/a.sql", tmp_path / "sql/b.sql")
     assert reveal(quarter.variables) == {"region": "eu"}
     assert reveal(quarter.spark) == {"spark.sql.shuffle.partitions": "8"}
-    assert (quarter.retries, quarter.retry_delay, quarter.coalesce) == (
-        5,
-        timedelta(seconds=30),
-        True,
-    )
-    assert (daily.window, daily.retries, daily.retry_delay, daily.coalesce) == (
-        timedelta(days=1),
-        2,
-        timedelta(minutes=1),
-        False,
-    )
+    assert (
+        quarter.retries,
+        quarter.retry_delay,
+        quarter.coalesce,
+        quarter.rerun_late_windows,
+    ) == (5, timedelta(seconds=30), True, True)
+    assert (
+        daily.window,
+        daily.retries,
+        daily.retry_delay,
+        daily.coalesce,
+        daily.rerun_late_windows,
+    ) == (timedelta(days=1), 2, timedelta(minutes=1), False, False)
     assert config.warnings == ()
 
 

@@ -13,7 +13,7 @@ from ingest.binlog import (
     TransactionStarted,
 )
 from ingest.errors import SchemaChangeStopError
-from ingest.progress import TableProgress
+from ingest.progress import LATE_RANGE_KEY, TableProgress
 from tidemark.contracts import MetadataColumn, Operation
 from tidemark.source import BinlogPosition
 
@@ -234,8 +234,27 @@ def test_changes_committed_before_a_published_watermark_are_counted_late() -> No
 
     assert published.late_rows == 0
     assert orders.progress.late_rows == 2
+    # the span of the late commit times tells the scheduler which windows missed them
+    assert orders.progress.late_range == (T0 + 1_000, T0 + 1_000)
     assert orders.progress.watermark_ms == published.watermark_ms  # it never goes back
     assert TableProgress.from_summary(orders.progress.summary()) == orders.progress
+
+
+def test_the_late_range_spans_every_late_commit_of_a_flush_and_only_that_flush() -> None:
+    changes = assembler()
+    feed(changes, transaction(200, (1, "a"), seconds=60))
+    changes.flush()
+    feed(changes, transaction(300, (2, "b"), seconds=20))
+    feed(changes, transaction(400, (3, "c"), seconds=5))
+    feed(changes, transaction(500, (4, "d"), seconds=30))
+
+    late = changes.flush().tables[0].progress
+    feed(changes, transaction(600, (5, "e"), seconds=61))
+    on_time = changes.flush().tables[0].progress
+
+    assert (late.late_rows, late.late_range) == (3, (T0 + 5_000, T0 + 30_000))
+    assert (on_time.late_rows, on_time.late_range) == (3, None)
+    assert LATE_RANGE_KEY not in on_time.summary()
 
 
 def test_the_late_count_goes_on_from_the_tables_progress() -> None:

@@ -171,6 +171,10 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
 
     progress = ChangelogTable(catalog.load_table(f"{namespace}.orders_changelog")).progress()
     assert progress is not None and progress.late_rows == 2
+    assert progress.late_range is not None
+    first, last = progress.late_range
+    hour_ago = (time.time() - 3600) * 1000
+    assert first <= last and abs(first - hour_ago) < 120_000 and abs(last - hour_ago) < 120_000
     assert main(["status", str(config.path)]) == 0
     [_, line] = capsys.readouterr().out.splitlines()
     assert line.split()[-3] == "2"  # the late column

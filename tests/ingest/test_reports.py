@@ -167,7 +167,7 @@ def test_a_report_is_rebuilt_from_its_snapshot_summary(catalog: Catalog, namespa
     whole, part = orders.commit(), orders.commit(partial_rows=3)
 
     assert whole.model_dump(exclude={"snapshot_id", "committed_at_ms"}) == {
-        "version": "1.2",
+        "version": "1.3",
         "table": f"{namespace}.orders",
         "watermark_ms": 1_767_225_600_001,
         "position": "mariadb-bin.000001:1001",
@@ -176,6 +176,8 @@ def test_a_report_is_rebuilt_from_its_snapshot_summary(catalog: Catalog, namespa
         "partial": False,
         "last_order": 1,
         "late_rows": 0,
+        "late_from_ms": None,
+        "late_to_ms": None,
     }
     assert (part.partial, part.position) == (True, "mariadb-bin.000001:1002")
 

@@ -39,6 +39,7 @@ merge keys, and scheduled Spark SQL jobs. Flink CDC 3.6+ rejects unknown top-lev
           retries: 2
           retry-delay: 1 min
           coalesce: false             # true: when behind, run the missed windows as one
+          rerun-late-windows: false   # true: run a window again when late changes arrive for it
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ JOB_KEYS = (
     "retries",
     "retry-delay",
     "coalesce",
+    "rerun-late-windows",
 )
 #: variables Tidemark sets for every window run; user variables may not start with ``window_``
 BUILT_IN_VARIABLES = (
@@ -419,8 +421,17 @@ def _job(
         lambda text: parse_duration(text, unit_required=True),
     )
     coalesce = reader.value(block.get("coalesce"), child(path, "coalesce"), parse_bool)
+    rerun = reader.value(
+        block.get("rerun-late-windows"), child(path, "rerun-late-windows"), parse_bool
+    )
     required = (inputs, sql, variables, spark)
-    optional = {"window": window, "retries": retries, "retry-delay": delay, "coalesce": coalesce}
+    optional = {
+        "window": window,
+        "retries": retries,
+        "retry-delay": delay,
+        "coalesce": coalesce,
+        "rerun-late-windows": rerun,
+    }
     if any(value is None for value in required) or any(
         block.get(key) is not None and value is None for key, value in optional.items()
     ):
@@ -441,6 +452,8 @@ def _job(
         fields["retry_delay"] = delay
     if coalesce is not None:
         fields["coalesce"] = coalesce
+    if rerun is not None:
+        fields["rerun_late_windows"] = rerun
     return JobConfig(**fields)
 
 

@@ -248,6 +248,8 @@ class JobConfig(_Frozen):
     retry_delay: timedelta = timedelta(minutes=1)
     #: when behind, run every complete window missed as one ``[first start, last end)``
     coalesce: bool = False
+    #: run earlier windows again when late changes for them arrive (a clock step back)
+    rerun_late_windows: bool = False
 
 
 DEFAULT_REPORTS_TOPIC = "tidemark.commit-reports"
