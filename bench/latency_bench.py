@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg2
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -200,7 +201,8 @@ def _window_times(
 
 @contextmanager
 def _cursor(state: StateSettings) -> Iterator[psycopg2.extensions.cursor]:
-    connection = psycopg2.connect(**state.connection)
+    params: dict[str, Any] = dict(state.connection)
+    connection = psycopg2.connect(**params)
     try:
         yield connection.cursor()
     finally:

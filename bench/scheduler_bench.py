@@ -13,6 +13,7 @@ assertions: nothing here fails on a slow machine.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import threading
@@ -137,9 +138,13 @@ def publish_windows(
         published[end] = time.monotonic()
         send(producer, topic, n, end)
         with executor.job_called:
-            if not executor.job_called.wait_for(lambda e=end: e in executor.jobs, timeout=60):
+            if not executor.job_called.wait_for(functools.partial(_called, executor, end), 60):
                 raise TimeoutError(f"the job of the window ending {end} was not called in 60 s")
     return published
+
+
+def _called(executor: TimingExecutor, end: datetime) -> bool:
+    return end in executor.jobs
 
 
 def send(producer: Producer, topic: str, n: int, watermark: datetime) -> None:

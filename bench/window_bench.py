@@ -133,7 +133,7 @@ def merge_window(spark: SparkSession, spec: MirrorSpec, end_ms: int) -> int:
     state = mirror_state(spark, spec.mirror)
     merged = state.merged_order if state else 0
     bound = find_bound(spec.changelog, table_snapshots(spark, spec.changelog), end_ms)
-    stamps = {
+    stamps: dict[str, str] = {
         MirrorKey.WINDOW_START: str(end_ms - 300_000),
         MirrorKey.WINDOW_END: str(end_ms),
         MirrorKey.MERGED_ORDER: str(bound.order),
