@@ -2,7 +2,8 @@
 streams, publishing commit reports to Kafka; the scheduler fires one-minute windows from them;
 Spark merges the mirror; a table created meanwhile is onboarded and gets a mirror of its own
 without a restart; ``tidemark status`` shows the windows and ``tidemark verify`` finds the
-mirrors equal to MariaDB."""
+mirrors equal to MariaDB. A job that asks for it runs a window again when a change arrives late
+for it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +44,20 @@ def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
     yield topic
     for future in admin.delete_topics([topic]).values():
         future.result(timeout=30)
+
+
+def _run(path: Path, log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tidemark.cli", "run", str(path), "--max-seconds", "300"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("wb"),
+    )
+
+
+def _stop(run: subprocess.Popen[bytes]) -> None:
+    run.send_signal(signal.SIGTERM)
+    run.wait(timeout=120)
 
 
 def _mirror_window_end(catalog: Catalog, identifier: str) -> int:
@@ -94,12 +110,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
         )
     )
     log = tmp_path / "run.log"
-    run = subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "run", str(path), "--max-seconds", "300"],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("wb"),
-    )
+    run = _run(path, log)
     try:
         with admin_connection.cursor() as cursor:
             cursor.execute("UPDATE orders SET qty = 2 WHERE id <= 100")
@@ -128,8 +139,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
         wait_until("a window covering the changes", covered, 240, interval=0.5)
         wait_until("the scheduler maintaining the tables", maintained, 120, interval=0.5)
     finally:
-        run.send_signal(signal.SIGTERM)
-        run.wait(timeout=120)
+        _stop(run)
 
     assert run.returncode == 0, log.read_text()
     assert main(["status", str(path)]) == 0
@@ -137,3 +147,94 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     assert f"mirror:{namespace}.orders" in status
     assert f"mirror:{namespace}.orders_refunds" in status
     assert main(["verify", str(path)]) == 0
+
+
+#: counts each window's orders by when they were placed, as a T+1 report would per day
+PER_WINDOW_SQL = """\
+CREATE TABLE IF NOT EXISTS tidemark.{namespace}.orders_per_window (
+    window_start TIMESTAMP, orders BIGINT) USING iceberg;
+MERGE INTO tidemark.{namespace}.orders_per_window AS t
+USING (
+    SELECT TIMESTAMP '${{window_start}}' AS window_start, count(*) AS orders
+    FROM tidemark.{namespace}.orders
+    WHERE placed_at >= TIMESTAMP '${{window_start}}' AND placed_at < TIMESTAMP '${{window_end}}'
+) AS s
+ON t.window_start = s.window_start
+WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *;
+"""
+
+
+def test_a_change_arriving_late_for_a_window_makes_a_job_that_asks_run_that_window_again(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    reports_topic: str,
+    tmp_path: Path,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, placed_at DATETIME(3))")
+        cursor.execute("INSERT INTO orders VALUES (1, UTC_TIMESTAMP(3))")
+    (tmp_path / "per_window.sql").write_text(PER_WINDOW_SQL.format(namespace=namespace))
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        local_pipeline(
+            endpoints,
+            database=source_database,
+            tables="orders",
+            namespace=namespace,
+            server_id=SERVER_ID + 1,
+            startup="initial",
+            extra=(
+                "tidemark:\n"
+                "  window: 1 min\n"
+                "  reports:\n"
+                f"    topic: {reports_topic}\n"
+                f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
+                "  ingest:\n"
+                "    flush-interval: 1 s\n"
+                "    idle-commit-interval: 2 s\n"
+                "  jobs:\n"
+                "    per_window:\n"
+                f"      inputs: [{namespace}.orders]\n"
+                "      sql: per_window.sql\n"
+                "      rerun-late-windows: true\n"
+            ),
+        )
+    )
+
+    def counts() -> dict[datetime, int]:
+        assert run.poll() is None, log.read_text()
+        try:
+            table = catalog.load_table(f"{namespace}.orders_per_window")
+        except NoSuchTableError:
+            return {}
+        rows = table.scan().to_arrow().to_pylist()
+        return {row["window_start"]: row["orders"] for row in rows}
+
+    log = tmp_path / "run.log"
+    run = _run(path, log)
+    try:
+        first = min(wait_until("the job's first window", counts, 240, interval=0.5))
+        counted = counts()[first]
+        # the source's clock steps back into that window for one commit: the order is late
+        placed = first + timedelta(seconds=5)
+        with admin_connection.cursor() as cursor:
+            cursor.execute("SET timestamp = %s", (placed.timestamp(),))
+            cursor.execute("INSERT INTO orders VALUES (2, %s)", (placed.replace(tzinfo=None),))
+            cursor.execute("SET timestamp = DEFAULT")
+        wait_until(
+            "the window run again with the late order",
+            lambda: counts()[first] == counted + 1,
+            240,
+            interval=0.5,
+        )
+    finally:
+        _stop(run)
+
+    assert run.returncode == 0, log.read_text()
+    text = log.read_text()
+    assert (
+        f"window [{first.isoformat()}, {(first + timedelta(minutes=1)).isoformat()}) again" in text
+    )
