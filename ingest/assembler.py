@@ -195,8 +195,11 @@ class ChangeAssembler:
         self._boundary = start
         self._last_seen = start
         self._gtid: str | None = None
+        # Tables can stand at different positions (their commits are not one transaction):
+        # reading resumes at the earliest, so a table re-read from there must not be promised
+        # the watermark of one that is ahead. Each table's own never goes back (``advanced``).
         self._watermark_ms = max(
-            [initial_watermark_ms, *(p.watermark_ms for p in progress.values())]
+            initial_watermark_ms, min((p.watermark_ms for p in progress.values()), default=0)
         )
         self._last_order = {sink: p.last_order for sink, p in progress.items()}
         self._pending: dict[str, list[Row]] = {}

@@ -257,6 +257,20 @@ def test_the_late_range_spans_every_late_commit_of_a_flush_and_only_that_flush()
     assert LATE_RANGE_KEY not in on_time.summary()
 
 
+def test_a_table_re_read_behind_another_is_not_promised_the_other_tables_watermark() -> None:
+    # a crash between two tables' commits of one flush: orders holds the flush, users not
+    orders = TableProgress(at(300), T0 + 60_000 - 1, 9, "db:3306")
+    users = TableProgress(START, T0 - 1, 4, "db:3306")
+    changes = assembler(orders=orders, users=users)
+
+    feed(changes, transaction(200, (7, "g"), table="users", seconds=30))
+
+    flushed = {table.sink: table.progress for table in changes.flush(idle_tables=True).tables}
+    # users is complete to the transaction it read (30 s), not to orders' 60 s
+    assert flushed["lake.users"].watermark_ms == T0 + 30_000 - 1
+    assert flushed["lake.orders"] == orders  # it holds more than was read: unchanged
+
+
 def test_the_late_count_goes_on_from_the_tables_progress() -> None:
     known = TableProgress(at(100), T0 + 60_000, 7, "db:3306", late_rows=5)
     changes = assembler(orders=known)
