@@ -280,6 +280,25 @@ class ChangeAssembler:
     def progress(self, sink: str) -> TableProgress | None:
         return self._progress.get(sink)
 
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_transaction
+
+    def adopt(self, progress: Mapping[str, TableProgress]) -> BinlogPosition:
+        """Tables bootstrapped while the others streamed join at a transaction boundary:
+        reading goes back to the earliest of their positions (returned), skipping per table
+        what each holds, as after a restart."""
+        assert not self._in_transaction and not self._pending
+        self._progress.update(progress)
+        self._last_order.update({sink: p.last_order for sink, p in progress.items()})
+        self._held_at_start = dict(self._progress)
+        self._boundary = self._last_seen = min(
+            [self._boundary, *(p.position for p in progress.values())]
+        )
+        # what the re-read reaches is complete to its own events' times, not to the stream's
+        self._watermark_ms = min([self._watermark_ms, *(p.watermark_ms for p in progress.values())])
+        return self._boundary
+
     def held_until(self) -> BinlogPosition | None:
         """The furthest bootstrap hold not yet passed: tables are consistent from there."""
         holds = [p.hold_until for p in self._progress.values() if p.hold_until is not None]

@@ -12,6 +12,7 @@ from pyiceberg.catalog import Catalog
 
 from ingest.assembler import Binding, ChangeAssembler, Truncation
 from ingest.bootstrap import Bootstrapper, BootstrapSettings, SinkBootstrap
+from ingest.bootstrap_background import BackgroundBootstrap
 from ingest.bootstrap_display import BootstrapDisplay, ProgressDisplay
 from ingest.changelog import ChangelogTable, open_changelog
 from ingest.checks import run_startup_checks
@@ -188,6 +189,16 @@ def build_runner(
     databases = sorted({database for database, _ in onboarding.bindings})
     progress = {sink: table.progress() for sink, table in onboarding.tables.items()}
     to_bootstrap = _to_bootstrap(config, onboarding, progress)
+    bootstrapping = {job.sink for job in to_bootstrap}
+    # tables added to a running pipeline (or whose bootstrap a crash cut short) bootstrap in
+    # a thread while the tables already streaming go on (ingest.bootstrap_background)
+    in_background = (
+        bool(to_bootstrap)
+        and config.source.startup.mode is not StartupMode.SNAPSHOT
+        and any(p is not None for sink, p in progress.items() if sink not in bootstrapping)
+    )
+    background = None
+    deferred: set[tuple[str, str]] = set()
     if to_bootstrap:
         known = [p.position for p in progress.values() if p is not None]
         resume = min(known) if known else current_position(source)
@@ -200,9 +211,27 @@ def build_runner(
             open_errors=lambda sink: open_error_table(catalog, sink),
             find_errors=lambda sink: load_error_table(catalog, sink),
         )
-        progress.update(bootstrapper.run(to_bootstrap))
+        if in_background:
+            deferred.update(
+                (member.database, member.name) for job in to_bootstrap for member in job.members
+            )
+            background = BackgroundBootstrap(
+                bootstrapper,
+                to_bootstrap,
+                deferred,
+                functools.partial(_error_table_progress, catalog),
+            )
+        else:
+            progress.update(bootstrapper.run(to_bootstrap))
     # an error table that lags its changelog table (a crash between their commits) is re-read
     error_tables = _existing_error_tables(catalog, onboarding)
+    if in_background:  # theirs join at the hand-over
+        error_tables = {
+            errors: table
+            for errors, table in error_tables.items()
+            if sink_of(errors) not in bootstrapping
+        }
+        progress = {sink: p for sink, p in progress.items() if sink not in bootstrapping}
     progress.update({errors: table.progress() for errors, table in error_tables.items()})
     if to_bootstrap:
         start = min(p.position for p in progress.values() if p is not None)
@@ -210,6 +239,8 @@ def build_runner(
         start = start_position(source, config.source.startup, progress)
         run_startup_checks(source, databases=databases, resume=start)
     for sink, table in onboarding.tables.items():
+        if sink not in progress:
+            continue  # bootstrapping in the background
         if progress[sink] is None:
             # Make the starting point durable before reading: a crash before the first real
             # commit must resume here, not at a new "latest" position.
@@ -218,8 +249,8 @@ def build_runner(
             progress[sink] = initial
     live = LiveOnboarding(onboarding, config, catalog, lambda: str(assembler.last_seen))
     assembler = ChangeAssembler(
-        router=onboarding.route,
-        captures=config.source.captures,
+        router=functools.partial(_route_unless_deferred, onboarding, deferred),
+        captures=functools.partial(_captured_unless_deferred, config.source.captures, deferred),
         progress={sink: p for sink, p in progress.items() if p is not None},
         start=start,
         source=source_id,
@@ -241,7 +272,31 @@ def build_runner(
         reports=reports,
         settings=settings,
         server_clock=functools.partial(server_clock, source),
+        background=background,
     )
+
+
+def _route_unless_deferred(
+    onboarding: Onboarding, deferred: set[tuple[str, str]], database: str, table: str
+) -> Binding | None:
+    """A table bootstrapping in the background has no rows in the stream until it is handed
+    over: it is read again from its own position then."""
+    return None if deferred and (database, table) in deferred else onboarding.route(database, table)
+
+
+def _captured_unless_deferred(
+    captures: Callable[[str, str], bool],
+    deferred: set[tuple[str, str]],
+    database: str,
+    table: str,
+) -> bool:
+    return not (deferred and (database, table) in deferred) and captures(database, table)
+
+
+def _error_table_progress(catalog: Catalog, sink: str) -> dict[str, TableProgress]:
+    table = load_error_table(catalog, sink)
+    progress = None if table is None else table.progress()
+    return {} if progress is None else {errors_sink(sink): progress}
 
 
 def _existing_error_tables(catalog: Catalog, onboarding: Onboarding) -> dict[str, ChangelogTable]:

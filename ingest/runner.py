@@ -8,6 +8,7 @@ stop conditions. The decisions about rows live in ``ingest.assembler``; the comm
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import pymysql
 
 from ingest.assembler import ChangeAssembler, Flush
 from ingest.binlog import BinlogReader, Heartbeat, StreamInterruptedError
+from ingest.bootstrap_background import BackgroundBootstrap
 from ingest.changelog import ChangelogTable
 from ingest.error_table import is_errors_sink
 from ingest.errors import SchemaChangeStopError
@@ -47,6 +49,8 @@ class StopWhen:
 
     max_seconds: float | None = None
     until_position: BinlogPosition | None = None
+    #: set by another thread to stop the run (seen within a heartbeat)
+    requested: threading.Event | None = None
 
 
 @dataclass
@@ -59,6 +63,10 @@ class RunSummary:
     position: BinlogPosition | None = None
     stopped_because: str = ""
     snapshots: dict[str, int] = field(default_factory=dict)
+
+
+class _HandedOver(Exception):  # noqa: N818 - a signal, not an error
+    """The stream must be read again from where the handed-over tables start."""
 
 
 class IngestRunner:
@@ -76,6 +84,7 @@ class IngestRunner:
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        background: BackgroundBootstrap | None = None,
     ) -> None:
         self._source = source
         self._databases = databases
@@ -88,6 +97,8 @@ class IngestRunner:
         self._clock = clock
         self._wall_clock = wall_clock
         self._sleep = sleep
+        #: tables bootstrapping while the others stream, until they are handed over
+        self._background = background
         self._summary = RunSummary()
         self._rows_at_last_log = 0
         self._events = 0
@@ -105,12 +116,25 @@ class IngestRunner:
         )
 
     def run(self, stop: StopWhen) -> RunSummary:
+        if self._background is not None:
+            self._background.start()
+        try:
+            return self._run(stop)
+        finally:
+            if self._background is not None:
+                # stopped before the hand-over: the bootstrap finishes its work (each chunk is
+                # committed) and the next run streams its tables; nothing runs behind a run
+                self._background.wait()
+
+    def _run(self, stop: StopWhen) -> RunSummary:
         started = self._clock()
         failures = 0
         while True:
             events_before = self._events
             try:
                 reason = self._stream(stop, started)
+            except _HandedOver:
+                continue  # read again from the new tables' positions
             except StreamInterruptedError as error:
                 # interruptions in a row count; one after a stretch of streaming starts afresh
                 failures = 1 if self._events > events_before else failures + 1
@@ -156,14 +180,37 @@ class IngestRunner:
                     self._commit(forced)
                 if isinstance(event, Heartbeat) or self._due():
                     self._tick()
+                if self._background is not None and self._background.finished.is_set():
+                    self._hand_over()
                 if (
                     stop.until_position is not None
+                    and self._background is None
                     and self._assembler.read_through >= stop.until_position
                 ):
                     return f"reached {stop.until_position}"
                 if stop.max_seconds is not None and self._clock() - started >= stop.max_seconds:
                     return f"ran {stop.max_seconds:g} s"
+                if stop.requested is not None and stop.requested.is_set():
+                    return "asked to stop"
         return "the binlog ended"
+
+    def _hand_over(self) -> None:
+        """The background bootstrap finished: at the next transaction boundary, commit what
+        is buffered and read again from the new tables' positions (``_HandedOver``)."""
+        assert self._background is not None
+        if self._assembler.in_transaction:
+            return
+        self._commit(self._assembler.flush())
+        progress = self._background.hand_over()
+        self._background = None
+        start = self._assembler.adopt(progress)
+        logger.info(
+            "Bootstrap of %s done; reading again from %s for them, the other tables skip what "
+            "they hold",
+            ", ".join(sorted(sink for sink in progress if not is_errors_sink(sink))),
+            start,
+        )
+        raise _HandedOver
 
     def _due(self) -> bool:
         now = self._clock()

@@ -26,6 +26,7 @@ from ingest.bootstrap_display import ProgressDisplay
 from ingest.bootstrap_state import BootstrapState
 from ingest.changelog import ChangelogTable
 from ingest.pipeline import build_runner
+from ingest.runner import StopWhen
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.polling import wait_until
@@ -256,6 +257,142 @@ def _wait_for_bootstrap_rows(catalog: Catalog, identifier: str, rows: int) -> Bo
     return state
 
 
+def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 300)
+    _orders(admin_connection, 1_000, name="users")
+    options = f"{SMALL_CHUNKS}\nscan.newly-added-table.enabled: true"
+    first = load_pipeline(
+        _pipeline(
+            tmp_path / "a.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            4404,
+            source_options=options,
+        )
+    )
+    run_to_end(build_runner(first, catalog, None, _settings(first)), endpoints, 4404, 60)
+    # users joins; its bootstrap is held to 100 rows a second: ten seconds
+    second = load_pipeline(
+        _pipeline(
+            tmp_path / "b.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            4404,
+            tables=f"orders,{source_database}.users",
+            source_options=options,
+            extra=_ingest_block(flush_rows=100, max_rate=100),
+        )
+    )
+    runner = build_runner(second, catalog, None, _settings(second))
+    stop = threading.Event()
+    summaries: list[Any] = []
+    ingest = threading.Thread(
+        target=lambda: summaries.append(runner.run(StopWhen(max_seconds=180, requested=stop)))
+    )
+    ingest.start()
+    try:
+
+        def users_state() -> BootstrapState | None:
+            assert ingest.is_alive()
+            return ChangelogTable(catalog.load_table(f"{namespace}.users_changelog")).bootstrap()
+
+        wait_until("the users bootstrap under way", users_state, 60)
+        with admin_connection.cursor() as cursor:  # during it: its snapshot does not see these
+            cursor.execute("UPDATE users SET qty = 100 WHERE id IN (1, 999)")
+            cursor.execute("DELETE FROM users WHERE id = 500")
+            cursor.execute("INSERT INTO users VALUES (5000, 'new', 1)")
+            cursor.execute("INSERT INTO orders VALUES (9999, 'meanwhile', 1)")
+
+        def orders_streamed() -> bool:
+            return any(row["id"] == 9999 for row in changelog(catalog, namespace))
+
+        wait_until("orders streaming on", orders_streamed, 60)
+        state = users_state()
+        assert state is not None and not state.done  # orders did not wait for users
+
+        def both_equal_the_source() -> bool:
+            return merged(changelog(catalog, namespace)) == source_rows(
+                admin_connection
+            ) and merged(changelog(catalog, namespace, "users")) == source_rows(
+                admin_connection, "users"
+            )
+
+        wait_until(
+            "users handed over and both tables equal to the source", both_equal_the_source, 120
+        )
+    finally:
+        stop.set()
+        ingest.join(60)
+    assert not ingest.is_alive() and summaries[0].stopped_because == "asked to stop"
+    users = changelog(catalog, namespace, "users")
+    assert sum(1 for r in users if r["_tm_op"] == "r") == 1_000  # read once
+    assert sum(1 for r in changelog(catalog, namespace) if r["_tm_op"] == "r") == 300
+
+
+def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_exact(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 200)
+    _orders(admin_connection, 4000, name="users")
+    options = f"{SMALL_CHUNKS}\nscan.newly-added-table.enabled: true"
+    first = load_pipeline(
+        _pipeline(tmp_path / "a.yaml", endpoints, source_database, namespace, 4405)
+    )
+    run_to_end(build_runner(first, catalog, None, _settings(first)), endpoints, 4405, 60)
+    path = _pipeline(
+        tmp_path / "b.yaml",
+        endpoints,
+        source_database,
+        namespace,
+        4405,
+        tables=f"orders,{source_database}.users",
+        source_options=options,
+        extra=_ingest_block(flush_rows=500, max_rate=1000),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        committed = _wait_for_bootstrap_rows(catalog, f"{namespace}.users_changelog", 1000)
+        with admin_connection.cursor() as cursor:  # streamed by the killed run, or the next
+            cursor.execute("UPDATE orders SET qty = 50 WHERE id <= 20")
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    with admin_connection.cursor() as cursor:  # in read and in unread chunks of users
+        cursor.execute("UPDATE users SET qty = 77 WHERE id IN (3, 3000)")
+        cursor.execute("DELETE FROM users WHERE id IN (10, 3500)")
+        cursor.execute("INSERT INTO users VALUES (9000, 'new', 1)")
+        cursor.execute("DELETE FROM orders WHERE id = 7")
+    config = load_pipeline(path)
+
+    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, 4405, 120)
+
+    assert not committed.done
+    users = changelog(catalog, namespace, "users")
+    snapshot_reads = [row["id"] for row in users if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)), "a finished chunk was read again"
+    assert merged(users) == source_rows(admin_connection, "users")
+    assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
+
+
 def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     endpoints: StackEndpoints,
     source_database: str,
@@ -306,7 +443,8 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     users = changelog(catalog, namespace, "users")
     assert len(orders) == orders_before + 10 + 1  # the streamed changes, no snapshot read
     assert sum(1 for r in orders if r["_tm_op"] == "r") == 500  # not read again
-    assert sum(1 for r in users if r["_tm_op"] == "r") == 700
+    # users' bootstrap starts with the run, after the delete
+    assert sum(1 for r in users if r["_tm_op"] == "r") == 699
     assert merged(orders) == source_rows(admin_connection)
     assert merged(users) == source_rows(admin_connection, "users")
 
