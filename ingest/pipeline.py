@@ -182,7 +182,8 @@ def build_runner(
     display: BootstrapDisplay | None = None,
 ) -> IngestRunner:
     """Onboard, bootstrap what needs it (``scan.startup.mode`` initial or snapshot), and return
-    a runner that streams from where every table is complete."""
+    a runner that streams from where every table is complete. Tables that bootstrap while
+    others already stream are bootstrapped by the runner, in a thread, as it streams."""
     onboarding = onboard(config, catalog)
     source = config.source.connection()
     source_id = f"{source.host}:{source.port}"
