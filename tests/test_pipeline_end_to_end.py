@@ -46,6 +46,21 @@ def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
         future.result(timeout=30)
 
 
+def _one_minute_windows(endpoints: StackEndpoints, reports_topic: str) -> str:
+    """The ``tidemark:`` block's start: one-minute windows, reports on the test's topic, and
+    commits every second or two, so that windows close quickly."""
+    return (
+        "tidemark:\n"
+        "  window: 1 min\n"
+        "  reports:\n"
+        f"    topic: {reports_topic}\n"
+        f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
+        "  ingest:\n"
+        "    flush-interval: 1 s\n"
+        "    idle-commit-interval: 2 s\n"
+    )
+
+
 def _run(path: Path, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tidemark.cli", "run", str(path), "--max-seconds", "300"],
@@ -95,18 +110,8 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
             namespace=namespace,
             server_id=SERVER_ID,
             startup="initial",
-            extra=(
-                "tidemark:\n"
-                "  window: 1 min\n"
-                "  reports:\n"
-                f"    topic: {reports_topic}\n"
-                f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
-                "  ingest:\n"
-                "    flush-interval: 1 s\n"
-                "    idle-commit-interval: 2 s\n"
-                "  maintenance:\n"
-                "    interval: 1 min\n"
-            ),
+            extra=_one_minute_windows(endpoints, reports_topic)
+            + "  maintenance:\n    interval: 1 min\n",
         )
     )
     log = tmp_path / "run.log"
@@ -186,15 +191,8 @@ def test_a_change_arriving_late_for_a_window_makes_a_job_that_asks_run_that_wind
             namespace=namespace,
             server_id=SERVER_ID + 1,
             startup="initial",
-            extra=(
-                "tidemark:\n"
-                "  window: 1 min\n"
-                "  reports:\n"
-                f"    topic: {reports_topic}\n"
-                f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
-                "  ingest:\n"
-                "    flush-interval: 1 s\n"
-                "    idle-commit-interval: 2 s\n"
+            extra=_one_minute_windows(endpoints, reports_topic)
+            + (
                 "  jobs:\n"
                 "    per_window:\n"
                 f"      inputs: [{namespace}.orders]\n"

@@ -217,12 +217,7 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
         4402,
         extra=_ingest_block(flush_rows=500, max_rate=1000),
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process = _ingest_process(path)
     try:
         committed = _wait_for_bootstrap_rows(catalog, f"{namespace}.orders_changelog", 1000)
     finally:
@@ -244,6 +239,16 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     assert merged(rows) == source_rows(admin_connection)
 
 
+def _ingest_process(path: Path) -> subprocess.Popen[bytes]:
+    """``tidemark ingest`` of the pipeline file, in a process a test can kill."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
 def _wait_for_bootstrap_rows(catalog: Catalog, identifier: str, rows: int) -> BootstrapState:
     def committed() -> BootstrapState | None:
         try:
@@ -257,6 +262,42 @@ def _wait_for_bootstrap_rows(catalog: Catalog, identifier: str, rows: int) -> Bo
     return state
 
 
+ADD_TABLES = f"{SMALL_CHUNKS}\nscan.newly-added-table.enabled: true"
+
+
+def _orders_streaming_then_users_added(
+    tmp_path: Path,
+    endpoints: StackEndpoints,
+    database: str,
+    namespace: str,
+    catalog: Catalog,
+    server_id: int,
+    extra: str = "",
+) -> Path:
+    """Runs a pipeline of orders alone to the end; returns the same pipeline with users added."""
+    first = load_pipeline(
+        _pipeline(
+            tmp_path / "a.yaml",
+            endpoints,
+            database,
+            namespace,
+            server_id,
+            source_options=ADD_TABLES,
+        )
+    )
+    run_to_end(build_runner(first, catalog, None, _settings(first)), endpoints, server_id, 60)
+    return _pipeline(
+        tmp_path / "b.yaml",
+        endpoints,
+        database,
+        namespace,
+        server_id,
+        tables=f"orders,{database}.users",
+        source_options=ADD_TABLES,
+        extra=extra,
+    )
+
+
 def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
     endpoints: StackEndpoints,
     source_database: str,
@@ -267,28 +308,15 @@ def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
 ) -> None:
     _orders(admin_connection, 300)
     _orders(admin_connection, 1_000, name="users")
-    options = f"{SMALL_CHUNKS}\nscan.newly-added-table.enabled: true"
-    first = load_pipeline(
-        _pipeline(
-            tmp_path / "a.yaml",
-            endpoints,
-            source_database,
-            namespace,
-            4404,
-            source_options=options,
-        )
-    )
-    run_to_end(build_runner(first, catalog, None, _settings(first)), endpoints, 4404, 60)
     # users joins; its bootstrap is held to 100 rows a second: ten seconds
     second = load_pipeline(
-        _pipeline(
-            tmp_path / "b.yaml",
+        _orders_streaming_then_users_added(
+            tmp_path,
             endpoints,
             source_database,
             namespace,
+            catalog,
             4404,
-            tables=f"orders,{source_database}.users",
-            source_options=options,
             extra=_ingest_block(flush_rows=100, max_rate=100),
         )
     )
@@ -348,27 +376,16 @@ def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_e
 ) -> None:
     _orders(admin_connection, 200)
     _orders(admin_connection, 4000, name="users")
-    options = f"{SMALL_CHUNKS}\nscan.newly-added-table.enabled: true"
-    first = load_pipeline(
-        _pipeline(tmp_path / "a.yaml", endpoints, source_database, namespace, 4405)
-    )
-    run_to_end(build_runner(first, catalog, None, _settings(first)), endpoints, 4405, 60)
-    path = _pipeline(
-        tmp_path / "b.yaml",
+    path = _orders_streaming_then_users_added(
+        tmp_path,
         endpoints,
         source_database,
         namespace,
+        catalog,
         4405,
-        tables=f"orders,{source_database}.users",
-        source_options=options,
         extra=_ingest_block(flush_rows=500, max_rate=1000),
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process = _ingest_process(path)
     try:
         committed = _wait_for_bootstrap_rows(catalog, f"{namespace}.users_changelog", 1000)
         with admin_connection.cursor() as cursor:  # streamed by the killed run, or the next
@@ -403,35 +420,14 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
 ) -> None:
     _orders(admin_connection, 500)
     _orders(admin_connection, 700, name="users")
-    options = f"{SMALL_CHUNKS}\nscan.newly-added-table.enabled: true"
-    first = load_pipeline(
-        _pipeline(
-            tmp_path / "a.yaml",
-            endpoints,
-            source_database,
-            namespace,
-            4403,
-            tables="orders",
-            source_options=options,
-        )
+    path = _orders_streaming_then_users_added(
+        tmp_path, endpoints, source_database, namespace, catalog, 4403
     )
-    runner = build_runner(first, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, 4403, max_seconds=60)
     with admin_connection.cursor() as cursor:
         cursor.execute("UPDATE orders SET qty = 100 WHERE id <= 10")
         cursor.execute("UPDATE users SET qty = 100 WHERE id <= 10")  # before users is onboarded
     orders_before = len(changelog(catalog, namespace))
-    second = load_pipeline(
-        _pipeline(
-            tmp_path / "b.yaml",
-            endpoints,
-            source_database,
-            namespace,
-            4403,
-            tables=f"orders,{source_database}.users",
-            source_options=options,
-        )
-    )
+    second = load_pipeline(path)
 
     runner = build_runner(second, catalog, reports=None, settings=IngestSettings())
     with admin_connection.cursor() as cursor:

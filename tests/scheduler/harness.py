@@ -39,11 +39,25 @@ def sink(name: str) -> SinkTable:
 
 
 def two_table_schedule(
-    pipeline: str, *, job_retries: int = 2, job_retry_delay: timedelta = FIVE
+    pipeline: str,
+    *,
+    job_retries: int = 2,
+    job_retry_delay: timedelta = FIVE,
+    coalesce: bool = False,
+    rerun_late_windows: bool = False,
+    more_jobs: Sequence[TaskSpec] = (),
 ) -> PipelineSchedule:
     """Mirrors of shop.orders and shop.users, and a five-minute job ``gmv`` reading both."""
-    job = TaskSpec(job_task("gmv"), (ORDERS, USERS), FIVE, job_retries, job_retry_delay)
-    return PipelineSchedule.build(pipeline, [sink(ORDERS), sink(USERS)], [job])
+    job = TaskSpec(
+        job_task("gmv"),
+        (ORDERS, USERS),
+        FIVE,
+        job_retries,
+        job_retry_delay,
+        coalesce=coalesce,
+        rerun_late_windows=rerun_late_windows,
+    )
+    return PipelineSchedule.build(pipeline, [sink(ORDERS), sink(USERS)], [job, *more_jobs])
 
 
 def report(

@@ -441,14 +441,8 @@ def test_a_coalescing_job_behind_runs_its_missed_windows_once_over_their_span(
     unique_name: str,
 ) -> None:
     executor = RecordingExecutor(state_settings)
-    schedule = two_table_schedule(unique_name)
-    coalescing = tuple(
-        replace(spec, coalesce=True) if spec.task == job_task("gmv") else spec
-        for spec in schedule.tasks
-    )
-    engine = WindowEngine(
-        replace(schedule, tasks=coalescing), store, consumer, executor, clock=Clock(at("10:20"))
-    )
+    schedule = two_table_schedule(unique_name, coalesce=True)
+    engine = WindowEngine(schedule, store, consumer, executor, clock=Clock(at("10:20")))
     publish(servers, reports_topic, [r for r in REPORTS if r.snapshot_id <= 2])  # to 10:05
     tick_until(engine, all_succeeded_to_end(store, unique_name, at("10:05")))
     # the scheduler was down; meanwhile both tables became complete to 10:20
@@ -476,19 +470,9 @@ def test_a_job_that_asks_runs_the_windows_late_changes_belong_in_again_once_mirr
     unique_name: str,
 ) -> None:
     executor = RecordingExecutor(state_settings)
-    schedule = two_table_schedule(unique_name)
     plain = TaskSpec(job_task("orders_count"), (ORDERS,), FIVE)
-    tasks = tuple(
-        replace(spec, rerun_late_windows=True) if spec.task == job_task("gmv") else spec
-        for spec in schedule.tasks
-    )
-    engine = WindowEngine(
-        replace(schedule, tasks=(*tasks, plain)),
-        store,
-        consumer,
-        executor,
-        clock=Clock(at("10:30")),
-    )
+    schedule = two_table_schedule(unique_name, rerun_late_windows=True, more_jobs=[plain])
+    engine = WindowEngine(schedule, store, consumer, executor, clock=Clock(at("10:30")))
     publish(servers, reports_topic, REPORTS)
     tick_until(engine, all_succeeded_to_end(store, unique_name, at("10:10")))
     # the source's clock stepped back: changes committed at 10:02:30 and 10:07:10 arrive after
