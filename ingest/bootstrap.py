@@ -21,6 +21,7 @@ snapshot); source tables routed to the same sink table one after another.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -92,6 +93,10 @@ class Pacer:
             self.sleep(ahead)
 
 
+class BootstrapStopped(Exception):  # noqa: N818 - asked for, not a failure
+    """``Bootstrapper.stop`` was set: the next run resumes after the last committed chunk."""
+
+
 @dataclass
 class Bootstrapper:
     source: SourceConnection
@@ -104,6 +109,8 @@ class Bootstrapper:
     find_errors: Callable[[str], ChangelogTable | None] | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    #: set to stop at the next chunk, leaving what is committed (a run stopped meanwhile)
+    stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
         """Bootstrap every sink table; returns each one's progress after its last commit."""
@@ -158,6 +165,8 @@ class Bootstrapper:
             batches: list[pa.RecordBatch] = []
             pending, after = 0, done.after
             for chunk in _chunks(snapshot, member, key, done.after, self.settings):
+                if self.stop.is_set():
+                    raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
                 data, refused = _convert(convert, chunk, member)
                 if refused:
                     errors_order = self._keep_refused(

@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
-from ingest.bootstrap import Bootstrapper, SinkBootstrap
+from ingest.bootstrap import Bootstrapper, BootstrapStopped, SinkBootstrap
 from ingest.progress import TableProgress
 
 logger = logging.getLogger(__name__)
@@ -47,9 +47,12 @@ class BackgroundBootstrap:
         logger.info("Bootstrapping %s while the other tables stream", ", ".join(sorted(self.sinks)))
         self._thread.start()
 
-    def wait(self) -> None:
-        """Until the bootstrap has finished (or failed)."""
-        self._thread.join()
+    def stop(self) -> None:
+        """The run stops before the hand-over: the bootstrap stops at its next chunk (what it
+        committed stays; the next run resumes after it) and this waits for it."""
+        self._bootstrapper.stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def hand_over(self) -> dict[str, TableProgress]:
         """The new tables' progress (and their error tables'), once finished; their rows are
@@ -67,6 +70,8 @@ class BackgroundBootstrap:
             for sink in self.sinks:
                 progress.update(self._error_progress(sink))
             self._result = progress
+        except BootstrapStopped:
+            logger.info("Bootstrap of %s stopped with the run", ", ".join(sorted(self.sinks)))
         except BaseException as error:  # raised in the runner's thread at the hand-over
             self._error = error
         finally:

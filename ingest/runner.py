@@ -122,9 +122,9 @@ class IngestRunner:
             return self._run(stop)
         finally:
             if self._background is not None:
-                # stopped before the hand-over: the bootstrap finishes its work (each chunk is
-                # committed) and the next run streams its tables; nothing runs behind a run
-                self._background.wait()
+                # stopped before the hand-over: the bootstrap stops at its next chunk (the
+                # next run resumes after what it committed); nothing runs behind a run
+                self._background.stop()
 
     def _run(self, stop: StopWhen) -> RunSummary:
         started = self._clock()

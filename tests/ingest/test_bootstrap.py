@@ -366,6 +366,47 @@ def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
     assert sum(1 for r in changelog(catalog, namespace) if r["_tm_op"] == "r") == 300
 
 
+def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_resumes(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 100)
+    _orders(admin_connection, 1_000, name="users")
+    path = _orders_streaming_then_users_added(
+        tmp_path,
+        endpoints,
+        source_database,
+        namespace,
+        catalog,
+        4406,
+        extra=_ingest_block(flush_rows=100, max_rate=100),
+    )
+    config = load_pipeline(path)
+    runner = build_runner(config, catalog, None, _settings(config))
+    stop = threading.Event()
+    ingest = threading.Thread(target=lambda: runner.run(StopWhen(max_seconds=180, requested=stop)))
+    ingest.start()
+    _wait_for_bootstrap_rows(catalog, f"{namespace}.users_changelog", 200)
+
+    stop.set()
+    ingest.join(60)
+
+    assert not ingest.is_alive()
+    stopped = _wait_for_bootstrap_rows(catalog, f"{namespace}.users_changelog", 200)
+    assert not stopped.done  # it did not read the table to the end first
+    with admin_connection.cursor() as cursor:
+        cursor.execute("UPDATE users SET qty = 9 WHERE id IN (5, 950)")
+    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, 4406, 120)
+    users = changelog(catalog, namespace, "users")
+    snapshot_reads = [row["id"] for row in users if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)) == 1_000
+    assert merged(users) == source_rows(admin_connection, "users")
+
+
 def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_exact(
     endpoints: StackEndpoints,
     source_database: str,
