@@ -73,17 +73,29 @@ class SchedulerService:
         self._locks: list[PipelineLock] = []
         self._failure: TidemarkError | None = None
         self._stop = threading.Event()
+        # APScheduler's shutdown holds its job store lock while it waits for the running jobs:
+        # a tick adding a window or a finished window waking the tick then would wait for it
+        # forever. Calls from jobs take this lock and give up once ``_stopping`` is set.
+        self._calls = threading.Lock()
+        self._stopping = False
 
     def submit(self, run: Callable[[], None]) -> None:
-        """Run a window in the bounded pool; it waits in the pool's queue when all are busy."""
-        self._aps.add_job(run, executor="windows", misfire_grace_time=None)
+        """Run a window in the bounded pool; it waits in the pool's queue when all are busy.
+        Once stopping, nothing is submitted: the window stays pending in the state store, and
+        the next scheduler runs it."""
+        with self._calls:
+            if self._stopping:
+                logger.info("Scheduler stopping: a due window waits for the next start")
+                return
+            self._aps.add_job(run, executor="windows", misfire_grace_time=None)
 
     def wake(self) -> None:
         """Tick now rather than at the next period (a window finished: its successors may be
         due). Safe to call before start and after shutdown."""
-        job = self._aps.get_job("tick") if self._aps.running else None
-        if job is not None:
-            job.modify(next_run_time=datetime.now(UTC))
+        with self._calls:
+            job = self._aps.get_job("tick") if self._aps.running and not self._stopping else None
+            if job is not None:
+                job.modify(next_run_time=datetime.now(UTC))
 
     def run(
         self,
@@ -131,6 +143,8 @@ class SchedulerService:
                 stop.wait(1.0 if remaining is None else min(1.0, remaining))
         finally:
             logger.info("Scheduler stopping; waiting for the windows running")
+            with self._calls:
+                self._stopping = True
             self._aps.shutdown(wait=True)
         if self._failure is not None:
             raise self._failure
