@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -350,10 +351,17 @@ def sysbench(endpoints: StackEndpoints, database: str, command: str, **kw: int) 
 
 
 def sysbench_async(
-    endpoints: StackEndpoints, database: str, threads: int, seconds: int, rate: int = 0
+    endpoints: StackEndpoints,
+    database: str,
+    threads: int,
+    seconds: int,
+    rate: int = 0,
+    prefix: Sequence[str] = (),
 ) -> subprocess.Popen[str]:
+    """sysbench's load in the background; ``prefix`` goes before its command (``taskset``)."""
     return subprocess.Popen(
         [
+            *prefix,
             *sysbench_args(endpoints, database, threads),
             f"--time={seconds}",
             f"--rate={rate}",
