@@ -34,7 +34,8 @@ from pathlib import Path
 
 from bench.report import Figure, Target, write_figures
 from bench.scratch import drop_namespace
-from ingest.binlog import BinlogReader, RowsChanged
+from ingest.binlog import BinlogReader
+from ingest.change_events import RowsChanged
 from ingest.pipeline import build_runner
 from ingest.runner import StopWhen
 from ingest.settings import IngestSettings

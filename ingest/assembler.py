@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Literal, Protocol
 
-from ingest.binlog import (
+from ingest.change_events import (
     BinlogEvent,
     Row,
     RowsChanged,

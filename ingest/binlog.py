@@ -7,7 +7,7 @@ statements, each with the binlog position just after it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Generator, Iterator
+from collections.abc import Collection, Generator, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -23,9 +23,17 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from ingest import binlog_decoding, binlog_events, binlog_rows, binlog_speedups, table_map
-from ingest.binlog_events import NativeGtid, NativeRows, NativeXid
-from ingest.schema import SourceTable
+from ingest import binlog_decoding, binlog_events, binlog_rows, binlog_speedups
+from ingest.binlog_events import structure
+from ingest.change_events import (
+    BinlogEvent,
+    Heartbeat,
+    Row,
+    RowsChanged,
+    StatementExecuted,
+    TransactionCommitted,
+    TransactionStarted,
+)
 from tidemark.contracts import Operation
 from tidemark.errors import TransientError
 from tidemark.source import BinlogPosition, SourceConnection
@@ -35,72 +43,13 @@ _OPERATIONS = {
     UpdateRowsEvent: Operation.UPDATE,
     DeleteRowsEvent: Operation.DELETE,
 }
-_NATIVE_OPERATIONS = {
-    "write": Operation.INSERT,
-    "update": Operation.UPDATE,
-    "delete": Operation.DELETE,
-}
+#: what the native loop (``ingest.binlog_events``) yields already as Tidemark's events
+_NATIVE = {TransactionStarted, TransactionCommitted, RowsChanged}
 _EVENTS = [*_OPERATIONS, XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent]
-
-Row = dict[str, Any]
 
 
 class StreamInterruptedError(TransientError):
     """The replication connection broke; resume from the last transaction boundary."""
-
-
-@dataclass(frozen=True)
-class TransactionStarted:
-    """A GTID event: a transaction (or a standalone statement such as DDL) begins."""
-
-    gtid: str | None
-    position: BinlogPosition
-
-
-@dataclass(frozen=True)
-class RowsChanged:
-    """The rows of one row event, each as (before image, after image)."""
-
-    database: str
-    table: str
-    operation: Operation
-    rows: list[tuple[Row | None, Row | None]]
-    #: just after this event; rows of one event share it
-    position: BinlogPosition
-    event_time_ms: int
-    #: the table's structure as this event's TABLE_MAP describes it (``ingest.table_map``),
-    #: built only when asked: schema changes are rare and rows are the hot path
-    structure: Callable[[], SourceTable | None] | None = None
-
-
-@dataclass(frozen=True)
-class TransactionCommitted:
-    """XID or COMMIT: everything since the last ``TransactionStarted`` is durable at the source."""
-
-    position: BinlogPosition
-    event_time_ms: int
-
-
-@dataclass(frozen=True)
-class StatementExecuted:
-    """A statement logged as text that is not BEGIN or COMMIT: DDL, mostly."""
-
-    database: str
-    statement: str
-    position: BinlogPosition
-    event_time_ms: int
-
-
-@dataclass(frozen=True)
-class Heartbeat:
-    """The server has nothing new; sent every ``heartbeat_seconds`` while the binlog is idle."""
-
-    position: BinlogPosition
-
-
-BinlogEvent = (
-    TransactionStarted | RowsChanged | TransactionCommitted | StatementExecuted | Heartbeat
-)
 
 
 class BinlogReader:
@@ -161,24 +110,13 @@ class BinlogReader:
         self.close()
 
     def _convert(self, event: Any) -> BinlogEvent | None:
+        """Tidemark's event for one of the library's (the native loop yields Tidemark's own)."""
+        kind = type(event)
+        if kind in _NATIVE:
+            converted: BinlogEvent = event
+            return converted
         position = BinlogPosition(self._stream.log_file, self._stream.log_pos)
         time_ms = event.timestamp * 1000
-        kind = type(event)
-        if kind is NativeRows:
-            table = event.table
-            return RowsChanged(
-                database=table.schema,
-                table=table.table,
-                operation=_NATIVE_OPERATIONS[event.kind],
-                rows=event.rows,  # (before, after) pairs already
-                position=position,
-                event_time_ms=time_ms,
-                structure=_table_structure(table),
-            )
-        if kind is NativeXid:
-            return TransactionCommitted(position, time_ms)
-        if kind is NativeGtid:
-            return TransactionStarted(event.gtid, position)
         operation = _OPERATIONS.get(kind)
         if operation is not None:
             return RowsChanged(
@@ -188,7 +126,7 @@ class BinlogReader:
                 rows=[_images(operation, row) for row in event.rows],
                 position=position,
                 event_time_ms=time_ms,
-                structure=functools.partial(_structure, event.schema, event.table, event.columns),
+                structure=functools.partial(structure, event.schema, event.table, event.columns),
             )
         if isinstance(event, XidEvent):
             return TransactionCommitted(position, time_ms)
@@ -199,22 +137,6 @@ class BinlogReader:
         if isinstance(event, HeartbeatLogEvent):
             return Heartbeat(position)
         return None
-
-
-def _table_structure(table: Any) -> Callable[[], SourceTable | None]:
-    """``RowsChanged.structure`` for the library's Table of a table map, made once per table."""
-    describe: Callable[[], SourceTable | None] | None = getattr(table, "_tidemark_structure", None)
-    if describe is None:
-        describe = functools.partial(_structure, table.schema, table.table, table.columns)
-        table._tidemark_structure = describe
-    return describe
-
-
-def _structure(database: str, table: str, columns: list[Any]) -> SourceTable | None:
-    try:
-        return table_map.structure(database, table, columns)
-    except ValueError:
-        return None  # a type only information_schema can describe
 
 
 def _query(event: Any, position: BinlogPosition, time_ms: int) -> BinlogEvent | None:

@@ -14,12 +14,15 @@ reads the stream's packets itself and decodes those four from the bytes:
 Everything else (the first TABLE_MAP of a structure, rotations, format descriptions, queries,
 heartbeats, row events with DECIMAL or date columns, MySQL's version 2 row events and GTIDs,
 which no server here can test) goes to the library as its own ``fetchone`` would handle it,
-and comes back as a library event for ``ingest.binlog`` to convert. The stream's state (file,
-position, table map) stays the library's, so both paths agree on it.
+and comes back as a library event for ``ingest.binlog`` to convert. The native ones come out
+as Tidemark's own events (``ingest.change_events``) straight away: on an OLTP binlog every
+object made per event counts. The stream's state (file, position, table map) stays the
+library's, so both paths agree on it.
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +32,16 @@ from pymysql.protocol import MysqlPacket
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.packet import BinLogPacketWrapper
 
-from ingest import binlog_rows
+from ingest import binlog_rows, table_map
+from ingest.change_events import (
+    BinlogEvent,
+    RowsChanged,
+    TransactionCommitted,
+    TransactionStarted,
+)
+from ingest.schema import SourceTable
+from tidemark.contracts import Operation
+from tidemark.source import BinlogPosition
 
 #: OK byte, then the event header: timestamp, type, server id, event size, next position, flags
 _HEADER = struct.Struct("<xIBIIIH")
@@ -42,42 +54,18 @@ _ROWS_V1 = {
     BINLOG.UPDATE_ROWS_EVENT_V1: "update",
     BINLOG.DELETE_ROWS_EVENT_V1: "delete",
 }
+_OPERATIONS = {"write": Operation.INSERT, "update": Operation.UPDATE, "delete": Operation.DELETE}
+#: a row event of a table the schema filter leaves out
+_FILTERED: list[Any] = []
 #: the library's names for its reader's private state
 _PRIVATE = "_BinLogStreamReader__"
 #: a structure met this many times: the cache starts over (a server with that many tables)
 MAX_TABLE_MAPS = 4096
 
 
-@dataclass(frozen=True)
-class NativeGtid:
-    gtid: str
-    timestamp: int
-    log_pos: int
-
-
-@dataclass(frozen=True)
-class NativeXid:
-    timestamp: int
-    log_pos: int
-
-
-@dataclass(frozen=True)
-class NativeRows:
-    """The rows of one row event, as (before image, after image) pairs."""
-
-    kind: str  # write, update, delete
-    table: Any  # the library's Table of its table map
-    rows: list[tuple[Any, Any]]
-    timestamp: int
-    log_pos: int
-
-
-NativeEvent = NativeGtid | NativeXid | NativeRows
-
-
-def events(stream: Any) -> Iterator[NativeEvent | Any]:
-    """The events of ``stream`` (a ``BinLogStreamReader``, not yet read from): native ones for
-    the hot kinds, the library's event objects for the rest, with ``stream.log_file`` and
+def events(stream: Any) -> Iterator[BinlogEvent | Any]:
+    """The events of ``stream`` (a ``BinLogStreamReader``, not yet read from): Tidemark's own
+    for the hot kinds, the library's event objects for the rest, with ``stream.log_file`` and
     ``stream.log_pos`` just after each event when it is yielded."""
     loop = _Loop(stream)
     yield from loop.run()
@@ -94,7 +82,7 @@ class _Loop:
     def _private(self, name: str) -> Any:
         return getattr(self._stream, _PRIVATE + name)
 
-    def run(self) -> Iterator[NativeEvent | Any]:
+    def run(self) -> Iterator[BinlogEvent | Any]:
         stream = self._stream
         if not self._private("connected_stream"):
             getattr(stream, _PRIVATE + "connect_to_stream")()
@@ -117,14 +105,20 @@ class _Loop:
                 MysqlPacket(payload, connection.encoding).raise_for_error()
                 continue
             timestamp, kind, server_id, _, log_pos, _ = _HEADER.unpack_from(payload)
-            native: NativeEvent | None = None
             if kind == BINLOG.MARIADB_GTID_EVENT:
                 sequence = _U64(payload, _HEADER_END)[0]
                 domain = _U32(payload, _HEADER_END + 8)[0]
-                native = NativeGtid(f"{domain}-{server_id}-{sequence}", timestamp, log_pos)
-            elif kind == BINLOG.XID_EVENT:
-                native = NativeXid(timestamp, log_pos)
-            elif kind == BINLOG.TABLE_MAP_EVENT:
+                stream.log_pos = log_pos
+                yield TransactionStarted(
+                    f"{domain}-{server_id}-{sequence}", BinlogPosition(stream.log_file, log_pos)
+                )
+                continue
+            if kind == BINLOG.XID_EVENT:
+                stream.log_pos = log_pos
+                position = BinlogPosition(stream.log_file, log_pos)
+                yield TransactionCommitted(position, timestamp * 1000)
+                continue
+            if kind == BINLOG.TABLE_MAP_EVENT:
                 known = self._table_maps.get(payload[_HEADER_END : len(payload) - checksum])
                 if known is not None:
                     table_id, table = known
@@ -134,27 +128,27 @@ class _Loop:
                     stream.log_pos = log_pos
                     continue
             elif kind in _ROWS_V1:
-                native = self._rows(payload, kind, timestamp, log_pos, checksum)
-            if native is not None:
-                stream.log_pos = log_pos
-                if isinstance(native, NativeRows) and native.table is None:
-                    continue  # a table the schema filter leaves out
-                yield native
-                continue
+                rows = self._rows(payload, kind, timestamp, log_pos, checksum)
+                if rows is not None:
+                    stream.log_pos = log_pos
+                    if rows is not _FILTERED:
+                        yield rows
+                    continue
             event = self._library_event(payload, checksum)
             if event is not None:
                 yield event
 
     def _rows(
         self, payload: bytes, kind: int, timestamp: int, log_pos: int, checksum: int
-    ) -> NativeRows | None:
-        """A row event decoded here, or None to leave it to the library."""
+    ) -> RowsChanged | list[Any] | None:
+        """A row event decoded here (``_FILTERED`` for a table left out), or None to leave it
+        to the library."""
         position = _HEADER_END
         table_id = int.from_bytes(payload[position : position + 6], "little")
         position += 8  # table id, flags
         table = self._stream.table_map.get(table_id)
         if table is None:
-            return NativeRows("filtered", None, [], timestamp, log_pos)
+            return _FILTERED
         layout = self._layouts.get((table_id, kind))
         if layout is None or layout.table is not table:
             layout = _Layout.of(table, kind)
@@ -165,8 +159,15 @@ class _Loop:
         end = position + len(layout.prefix)
         if payload[position:end] != layout.prefix:
             return None
-        rows = layout.images(payload, end, len(payload) - checksum)
-        return NativeRows(layout.name, table, rows, timestamp, log_pos)
+        return RowsChanged(
+            database=table.schema,
+            table=table.table,
+            operation=layout.operation,
+            rows=layout.images(payload, end, len(payload) - checksum),
+            position=BinlogPosition(self._stream.log_file, log_pos),
+            event_time_ms=timestamp * 1000,
+            structure=table_structure(table),
+        )
 
     def _library_event(self, payload: bytes, checksum: int) -> Any:
         """What the library's ``fetchone`` does with one packet: the event, or None."""
@@ -222,7 +223,7 @@ class _Loop:
 @dataclass(frozen=True)
 class _Layout:
     table: Any
-    name: str
+    operation: Operation
     #: the bytes a row event of the table starts with after its header when every column is
     #: present: the column count (one byte) and the full bitmap(s)
     prefix: bytes
@@ -231,12 +232,31 @@ class _Layout:
     @classmethod
     def of(cls, table: Any, kind: int) -> _Layout:
         name = _ROWS_V1[kind]
+        operation = _OPERATIONS[name]
         count = len(table.columns)
         bitmaps = 2 if name == "update" else 1
         if count >= 251:  # a length-coded count of more bytes: left to the library
-            return cls(table, name, b"", None)
+            return cls(table, operation, b"", None)
         prefix = bytes([count]) + binlog_rows.all_present(count) * bitmaps
-        return cls(table, name, prefix, binlog_rows.standalone_images(table, name))
+        return cls(table, operation, prefix, binlog_rows.standalone_images(table, name))
+
+
+def table_structure(table: Any) -> Callable[[], SourceTable | None]:
+    """``RowsChanged.structure`` for the library's Table of a table map, made once per table."""
+    describe: Callable[[], SourceTable | None] | None = getattr(table, "_tidemark_structure", None)
+    if describe is None:
+        describe = functools.partial(structure, table.schema, table.table, table.columns)
+        table._tidemark_structure = describe
+    return describe
+
+
+def structure(database: str, table: str, columns: list[Any]) -> SourceTable | None:
+    """The structure a TABLE_MAP describes (``ingest.table_map``); None when a type needs
+    information_schema to be described."""
+    try:
+        return table_map.structure(database, table, columns)
+    except ValueError:
+        return None
 
 
 def _payload_reader(connection: Any) -> Callable[[], bytes]:

@@ -18,8 +18,9 @@ import pyarrow as pa
 import pymysql
 
 from ingest.assembler import ChangeAssembler, Flush
-from ingest.binlog import BinlogReader, Heartbeat, StreamInterruptedError
+from ingest.binlog import BinlogReader, StreamInterruptedError
 from ingest.bootstrap_background import BackgroundBootstrap
+from ingest.change_events import Heartbeat
 from ingest.changelog import ChangelogTable
 from ingest.error_table import is_errors_sink
 from ingest.errors import SchemaChangeStopError

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pymysql
 
-from ingest.binlog import BinlogReader, RowsChanged
+from ingest.binlog import BinlogReader
+from ingest.change_events import RowsChanged
 from tidemark.contracts import Operation
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ingest.binlog import BinlogReader, RowsChanged
+from ingest.binlog import BinlogReader
+from ingest.change_events import RowsChanged
 from tidemark.contracts import Operation
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ingest.assembler import Binding, ChangeAssembler, Truncation
-from ingest.binlog import (
+from ingest.change_events import (
     BinlogEvent,
     RowsChanged,
     StatementExecuted,

@@ -4,6 +4,7 @@ records of the library's own path, on the real server's binlog."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from pymysqlreplication.row_event import RowsEvent
 
 from ingest import binlog, binlog_events
 from ingest.binlog import BinlogReader
+from ingest.change_events import RowsChanged
 from tests.ingest.test_types import FAMILIES, NON_STRICT
 from tidemark.source import BinlogPosition, current_position
 from tidemark.stack.endpoints import StackEndpoints
@@ -35,13 +37,14 @@ def library_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def native_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many rows each row event read natively (``binlog_events.NativeRows``) held."""
+    """How many rows each row event read natively (a ``RowsChanged`` from the native loop)
+    held."""
     counts: list[int] = []
     native = binlog_events.events
 
     def counted(stream: Any) -> Iterator[Any]:
         for event in native(stream):
-            if isinstance(event, binlog_events.NativeRows):
+            if isinstance(event, RowsChanged):
                 counts.append(len(event.rows))
             yield event
 
@@ -74,7 +77,7 @@ def _events(
 
 def _comparable(event: Any) -> Any:
     """The event without its structure callback (a new partial per event)."""
-    fields = dict(vars(event))
+    fields = {field.name: getattr(event, field.name) for field in dataclasses.fields(event)}
     fields.pop("structure", None)
     return type(event).__name__, fields
 

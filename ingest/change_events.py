@@ -1,0 +1,68 @@
+"""Tidemark's own events of the binlog: what ``ingest.binlog`` hands on, and all that the
+rest of ingest sees of it. Each carries the binlog position just after it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ingest.schema import SourceTable
+from tidemark.contracts import Operation
+from tidemark.source import BinlogPosition
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionStarted:
+    """A GTID event: a transaction (or a standalone statement such as DDL) begins."""
+
+    gtid: str | None
+    position: BinlogPosition
+
+
+@dataclass(frozen=True, slots=True)
+class RowsChanged:
+    """The rows of one row event, each as (before image, after image)."""
+
+    database: str
+    table: str
+    operation: Operation
+    rows: list[tuple[Row | None, Row | None]]
+    #: just after this event; rows of one event share it
+    position: BinlogPosition
+    event_time_ms: int
+    #: the table's structure as this event's TABLE_MAP describes it (``ingest.table_map``),
+    #: built only when asked: schema changes are rare and rows are the hot path
+    structure: Callable[[], SourceTable | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionCommitted:
+    """XID or COMMIT: everything since the last ``TransactionStarted`` is durable at the source."""
+
+    position: BinlogPosition
+    event_time_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatementExecuted:
+    """A statement logged as text that is not BEGIN or COMMIT: DDL, mostly."""
+
+    database: str
+    statement: str
+    position: BinlogPosition
+    event_time_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """The server has nothing new; sent every ``heartbeat_seconds`` while the binlog is idle."""
+
+    position: BinlogPosition
+
+
+BinlogEvent = (
+    TransactionStarted | RowsChanged | TransactionCommitted | StatementExecuted | Heartbeat
+)
