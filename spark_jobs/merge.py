@@ -167,8 +167,9 @@ def merge_range(
         changes = changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}")
     changelog_properties = _properties(spark, spec.changelog)
     evolution = _evolution(spec, changelog_properties)
-    projected = _project(spark, spec, _with_lineage(changes, evolution))
-    columns = [c for c in _data_columns(spec, projected) if c.lower() not in evolution.dropped]
+    current = _without_dropped(_with_lineage(changes, evolution), evolution)
+    projected = _project(spark, spec, current, evolution.dropped)
+    columns = _data_columns(spec, projected)
     _ensure_mirror(spark, spec, projected, columns, evolution)
     _follow_comment(spark, spec)
     latest = _truncated(_latest(projected.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), truncations)
@@ -272,7 +273,17 @@ def _truncated(latest: DataFrame, truncations: Sequence[_Truncation]) -> DataFra
     return latest.withColumn(_OP, expr(f"CASE WHEN {removed} THEN '{_DELETE}' ELSE {_OP} END"))
 
 
-def _project(spark: SparkSession, spec: MirrorSpec, changes: DataFrame) -> DataFrame:
+def _without_dropped(changes: DataFrame, evolution: MirrorColumns) -> DataFrame:
+    """The changelog without the columns the source dropped (or renamed, once their values
+    moved to the new name): the transform sees the source as it is now, so a column of the
+    same name that the projection computes stays in the mirror."""
+    gone = [c for c in changes.columns if c.lower() in evolution.dropped]
+    return changes.drop(*gone) if gone else changes
+
+
+def _project(
+    spark: SparkSession, spec: MirrorSpec, changes: DataFrame, dropped: frozenset[str]
+) -> DataFrame:
     source = f"tm_changes_{uuid.uuid4().hex[:12]}"
     changes.createOrReplaceTempView(source)
     projection = spec.projection or "*"
@@ -288,8 +299,18 @@ def _project(spark: SparkSession, spec: MirrorSpec, changes: DataFrame) -> DataF
         raise ConfigError(
             f"the transform of {spec.mirror} does not evaluate as Spark SQL over the changelog "
             f"{spec.changelog} (projection: {projection!r}, filter: {spec.filter!r}): "
-            f"{_first_line(error)}. Fix transform.projection/filter in the pipeline file"
+            f"{_first_line(error)}.{_dropped_hint(dropped)} Fix transform.projection/filter in "
+            "the pipeline file"
         ) from error
+
+
+def _dropped_hint(dropped: frozenset[str]) -> str:
+    if not dropped:
+        return ""
+    return (
+        f" The source dropped or renamed {', '.join(sorted(dropped))}, and the mirror follows "
+        "it (schema.change.behavior evolve): the transform no longer sees them."
+    )
 
 
 def _data_columns(spec: MirrorSpec, projected: DataFrame) -> list[str]:

@@ -392,6 +392,58 @@ def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
         )
 
 
+def test_under_evolve_a_column_the_projection_computes_stays_when_the_source_drops_its_namesake(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    server_id = SERVER_ID + 35
+    create_shards(admin_connection, 1)
+    config = orders_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        namespace=namespace,
+        server_id=server_id,
+        top_level=(
+            "  schema.change.behavior: evolve\n"
+            "transform:\n"
+            f"  - source-table: {source_database}.orders_[0-9]+\n"
+            "    projection: id, order_no, status, amount, amount * 2 AS created_at\n"
+        ),
+    )
+    jobs = WindowJobs(config, plan_from_source(config), spark)
+    five = timedelta(minutes=5)
+    changelog = f"{namespace}.orders_changelog"
+    ingest_to_end(config, catalog, endpoints, server_id)
+    execute(admin_connection, "INSERT INTO orders_0 VALUES (1, 101, 'new', 1.50, NOW())")
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, server_id)
+    jobs.merge_mirror(
+        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
+    )
+    execute(
+        admin_connection,
+        "ALTER TABLE orders_0 DROP COLUMN created_at",
+        "INSERT INTO orders_0 VALUES (2, 102, 'paid', 2.50)",
+    )
+    tick_past_now(admin_connection)
+    ingest_to_end(config, catalog, endpoints, server_id)
+
+    jobs.merge_mirror(
+        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
+    )
+
+    mirror = f"tidemark.{namespace}.orders"
+    assert spark.table(mirror).columns == ["id", "order_no", "status", "amount", "created_at"]
+    found = spark.sql(f"SELECT order_no, created_at FROM {mirror} ORDER BY order_no").collect()
+    assert [tuple(row) for row in found] == [(101, Decimal("3.00")), (102, Decimal("5.00"))]
+
+
 def test_rows_from_before_a_column_was_added_hold_its_default_as_at_the_source(
     endpoints: StackEndpoints,
     source_database: str,
