@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -12,7 +13,7 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from spark_jobs.changelog_range import WindowNotCompleteError
-from spark_jobs.window_jobs import WindowJobs, plan_from_source
+from spark_jobs.window_jobs import MergeOutcome, WindowJobs, plan_from_source
 from tests.spark_jobs.sources import (
     changelog_watermark,
     create_shards,
@@ -22,6 +23,7 @@ from tests.spark_jobs.sources import (
     source_rows,
     tick_past_now,
 )
+from tidemark.config import PipelineConfig
 from tidemark.contracts import MirrorKey
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
@@ -35,6 +37,31 @@ BOTH_SHARDS = (
     "SELECT order_no, status, amount FROM orders_0 UNION ALL "
     "SELECT order_no, status, amount FROM orders_1 ORDER BY order_no"
 )
+
+
+@dataclass(frozen=True)
+class OrdersWindows:
+    """An orders pipeline driven a step at a time: source changes, ingest, the mirror's merge."""
+
+    config: PipelineConfig
+    catalog: Catalog
+    endpoints: StackEndpoints
+    admin_connection: Connection
+    jobs: WindowJobs
+    namespace: str
+    server_id: int
+
+    def change_and_merge(self, *statements: str) -> MergeOutcome:
+        """Runs ``statements`` at the source, ingests them, and merges the orders mirror in the
+        five-minute window ending at the changelog's watermark."""
+        execute(self.admin_connection, *statements)
+        tick_past_now(self.admin_connection)
+        ingest_to_end(self.config, self.catalog, self.endpoints, self.server_id)
+        changelog = f"{self.namespace}.orders_changelog"
+        end = changelog_watermark(self.catalog, changelog)
+        return self.jobs.merge_mirror(
+            f"{self.namespace}.orders", Window.ending_at(end, timedelta(minutes=5))
+        )
 
 
 def mirror_rows(spark: SparkSession, table: str) -> list[tuple[object, ...]]:
@@ -226,26 +253,15 @@ def test_the_mirror_follows_columns_the_source_added_and_widened(
         server_id=SERVER_ID + 3,
     )
     jobs = WindowJobs(config, plan_from_source(config), spark)
-    five = timedelta(minutes=5)
     ingest_to_end(config, catalog, endpoints, SERVER_ID + 3)  # streams from here
-    execute(admin_connection, "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID + 3)
-    first = jobs.merge_mirror(
-        f"{namespace}.orders",
-        Window.ending_at(changelog_watermark(catalog, f"{namespace}.orders_changelog"), five),
+    orders = OrdersWindows(
+        config, catalog, endpoints, admin_connection, jobs, namespace, SERVER_ID + 3
     )
-    execute(
-        admin_connection,
+    first = orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
+
+    second = orders.change_and_merge(
         "ALTER TABLE orders_0 ADD COLUMN note TEXT, MODIFY id BIGINT",
         "INSERT INTO orders_0 VALUES (5000000000, 102, 'new', 1.00, NULL, 'after')",
-    )
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID + 3)
-
-    second = jobs.merge_mirror(
-        f"{namespace}.orders",
-        Window.ending_at(changelog_watermark(catalog, f"{namespace}.orders_changelog"), five),
     )
 
     assert second.window.end > first.window.end and not second.skipped
@@ -358,26 +374,14 @@ def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
         top_level=f"  schema.change.behavior: {behavior}",
     )
     jobs = WindowJobs(config, plan_from_source(config), spark)
-    five = timedelta(minutes=5)
     ingest_to_end(config, catalog, endpoints, server_id)
-    execute(admin_connection, "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    changelog = f"{namespace}.orders_changelog"
-    jobs.merge_mirror(
-        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
-    )
-    execute(
-        admin_connection,
+    orders = OrdersWindows(config, catalog, endpoints, admin_connection, jobs, namespace, server_id)
+    orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
+
+    orders.change_and_merge(
         "ALTER TABLE orders_0 RENAME COLUMN status TO state, DROP COLUMN created_at, "
         "COMMENT = 'orders, since the rename'",
         "INSERT INTO orders_0 VALUES (2, 102, 'paid', 5.00)",
-    )
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, server_id)
-
-    jobs.merge_mirror(
-        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
     )
 
     mirror = f"tidemark.{namespace}.orders"
@@ -417,25 +421,13 @@ def test_under_evolve_a_column_the_projection_computes_stays_when_the_source_dro
         ),
     )
     jobs = WindowJobs(config, plan_from_source(config), spark)
-    five = timedelta(minutes=5)
-    changelog = f"{namespace}.orders_changelog"
     ingest_to_end(config, catalog, endpoints, server_id)
-    execute(admin_connection, "INSERT INTO orders_0 VALUES (1, 101, 'new', 1.50, NOW())")
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    jobs.merge_mirror(
-        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
-    )
-    execute(
-        admin_connection,
+    orders = OrdersWindows(config, catalog, endpoints, admin_connection, jobs, namespace, server_id)
+    orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 1.50, NOW())")
+
+    orders.change_and_merge(
         "ALTER TABLE orders_0 DROP COLUMN created_at",
         "INSERT INTO orders_0 VALUES (2, 102, 'paid', 2.50)",
-    )
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, server_id)
-
-    jobs.merge_mirror(
-        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
     )
 
     mirror = f"tidemark.{namespace}.orders"
@@ -463,32 +455,19 @@ def test_rows_from_before_a_column_was_added_hold_its_default_as_at_the_source(
         server_id=server_id,
     )
     jobs = WindowJobs(config, plan_from_source(config), spark)
-    five = timedelta(minutes=5)
-    changelog = f"{namespace}.orders_changelog"
     ingest_to_end(config, catalog, endpoints, server_id)
-    execute(
-        admin_connection,
-        "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL), (2, 102, 'new', 1.00, NULL)",
+    orders = OrdersWindows(config, catalog, endpoints, admin_connection, jobs, namespace, server_id)
+    orders.change_and_merge(
+        "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL), (2, 102, 'new', 1.00, NULL)"
     )
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    jobs.merge_mirror(
-        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
-    )
-    execute(
-        admin_connection,
+
+    orders.change_and_merge(
         # changed before the ALTER, in the window the ALTER falls in
         "INSERT INTO orders_0 VALUES (3, 103, 'new', 3.00, NULL)",
         "ALTER TABLE orders_0 ADD COLUMN priority INT NOT NULL DEFAULT 3, "
         "ADD COLUMN tag VARCHAR(10) DEFAULT 'it''s', ADD COLUMN note TEXT",
         "INSERT INTO orders_0 VALUES (4, 104, 'new', 4.00, NULL, 9, NULL, 'n')",
         "UPDATE orders_0 SET status = 'paid' WHERE order_no = 102",
-    )
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, server_id)
-
-    jobs.merge_mirror(
-        f"{namespace}.orders", Window.ending_at(changelog_watermark(catalog, changelog), five)
     )
 
     query = "SELECT order_no, status, priority, tag, note FROM {} ORDER BY order_no"
