@@ -224,10 +224,10 @@ class ChangeAssembler:
         if self._stopped is not None:
             raise self._stopped
         self._last_seen = max(self._last_seen, event.position)
+        if type(event) is RowsChanged:  # the most frequent, by far
+            return self._on_rows(event)
         if isinstance(event, TransactionStarted):
             self._begin(event.gtid)
-        elif isinstance(event, RowsChanged):
-            return self._on_rows(event)
         elif isinstance(event, TransactionCommitted):
             self._commit(event.position, event.event_time_ms)
         elif isinstance(event, StatementExecuted):

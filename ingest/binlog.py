@@ -6,8 +6,7 @@ statements, each with the binlog position just after it.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Collection, Generator, Iterator
+from collections.abc import Callable, Collection, Generator, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -24,7 +23,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from ingest import binlog_decoding, binlog_events, binlog_rows, binlog_speedups
-from ingest.binlog_events import structure
+from ingest.binlog_events import table_structure
 from ingest.change_events import (
     BinlogEvent,
     Heartbeat,
@@ -73,7 +72,9 @@ class BinlogReader:
         follow: bool = False,
         databases: Collection[str] | None = None,
         heartbeat_seconds: float | None = None,
+        before_wait: Callable[[], None] | None = None,
     ) -> None:
+        self._before_wait = before_wait
         self._stream = _stream(
             source,
             start,
@@ -85,7 +86,7 @@ class BinlogReader:
 
     def events(self) -> Iterator[BinlogEvent]:
         try:
-            for event in binlog_events.events(self._stream):
+            for event in binlog_events.events(self._stream, self._before_wait):
                 converted = self._convert(event)
                 if converted is not None:
                     yield converted
@@ -126,7 +127,7 @@ class BinlogReader:
                 rows=[_images(operation, row) for row in event.rows],
                 position=position,
                 event_time_ms=time_ms,
-                structure=functools.partial(structure, event.schema, event.table, event.columns),
+                structure=table_structure(event.table_map[event.table_id]),
             )
         if isinstance(event, XidEvent):
             return TransactionCommitted(position, time_ms)

@@ -23,6 +23,7 @@ library's, so both paths agree on it.
 from __future__ import annotations
 
 import functools
+import select
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ from tidemark.source import BinlogPosition
 _HEADER = struct.Struct("<xIBIIIH")
 _HEADER_END = 20
 _MAX_PACKET = 0xFFFFFF
+#: bytes asked of the socket at a time
+_READ_SIZE = 256 * 1024
 _U64 = struct.Struct("<Q").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 _ROWS_V1 = {
@@ -63,17 +66,21 @@ _PRIVATE = "_BinLogStreamReader__"
 MAX_TABLE_MAPS = 4096
 
 
-def events(stream: Any) -> Iterator[BinlogEvent | Any]:
+def events(
+    stream: Any, before_wait: Callable[[], None] | None = None
+) -> Iterator[BinlogEvent | Any]:
     """The events of ``stream`` (a ``BinLogStreamReader``, not yet read from): Tidemark's own
     for the hot kinds, the library's event objects for the rest, with ``stream.log_file`` and
-    ``stream.log_pos`` just after each event when it is yielded."""
-    loop = _Loop(stream)
+    ``stream.log_pos`` just after each event when it is yielded. ``before_wait`` is called
+    each time the stream has nothing more to read yet (events can be passed on in batches)."""
+    loop = _Loop(stream, before_wait)
     yield from loop.run()
 
 
 class _Loop:
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, before_wait: Callable[[], None] | None) -> None:
         self._stream = stream
+        self._before_wait = before_wait
         #: TABLE_MAP body -> (table id, the library's Table, or None when filtered out)
         self._table_maps: dict[bytes, tuple[int, Any]] = {}
         #: (table id, event type) -> how its row events are read, while the table map holds
@@ -93,7 +100,7 @@ class _Loop:
             connection._sock.settimeout(connection._read_timeout)
             connection._current_timeout = connection._read_timeout
         checksum = 4 if self._private("use_checksum") else 0
-        read_payload = _payload_reader(connection)
+        read_payload = _payload_reader(connection, self._before_wait)
         while True:
             payload = read_payload()
             first = payload[0]
@@ -259,38 +266,65 @@ def structure(database: str, table: str, columns: list[Any]) -> SourceTable | No
         return None
 
 
-def _payload_reader(connection: Any) -> Callable[[], bytes]:
+def _payload_reader(
+    connection: Any, before_wait: Callable[[], None] | None = None
+) -> Callable[[], bytes]:
     """Reads one whole MySQL packet's payload from the stream connection, as pymysql's
     ``_read_packet`` does (sequence numbers, packets of 16 MB and more) without building a
-    packet object."""
+    packet object. It reads the socket in large chunks and cuts packets out of them itself;
+    ``before_wait`` is called whenever the next read would wait for the server."""
     rfile = connection._rfile
+    sock = connection._sock
+    ready = select.poll()
+    ready.register(sock, select.POLLIN)
+    #: decrypted bytes a TLS socket holds that the file descriptor no longer shows
+    pending = getattr(sock, "pending", lambda: 0)
+    buffered = b""
+    at = 0
 
-    def read(size: int) -> bytes:
-        # pymysql's _read_bytes, without its per-call overhead: a short read or a socket error
-        # is a lost connection (interrupted reads are retried by Python itself, PEP 475)
-        try:
-            data: bytes = rfile.read(size)
-        except OSError as error:
-            connection._force_close()
-            raise _lost(0, 0, f"({error})") from error
-        if len(data) < size:
-            connection._force_close()
-            raise _lost(0, 0)
-        return data
+    def fill(need: int) -> None:
+        # ``read1`` returns what pymysql's own buffer still holds, else one read of the
+        # socket: pymysql's buffer is always empty after it, so polling the socket tells
+        # whether the server has sent more
+        nonlocal buffered, at
+        chunks = [buffered[at:]]
+        have = len(chunks[0])
+        while have < need:
+            if before_wait is not None and not (ready.poll(0) or pending()):
+                before_wait()
+            try:
+                chunk: bytes = rfile.read1(_READ_SIZE)
+            except OSError as error:
+                connection._force_close()
+                raise _lost(0, 0, f"({error})") from error
+            if not chunk:
+                connection._force_close()
+                raise _lost(0, 0)
+            chunks.append(chunk)
+            have += len(chunk)
+        buffered = b"".join(chunks)
+        at = 0
 
     def read_payload() -> bytes:
+        nonlocal at
         parts: list[bytes] = []
         while True:
-            header = read(4)
-            length = header[0] | header[1] << 8 | header[2] << 16
-            if header[3] != connection._next_seq_id:
+            if len(buffered) - at < 4:
+                fill(4)
+            length = buffered[at] | buffered[at + 1] << 8 | buffered[at + 2] << 16
+            sequence = buffered[at + 3]
+            if sequence != connection._next_seq_id:
                 connection._force_close()
-                raise _lost(header[3], connection._next_seq_id)
-            connection._next_seq_id = (connection._next_seq_id + 1) % 256
-            part = read(length)
+                raise _lost(sequence, connection._next_seq_id)
+            connection._next_seq_id = (sequence + 1) % 256
+            if len(buffered) - at - 4 < length:
+                fill(4 + length)
+            start = at + 4
+            at = start + length
+            part = buffered[start:at]
             if length < _MAX_PACKET:
                 if not parts:
-                    return bytes(part)
+                    return part
                 parts.append(part)
                 return b"".join(parts)
             parts.append(part)

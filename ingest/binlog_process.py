@@ -1,0 +1,290 @@
+"""The binlog decoded in a process of its own, so that two cores share the ingest.
+
+One Python process cannot read a busy server's binlog and write it to the lake fast enough:
+decoding takes about a third of each row's time and the assembly and Iceberg commits the
+rest, all under one interpreter lock. ``ProcessBinlogReader`` runs ``BinlogReader`` in a child
+process and hands its events to the caller exactly as ``BinlogReader`` would, in the same
+order, with the same values and the same errors.
+
+The child sends events in batches through a pipe: a batch goes when it is full or when the
+server has nothing more to send yet, so a quiet stream is never held back. The pipe's size
+bounds how far the child reads ahead. Events cross as plain tuples (pickle builds those in
+C); the structure of a table map crosses once, when the child first meets it. The child
+never commits anything: progress is the caller's, and a new reader starts wherever the
+caller's last boundary is, as after any other broken stream.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Collection, Iterator
+from multiprocessing.connection import Connection
+from types import TracebackType
+from typing import Any
+
+from ingest.binlog import BinlogReader, StreamInterruptedError
+from ingest.change_events import (
+    BinlogEvent,
+    Heartbeat,
+    RowsChanged,
+    StatementExecuted,
+    TransactionCommitted,
+    TransactionStarted,
+)
+from ingest.schema import SourceTable
+from tidemark.contracts import Operation
+from tidemark.source import BinlogPosition, SourceConnection
+
+#: events per batch at most: large enough that a pipe write costs little per event
+BATCH_EVENTS = 1024
+#: how long a closed reader's process gets to end before it is killed, in seconds
+_STOP_SECONDS = 5.0
+
+_OPERATIONS = tuple(Operation)
+_OPERATION_INDEX = {operation: index for index, operation in enumerate(_OPERATIONS)}
+
+# The tags of the tuples that cross the pipe (first element).
+_STARTED, _ROWS, _COMMITTED, _STATEMENT, _HEARTBEAT, _STRUCTURE = range(6)
+#: the child's last message when the binlog ended (no ``follow``)
+_END = "end"
+#: the child's last message when reading failed: then the error and its traceback
+_FAILED = "failed"
+
+
+class ProcessBinlogReader:
+    """``BinlogReader(source, start, ...)``, read and decoded in a child process."""
+
+    def __init__(
+        self,
+        source: SourceConnection,
+        start: BinlogPosition,
+        *,
+        follow: bool = False,
+        databases: Collection[str] | None = None,
+        heartbeat_seconds: float | None = None,
+    ) -> None:
+        # A plain interpreter, not multiprocessing: its spawn and forkserver run the parent's
+        # main script again in the child, and a fork would copy the locks of Kafka's, Spark's
+        # and the scheduler's threads mid-use. Settings cross on stdin (the password stays
+        # off the command line), events on a pipe of their own (stdout is free for prints).
+        receive, send = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, str(send)],
+                stdin=subprocess.PIPE,
+                pass_fds=(send,),
+            )
+        finally:
+            os.close(send)
+        self._receive = Connection(receive, writable=False)
+        settings = (source, start, follow, databases, heartbeat_seconds)
+        assert self._process.stdin is not None
+        with self._process.stdin as stdin:
+            pickle.dump(sys.path, stdin)
+            pickle.dump(settings, stdin)
+
+    @property
+    def pid(self) -> int:
+        """The reading process's id."""
+        return self._process.pid
+
+    def events(self) -> Iterator[BinlogEvent]:
+        structures: dict[int, Callable[[], SourceTable | None]] = {}
+        while True:
+            try:
+                batch = self._receive.recv()
+            except EOFError:
+                try:
+                    code: int | None = self._process.wait(_STOP_SECONDS)
+                except subprocess.TimeoutExpired:
+                    code = None
+                raise StreamInterruptedError(
+                    f"the binlog reader process ended without a word (exit code {code}): "
+                    "killed, or out of memory? Reading resumes from the last transaction "
+                    "boundary"
+                ) from None
+            if batch == _END:
+                return
+            if isinstance(batch, tuple) and batch[0] == _FAILED:
+                error, remote_traceback = batch[1], batch[2]
+                raise error from _RemoteTraceback(remote_traceback)
+            for item in batch:
+                event = _decode(item, structures)
+                if event is not None:
+                    yield event
+
+    def __iter__(self) -> Iterator[BinlogEvent]:
+        return self.events()
+
+    def close(self) -> None:
+        self._receive.close()
+        process = self._process
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        process.wait()
+
+    def __enter__(self) -> ProcessBinlogReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _RemoteTraceback(Exception):  # noqa: N818 - shown as the cause, not raised
+    def __init__(self, text: str) -> None:
+        super().__init__(f"\n\nIn the binlog reader process:\n{text}")
+
+
+# --- the child ------------------------------------------------------------------------------
+
+#: the child's program: the parent's import path first, then the settings, from stdin
+_CHILD = (
+    "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); "
+    "from ingest.binlog_process import serve; serve(int(sys.argv[1]))"
+)
+
+
+def serve(fd: int) -> None:
+    """The child's work: read the settings from stdin, send events down the pipe ``fd``."""
+    send = Connection(fd, readable=False)
+    settings = pickle.load(sys.stdin.buffer)
+    _read(send, *settings)
+
+
+def _read(
+    send: Connection,
+    source: SourceConnection,
+    start: BinlogPosition,
+    follow: bool,
+    databases: Collection[str] | None,
+    heartbeat_seconds: float | None,
+) -> None:
+    batch: list[tuple[Any, ...]] = []
+    #: the structure callables met so far, by id; kept so that ids stay theirs
+    structures: dict[int, Callable[[], SourceTable | None]] = {}
+
+    def ship() -> None:
+        if batch:
+            send.send(batch)
+            batch.clear()
+
+    try:
+        with BinlogReader(
+            source,
+            start,
+            follow=follow,
+            databases=databases,
+            heartbeat_seconds=heartbeat_seconds,
+            before_wait=ship,
+        ) as reader:
+            for event in reader:
+                _encode(event, batch, structures)
+                if len(batch) >= BATCH_EVENTS:
+                    ship()
+        ship()
+        send.send(_END)
+    except BaseException as error:  # noqa: BLE001 - every failure is the parent's to raise
+        try:
+            ship()  # what was read before the failure is good
+            send.send((_FAILED, _picklable(error), traceback.format_exc()))
+        except OSError:
+            pass  # the parent has gone
+    finally:
+        send.close()
+
+
+def _encode(
+    event: BinlogEvent,
+    batch: list[tuple[Any, ...]],
+    structures: dict[int, Callable[[], SourceTable | None]],
+) -> None:
+    position = event.position
+    if isinstance(event, RowsChanged):
+        structure = event.structure
+        key = -1
+        if structure is not None:
+            key = id(structure)
+            if key not in structures:
+                structures[key] = structure
+                batch.append((_STRUCTURE, key, structure()))
+        batch.append(
+            (
+                _ROWS,
+                event.database,
+                event.table,
+                _OPERATION_INDEX[event.operation],
+                event.rows,
+                position.file,
+                position.offset,
+                event.event_time_ms,
+                key,
+            )
+        )
+    elif isinstance(event, TransactionStarted):
+        batch.append((_STARTED, event.gtid, position.file, position.offset))
+    elif isinstance(event, TransactionCommitted):
+        batch.append((_COMMITTED, position.file, position.offset, event.event_time_ms))
+    elif isinstance(event, StatementExecuted):
+        batch.append(
+            (
+                _STATEMENT,
+                event.database,
+                event.statement,
+                position.file,
+                position.offset,
+                event.event_time_ms,
+            )
+        )
+    else:
+        batch.append((_HEARTBEAT, position.file, position.offset))
+
+
+def _decode(
+    item: tuple[Any, ...], structures: dict[int, Callable[[], SourceTable | None]]
+) -> BinlogEvent | None:
+    tag = item[0]
+    if tag == _ROWS:
+        return RowsChanged(
+            item[1],
+            item[2],
+            _OPERATIONS[item[3]],
+            item[4],
+            BinlogPosition(item[5], item[6]),
+            item[7],
+            structures.get(item[8]),
+        )
+    if tag == _STARTED:
+        return TransactionStarted(item[1], BinlogPosition(item[2], item[3]))
+    if tag == _COMMITTED:
+        return TransactionCommitted(BinlogPosition(item[1], item[2]), item[3])
+    if tag == _STATEMENT:
+        return StatementExecuted(item[1], item[2], BinlogPosition(item[3], item[4]), item[5])
+    if tag == _HEARTBEAT:
+        return Heartbeat(BinlogPosition(item[1], item[2]))
+    structure = item[2]
+    structures[item[1]] = lambda: structure
+    return None
+
+
+def _picklable(error: BaseException) -> BaseException:
+    """The error itself when it crosses the pipe intact, else one of the same meaning."""
+    try:
+        copy = pickle.loads(pickle.dumps(error))
+    except Exception:  # noqa: BLE001 - any failure to pickle means "send a stand-in"
+        copy = None
+    if isinstance(copy, type(error)) and str(copy) == str(error):
+        return error
+    return RuntimeError(f"the binlog reader failed: {type(error).__name__}: {error}")
