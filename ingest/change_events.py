@@ -1,5 +1,10 @@
 """Tidemark's own events of the binlog: what ``ingest.binlog`` hands on, and all that the
-rest of ingest sees of it. Each carries the binlog position just after it."""
+rest of ingest sees of it. Each carries the binlog position just after it.
+
+Nothing changes an event once made, but they are not frozen dataclasses: one is made for
+every row event, in the reading process and again in the ingest one, and a frozen dataclass
+takes five times as long to make (0.57 against 0.12 µs with seven fields, Python 3.11).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from tidemark.source import BinlogPosition
 Row = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TransactionStarted:
     """A GTID event: a transaction (or a standalone statement such as DDL) begins."""
 
@@ -22,7 +27,7 @@ class TransactionStarted:
     position: BinlogPosition
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RowsChanged:
     """The rows of one row event, each as (before image, after image)."""
 
@@ -38,7 +43,7 @@ class RowsChanged:
     structure: Callable[[], SourceTable | None] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TransactionCommitted:
     """XID or COMMIT: everything since the last ``TransactionStarted`` is durable at the source."""
 
@@ -46,7 +51,7 @@ class TransactionCommitted:
     event_time_ms: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StatementExecuted:
     """A statement logged as text that is not BEGIN or COMMIT: DDL, mostly."""
 
@@ -56,7 +61,7 @@ class StatementExecuted:
     event_time_ms: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Heartbeat:
     """The server has nothing new; sent every ``heartbeat_seconds`` while the binlog is idle."""
 

@@ -33,6 +33,8 @@ from tidemark.contracts import MetadataColumn
 from tidemark.source import SourceConnection
 
 logger = logging.getLogger(__name__)
+#: a plain str key, as the assembler's others (``ingest.assembler``): pyarrow finds it faster
+_SCHEMA_VERSION = MetadataColumn.SCHEMA_VERSION.value
 
 Converter = Callable[[Row], Row]
 
@@ -90,7 +92,7 @@ class SchemaTracker:
         def convert(row: Row) -> Row:
             version = self._version_of(table_id, row)
             out = self._convert_with(table_id, version)(row)
-            out[MetadataColumn.SCHEMA_VERSION] = version.version
+            out[_SCHEMA_VERSION] = version.version
             return out
 
         return convert
