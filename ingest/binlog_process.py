@@ -7,8 +7,10 @@ process and hands its events to the caller exactly as ``BinlogReader`` would, in
 order, with the same values and the same errors.
 
 The child sends events in batches through a pipe: a batch goes when it is full or when the
-server has nothing more to send yet, so a quiet stream is never held back. The pipe's size
-bounds how far the child reads ahead. Events cross as plain tuples (pickle builds those in
+server has nothing more to send yet, so a quiet stream is never held back. A thread here takes
+the batches off the pipe as they come, so that the child goes on decoding while this process
+commits; how far the child reads ahead is bounded by that queue (``_BATCHES_AHEAD``) and the
+pipe. Events cross as plain tuples (pickle builds those in
 C); the structure of a table map crosses once, when the child first meets it. The child
 never commits anything: progress is the caller's, and a new reader starts wherever the
 caller's last boundary is, as after any other broken stream.
@@ -16,11 +18,14 @@ caller's last boundary is, as after any other broken stream.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pickle
+import queue
 import subprocess
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Collection, Iterator
 from multiprocessing.connection import Connection
@@ -44,6 +49,8 @@ from tidemark.source import BinlogPosition, SourceConnection
 BATCH_EVENTS = 1024
 #: the pipe's size asked for (Linux lets any process ask up to 1 MiB)
 _PIPE_BYTES = 1024 * 1024
+#: batches taken off the pipe ahead of ingest, at most (about 250 KB each on sysbench)
+_BATCHES_AHEAD = 256
 #: how long a closed reader's process gets to end before it is killed, in seconds
 _STOP_SECONDS = 5.0
 
@@ -85,6 +92,8 @@ class ProcessBinlogReader:
         finally:
             os.close(send)
         self._receive = Connection(receive, writable=False)
+        self._inbox: queue.Queue[bytes | None] = queue.Queue(maxsize=_BATCHES_AHEAD)
+        self._taker: threading.Thread | None = None
         settings = (source, start, follow, databases, heartbeat_seconds)
         assert self._process.stdin is not None
         with self._process.stdin as stdin:
@@ -97,20 +106,19 @@ class ProcessBinlogReader:
         return self._process.pid
 
     def events(self) -> Iterator[BinlogEvent]:
+        assert self._taker is None, "a reader's events are read once"
+        self._taker = threading.Thread(target=self._take, name="binlog batches", daemon=True)
+        self._taker.start()
         structures: dict[int, Callable[[], SourceTable | None]] = {}
         while True:
-            try:
-                batch = self._receive.recv()
-            except EOFError:
-                try:
-                    code: int | None = self._process.wait(_STOP_SECONDS)
-                except subprocess.TimeoutExpired:
-                    code = None
+            message = self._inbox.get()
+            if message is None:
                 raise StreamInterruptedError(
-                    f"the binlog reader process ended without a word (exit code {code}): "
-                    "killed, or out of memory? Reading resumes from the last transaction "
-                    "boundary"
-                ) from None
+                    f"the binlog reader process ended without a word (exit code "
+                    f"{self._exit_code()}): killed, or out of memory? Reading resumes from the "
+                    "last transaction boundary"
+                )
+            batch = pickle.loads(message)
             if batch == _END:
                 return
             if isinstance(batch, tuple) and batch[0] == _FAILED:
@@ -121,11 +129,29 @@ class ProcessBinlogReader:
                 if event is not None:
                     yield event
 
+    def _take(self) -> None:
+        """Takes the child's batches off the pipe as they come, so that the child goes on
+        decoding while this process commits (the pipe holds only a few batches); None when
+        the pipe ends."""
+        while True:
+            try:
+                message: bytes | None = self._receive.recv_bytes()
+            except (EOFError, OSError):
+                message = None
+            self._inbox.put(message)
+            if message is None:
+                return
+
+    def _exit_code(self) -> int | None:
+        try:
+            return self._process.wait(_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            return None
+
     def __iter__(self) -> Iterator[BinlogEvent]:
         return self.events()
 
     def close(self) -> None:
-        self._receive.close()
         process = self._process
         if process.poll() is None:
             process.terminate()
@@ -134,6 +160,13 @@ class ProcessBinlogReader:
             except subprocess.TimeoutExpired:
                 process.kill()
         process.wait()
+        if self._taker is not None:
+            # the pipe ends with the process: the taker stops at its end, once there is room
+            # for what it still takes; the pipe is closed after it, never under its read
+            while self._taker.is_alive():
+                with contextlib.suppress(queue.Empty):
+                    self._inbox.get(timeout=0.1)
+        self._receive.close()
 
     def __enter__(self) -> ProcessBinlogReader:
         return self

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import pyarrow as pa
 import pymysql
 
 from ingest.assembler import ChangeAssembler, Flush
@@ -24,7 +23,7 @@ from ingest.binlog import BinlogReader, StreamInterruptedError
 from ingest.binlog_process import ProcessBinlogReader
 from ingest.bootstrap_background import BackgroundBootstrap
 from ingest.change_events import Heartbeat, RowsChanged
-from ingest.changelog import ChangelogTable
+from ingest.changelog import ChangelogTable, arrow_rows
 from ingest.error_table import is_errors_sink
 from ingest.errors import SchemaChangeStopError
 from ingest.reports import report_from_snapshot
@@ -274,7 +273,7 @@ class IngestRunner:
     def _commit(self, flush: Flush) -> None:
         for table_flush in flush.tables:
             table = self._table(table_flush.sink)
-            rows = pa.Table.from_pylist(table_flush.rows, schema=table.schema)
+            rows = arrow_rows(table_flush.rows, table.schema)
             snapshot = table.commit(rows, table_flush.progress)
             if is_errors_sink(table_flush.sink):
                 self._summary.errors += len(table_flush.rows)

@@ -90,10 +90,7 @@ class SchemaTracker:
 
     def converter(self, table_id: str) -> Converter:
         def convert(row: Row) -> Row:
-            version = self._version_of(table_id, row)
-            out = self._convert_with(table_id, version)(row)
-            out[_SCHEMA_VERSION] = version.version
-            return out
+            return self._convert_with(table_id, self._version_of(table_id, row))(row)
 
         return convert
 
@@ -258,6 +255,7 @@ class SchemaTracker:
                 version.table,
                 self._options.server_time_zone,
                 tinyint1_as_boolean=self._options.tinyint1_as_boolean,
+                stamp={_SCHEMA_VERSION: version.version},
             )
             self._converters[key] = converter
         return converter

@@ -17,8 +17,8 @@ where Iceberg has no exact match:
 - ENUM and SET -> string (SET members comma-separated in definition order, '' when empty).
 - GEOMETRY -> binary WKB (the server's SRID prefix dropped); UUID, INET4, INET6 -> their text.
 
-``row_converter`` builds one converter per column up front; converting a row is a loop over
-the columns that need it, with no per-row type dispatch. A value that cannot be represented
+``row_converter`` builds one converter per column up front and compiles a function for the
+table; converting a row has no per-row type dispatch. A value that cannot be represented
 raises ``UnconvertibleValueError`` naming the table, column, value and reason.
 """
 
@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import re
 import struct
 import zoneinfo
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,34 +91,79 @@ def row_converter(
     server_time_zone: dt.tzinfo | str | None = None,
     *,
     tinyint1_as_boolean: bool = True,
+    stamp: Mapping[str, Any] | None = None,
 ) -> Callable[[Row], Row]:
-    """A function from a decoded binlog row (``ingest.values``) to the row as the lake holds it.
+    """A function from a decoded binlog row (``ingest.values``) to the row as the lake holds it,
+    with the items of ``stamp`` added (the schema tracker's version number).
 
     ``server_time_zone`` (the source's ``server-time-zone``; UTC when None) only matters for
     naive TIMESTAMP values, as a SELECT returns them: the binlog stores TIMESTAMP as UTC epoch
     seconds and its decoding gives UTC datetimes already.
+
+    The function is compiled for the table, as the binlog's row decoders are
+    (``ingest.binlog_rows``): one dict display with a key per column, each converter called
+    only on a value it changes. It runs for every row of every change.
     """
     options = TypeOptions(tinyint1_as_boolean, time_zone(server_time_zone or "UTC"))
     plan = [(column.name, column_type(table, column, options).convert) for column in table.columns]
-    unchanged = tuple(name for name, convert in plan if convert is None)
-    converted = tuple((name, convert) for name, convert in plan if convert is not None)
     columns = {name for name, _ in plan}
-
-    def convert_row(row: Row) -> Row:
-        if row.keys() != columns:
-            raise _shape_error(table, row)
-        try:
-            out = {name: row[name] for name in unchanged}
-            for name, convert in converted:
-                value = row[name]
-                out[name] = None if value is None else convert(value)
-        except _Refused as refused:
-            raise UnconvertibleValueError(
-                table.table_id, name, repr(row[name]), refused.reason
-            ) from None
-        return out
-
+    namespace: dict[str, Any] = {
+        "columns": columns,
+        "shape_error": functools.partial(_shape_error, table),
+        "Refused": _Refused,
+        "refusal": functools.partial(_refusal, table, plan),
+        "str": str,
+    }
+    steps, items = [], []
+    for number, (name, convert) in enumerate(plan):
+        if convert is None:
+            items.append(f"{name!r}: row[{name!r}]")
+            continue
+        value, function = f"v{number}", f"c{number}"
+        namespace[function] = convert
+        steps.append(f"{value} = row[{name!r}]")
+        # text is the most common column, and nearly always right already: no call for it
+        changes = f"{value}.__class__ is not str" if convert is _checked_text else "True"
+        steps.append(f"if {value} is not None and {changes}: {value} = {function}({value})")
+        items.append(f"{name!r}: {value}")
+    for number, (key, constant) in enumerate((stamp or {}).items()):
+        namespace[f"s{number}"] = constant
+        items.append(f"{key!r}: s{number}")
+    lines = [
+        "def convert_row(row):",
+        "    if row.keys() != columns:",
+        "        raise shape_error(row)",
+        *(
+            [
+                "    try:",
+                *(f"        {step}" for step in steps),
+                "    except Refused:",
+                "        raise refusal(row) from None",
+            ]
+            if steps
+            else []
+        ),
+        "    return {" + ", ".join(items) + "}",
+    ]
+    code = compile("\n".join(lines), f"<row converter of {table.table_id}>", "exec")
+    exec(code, namespace)  # noqa: S102 - our own code, from column names as repr() literals
+    convert_row: Callable[[Row], Row] = namespace["convert_row"]
     return convert_row
+
+
+def _refusal(
+    table: SourceTable, plan: list[tuple[str, Converter | None]], row: Row
+) -> UnconvertibleValueError:
+    """Which value of ``row`` a compiled converter refused, and why (the rare path)."""
+    for name, convert in plan:
+        value = row[name]
+        if convert is None or value is None:
+            continue
+        try:
+            convert(value)
+        except _Refused as refused:
+            return UnconvertibleValueError(table.table_id, name, repr(value), refused.reason)
+    raise AssertionError(f"no value of {table.table_id}'s row was refused the second time")
 
 
 ColumnValues = list[Any]
