@@ -202,6 +202,7 @@ class ChangeAssembler:
         # What each table held when reading (re)started: rows of the transactions before
         # these positions are skipped. Live progress moves on; this only on a re-read.
         self._held_at_start = dict(progress)
+        self._holds_end = _holds_end(self._held_at_start)
         self._source = source
         self._max_transaction_rows = max_transaction_rows
         self._boundary = start
@@ -304,6 +305,7 @@ class ChangeAssembler:
         self._progress.update(progress)
         self._last_order.update({sink: p.last_order for sink, p in progress.items()})
         self._held_at_start = dict(self._progress)
+        self._holds_end = _holds_end(self._held_at_start)
         self._boundary = self._last_seen = min(
             [self._boundary, *(p.position for p in progress.values())]
         )
@@ -324,6 +326,7 @@ class ChangeAssembler:
         # Parts already committed are in each table's partial_rows: re-reading the transaction
         # from the boundary skips exactly those.
         self._held_at_start = dict(self._progress)
+        self._holds_end = _holds_end(self._held_at_start)
         self._reset_transaction()
         self._last_seen = self._boundary
 
@@ -342,17 +345,33 @@ class ChangeAssembler:
         sink, convert = binding.sink, binding.convert
         if binding.observe is not None and event.structure is not None:
             binding.observe(event.structure)
-        buffer = self._transaction.setdefault(sink, [])
+        buffer = self._transaction.get(sink)
+        if buffer is None:
+            buffer = self._transaction[sink] = []
+        time_ms = event.event_time_ms
+        if self._event_time[0] != time_ms:
+            self._event_time = (time_ms, datetime.fromtimestamp(time_ms / 1000, UTC))
+        position = event.position
         # never columns of a converted row (changelog_schema refuses such source columns)
         metadata: Row = {
-            _EVENT_TIME: self._datetime(event.event_time_ms),
-            _POSITION: str(event.position),
+            _EVENT_TIME: self._event_time[1],
+            _POSITION: f"{position.file}:{position.offset}",
             _SOURCE_DATABASE: event.database,
             _SOURCE_TABLE: event.table,
         }
-        check_held = self._may_hold(sink)
+        check_held = self._boundary <= self._holds_end and self._may_hold(sink)
+        operation = event.operation
+        splits = operation is Operation.UPDATE
+        operation_value = _OPERATION_VALUES[operation]
+        appended = 0
         for before, after in event.rows:
-            for operation, image in _split(event.operation, before, after, binding.key_columns):
+            if splits:
+                images = _split(operation, before, after, binding.key_columns)
+            else:
+                only = before if after is None else after
+                assert only is not None  # a row event has at least one image per row
+                images = [(operation, only)]
+            for image_operation, image in images:
                 try:
                     row, target, held = convert(image), buffer, check_held
                 except UnconvertibleValueError as error:
@@ -362,17 +381,17 @@ class ChangeAssembler:
                 row.update(metadata)
                 if _SCHEMA_VERSION not in row:  # the schema tracker's converter sets it
                     row[_SCHEMA_VERSION] = SCHEMA_VERSION
-                row[_OPERATION] = _OPERATION_VALUES[operation]
+                row[_OPERATION] = (
+                    operation_value
+                    if image_operation is operation
+                    else _OPERATION_VALUES[image_operation]
+                )
                 target.append(row)
-                self._transaction_rows += 1
+                appended += 1
+        self._transaction_rows += appended
         if self._transaction_rows > self._max_transaction_rows:
             return self._flush_transaction_part()
         return None
-
-    def _datetime(self, epoch_ms: int) -> datetime:
-        if self._event_time[0] != epoch_ms:
-            self._event_time = (epoch_ms, datetime.fromtimestamp(epoch_ms / 1000, UTC))
-        return self._event_time[1]
 
     def _refused(
         self, sink: str, error: UnconvertibleValueError, image: Row
@@ -666,11 +685,21 @@ class ChangeAssembler:
         return rows
 
     def _reset_transaction(self) -> None:
+        # twice a transaction (its commit, the next one's start): new dicts only when used
         self._in_transaction = False
-        self._transaction = {}
+        if self._transaction:
+            self._transaction = {}
         self._transaction_rows = 0
-        self._transaction_held = {}
-        self._transaction_seen = {}
+        if self._transaction_held:
+            self._transaction_held = {}
+        if self._transaction_seen:
+            self._transaction_seen = {}
+
+
+def _holds_end(held: Mapping[str, TableProgress]) -> BinlogPosition:
+    """Past this boundary no table can hold rows of the transaction being read
+    (``ChangeAssembler._may_hold``): the latest position the tables held at the start."""
+    return max((progress.position for progress in held.values()), default=BinlogPosition("", 0))
 
 
 def _split(

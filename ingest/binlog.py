@@ -87,6 +87,9 @@ class BinlogReader:
     def events(self) -> Iterator[BinlogEvent]:
         try:
             for event in binlog_events.events(self._stream, self._before_wait):
+                if type(event) in _NATIVE:  # most events: no call to make
+                    yield event
+                    continue
                 converted = self._convert(event)
                 if converted is not None:
                     yield converted

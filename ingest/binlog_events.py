@@ -173,7 +173,7 @@ class _Loop:
             rows=layout.images(payload, end, len(payload) - checksum),
             position=BinlogPosition(self._stream.log_file, log_pos),
             event_time_ms=timestamp * 1000,
-            structure=table_structure(table),
+            structure=layout.structure,
         )
 
     def _library_event(self, payload: bytes, checksum: int) -> Any:
@@ -235,6 +235,7 @@ class _Layout:
     #: present: the column count (one byte) and the full bitmap(s)
     prefix: bytes
     images: binlog_rows.StandaloneImages | None
+    structure: Callable[[], SourceTable | None]
 
     @classmethod
     def of(cls, table: Any, kind: int) -> _Layout:
@@ -242,10 +243,12 @@ class _Layout:
         operation = _OPERATIONS[name]
         count = len(table.columns)
         bitmaps = 2 if name == "update" else 1
+        structure = table_structure(table)
         if count >= 251:  # a length-coded count of more bytes: left to the library
-            return cls(table, operation, b"", None)
+            return cls(table, operation, b"", None, structure)
         prefix = bytes([count]) + binlog_rows.all_present(count) * bitmaps
-        return cls(table, operation, prefix, binlog_rows.standalone_images(table, name))
+        images = binlog_rows.standalone_images(table, name)
+        return cls(table, operation, prefix, images, structure)
 
 
 def table_structure(table: Any) -> Callable[[], SourceTable | None]:

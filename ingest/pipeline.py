@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 
+from ingest import binlog_process
 from ingest.assembler import Binding, ChangeAssembler, Truncation
 from ingest.bootstrap import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap_background import BackgroundBootstrap
@@ -184,6 +185,8 @@ def build_runner(
     """Onboard, bootstrap what needs it (``scan.startup.mode`` initial or snapshot), and return
     a runner that streams from where every table is complete. Tables that bootstrap while
     others already stream are bootstrapped by the runner, in a thread, as it streams."""
+    if settings.decode_in_process:
+        binlog_process.warm()  # the reading process starts while the tables are onboarded
     onboarding = onboard(config, catalog)
     source = config.source.connection()
     source_id = f"{source.host}:{source.port}"
