@@ -3,13 +3,16 @@ structures and errors that reading it here gives, on the real server's binlog.""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import threading
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ingest import binlog_process
 from ingest.binlog import BinlogReader, StreamInterruptedError
 from ingest.binlog_process import BATCH_EVENTS, ProcessBinlogReader
 from ingest.change_events import RowsChanged
@@ -125,3 +128,36 @@ def test_an_error_in_the_reading_process_is_raised_as_reading_here_raises_it(
     assert "1236" in str(here)  # the server cannot find the file
     assert (type(in_process), str(in_process)) == (type(here), str(here))
     assert "In the binlog reader process" in str(in_process.__cause__)
+
+
+def test_a_batch_of_builtin_values_crosses_with_marshal_and_any_other_with_pickle() -> None:
+    plain = [(1, "db", "t", 0, [(None, {"id": 1, "c": "x", "b": b"\0", "f": 0.5})], "f", 4, 0, 1)]
+    dated = [(1, "db", "t", 0, [(None, {"d": dt.date(2020, 1, 1), "n": Decimal("1.50")})])]
+
+    assert binlog_process._pack(plain)[:1] == b"m"
+    assert binlog_process._pack(dated)[:1] == b"p"
+    for batch in (plain, dated):
+        assert binlog_process._unpack(binlog_process._pack(batch)) == batch
+
+
+def test_a_warmed_up_reading_process_serves_the_next_reader_and_a_dead_one_is_replaced(
+    endpoints: StackEndpoints, source_database: str
+) -> None:
+    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    start = current_position(source)
+
+    binlog_process.warm()
+    spare = binlog_process._spare
+    assert spare is not None
+    with ProcessBinlogReader(source, start, databases=[source_database]) as reader:
+        assert reader.pid == spare[0].pid
+        assert not [event for event in reader if isinstance(event, RowsChanged)]
+
+    binlog_process.warm()
+    dead = binlog_process._spare
+    assert dead is not None
+    dead[0].kill()
+    dead[0].wait()
+    with ProcessBinlogReader(source, start, databases=[source_database]) as reader:
+        assert reader.pid != dead[0].pid
+        assert not [event for event in reader if isinstance(event, RowsChanged)]

@@ -835,3 +835,38 @@ def test_a_row_image_with_other_columns_stops_ingest(
 
     with pytest.raises(SchemaChangeStopError, match="structure changed since ingest read it"):
         row_converter(table)(row)
+
+
+def test_columns_of_any_name_convert_and_are_named_when_a_value_is_refused(
+    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+) -> None:
+    # the converter is compiled with the names as literals: quotes, backslashes and braces
+    # must stay the names they are
+    quoted, accented = 'it\'s "odd" \\ {x}', "été"
+    table = _create(
+        admin_connection, source_database, f"`{quoted}` VARCHAR(20), `{accented}` DATE NOT NULL"
+    )
+    images = inserted_rows(
+        endpoints,
+        admin_connection,
+        source_database,
+        4233,
+        [
+            NON_STRICT,
+            "INSERT INTO t VALUES (1, 'one', '2020-01-01'), (2, NULL, '0000-00-00')",
+        ],
+    )
+    convert = row_converter(table, stamp={"_tm_schema_version": 7})
+
+    assert convert(images[0]) == {
+        "id": 1,
+        quoted: "one",
+        accented: dt.date(2020, 1, 1),
+        "_tm_schema_version": 7,
+    }
+    with pytest.raises(UnconvertibleValueError) as caught:
+        convert(images[1])
+    assert (caught.value.column, caught.value.raw) == (
+        accented,
+        "InvalidTemporal(text='0000-00-00')",
+    )
