@@ -22,7 +22,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from ingest import binlog_decoding, binlog_events, binlog_rows, binlog_speedups
+from ingest import binlog_decoding, binlog_events, binlog_rows, binlog_speedups, event_wire
 from ingest.binlog_events import table_structure
 from ingest.change_events import (
     BinlogEvent,
@@ -42,8 +42,9 @@ _OPERATIONS = {
     UpdateRowsEvent: Operation.UPDATE,
     DeleteRowsEvent: Operation.DELETE,
 }
-#: what the native loop (``ingest.binlog_events``) yields already as Tidemark's events
-_NATIVE = {TransactionStarted, TransactionCommitted, RowsChanged}
+#: what the native loop (``ingest.binlog_events``) yields already as Tidemark's events (or, for
+#: the reading process, as ``ingest.event_wire`` items)
+_NATIVE = {TransactionStarted, TransactionCommitted, RowsChanged, tuple}
 _EVENTS = [*_OPERATIONS, XidEvent, QueryEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent]
 
 
@@ -85,8 +86,15 @@ class BinlogReader:
         )
 
     def events(self) -> Iterator[BinlogEvent]:
+        return self._events(wire=False)
+
+    def wire_events(self) -> Iterator[BinlogEvent | event_wire.Item]:
+        """The events, the frequent kinds as ``ingest.event_wire`` items (made so directly)."""
+        return self._events(wire=True)
+
+    def _events(self, *, wire: bool) -> Iterator[Any]:
         try:
-            for event in binlog_events.events(self._stream, self._before_wait):
+            for event in binlog_events.events(self._stream, self._before_wait, wire=wire):
                 if type(event) in _NATIVE:  # most events: no call to make
                     yield event
                     continue

@@ -33,9 +33,10 @@ from pymysql.protocol import MysqlPacket
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.packet import BinLogPacketWrapper
 
-from ingest import binlog_rows, table_map
+from ingest import binlog_rows, event_wire, table_map
 from ingest.change_events import (
     BinlogEvent,
+    Row,
     RowsChanged,
     TransactionCommitted,
     TransactionStarted,
@@ -58,8 +59,8 @@ _ROWS_V1 = {
     BINLOG.DELETE_ROWS_EVENT_V1: "delete",
 }
 _OPERATIONS = {"write": Operation.INSERT, "update": Operation.UPDATE, "delete": Operation.DELETE}
-#: a row event of a table the schema filter leaves out
-_FILTERED: list[Any] = []
+#: a row event of a table the schema filter leaves out: no layout, no rows
+_FILTERED: tuple[None, list[Any]] = (None, [])
 #: the library's names for its reader's private state
 _PRIVATE = "_BinLogStreamReader__"
 #: a structure met this many times: the cache starts over (a server with that many tables)
@@ -67,20 +68,25 @@ MAX_TABLE_MAPS = 4096
 
 
 def events(
-    stream: Any, before_wait: Callable[[], None] | None = None
-) -> Iterator[BinlogEvent | Any]:
+    stream: Any, before_wait: Callable[[], None] | None = None, *, wire: bool = False
+) -> Iterator[BinlogEvent | event_wire.Item | Any]:
     """The events of ``stream`` (a ``BinLogStreamReader``, not yet read from): Tidemark's own
     for the hot kinds, the library's event objects for the rest, with ``stream.log_file`` and
     ``stream.log_pos`` just after each event when it is yielded. ``before_wait`` is called
-    each time the stream has nothing more to read yet (events can be passed on in batches)."""
-    loop = _Loop(stream, before_wait)
+    each time the stream has nothing more to read yet (events can be passed on in batches).
+    With ``wire``, the hot kinds come out as ``ingest.event_wire`` items instead (the reading
+    process sends them on as they are: no object is made for them)."""
+    loop = _Loop(stream, before_wait, wire)
     yield from loop.run()
 
 
 class _Loop:
-    def __init__(self, stream: Any, before_wait: Callable[[], None] | None) -> None:
+    def __init__(self, stream: Any, before_wait: Callable[[], None] | None, wire: bool) -> None:
         self._stream = stream
         self._before_wait = before_wait
+        self._wire = wire
+        #: with ``wire``: the structures described so far (``event_wire.structure_key``)
+        self._structures: event_wire.Structures = {}
         #: TABLE_MAP body -> (table id, the library's Table, or None when filtered out)
         self._table_maps: dict[bytes, tuple[int, Any]] = {}
         #: (table id, event type) -> how its row events are read, while the table map holds
@@ -89,7 +95,7 @@ class _Loop:
     def _private(self, name: str) -> Any:
         return getattr(self._stream, _PRIVATE + name)
 
-    def run(self) -> Iterator[BinlogEvent | Any]:
+    def run(self) -> Iterator[BinlogEvent | event_wire.Item | Any]:
         stream = self._stream
         if not self._private("connected_stream"):
             getattr(stream, _PRIVATE + "connect_to_stream")()
@@ -101,6 +107,7 @@ class _Loop:
             connection._current_timeout = connection._read_timeout
         checksum = 4 if self._private("use_checksum") else 0
         read_payload = _payload_reader(connection, self._before_wait)
+        wire = self._wire
         while True:
             payload = read_payload()
             first = payload[0]
@@ -116,14 +123,19 @@ class _Loop:
                 sequence = _U64(payload, _HEADER_END)[0]
                 domain = _U32(payload, _HEADER_END + 8)[0]
                 stream.log_pos = log_pos
-                yield TransactionStarted(
-                    f"{domain}-{server_id}-{sequence}", BinlogPosition(stream.log_file, log_pos)
-                )
+                gtid = f"{domain}-{server_id}-{sequence}"
+                if wire:
+                    yield (event_wire.STARTED, gtid, stream.log_file, log_pos)
+                else:
+                    yield TransactionStarted(gtid, BinlogPosition(stream.log_file, log_pos))
                 continue
             if kind == BINLOG.XID_EVENT:
                 stream.log_pos = log_pos
-                position = BinlogPosition(stream.log_file, log_pos)
-                yield TransactionCommitted(position, timestamp * 1000)
+                if wire:
+                    yield (event_wire.COMMITTED, stream.log_file, log_pos, timestamp * 1000)
+                else:
+                    position = BinlogPosition(stream.log_file, log_pos)
+                    yield TransactionCommitted(position, timestamp * 1000)
                 continue
             if kind == BINLOG.TABLE_MAP_EVENT:
                 known = self._table_maps.get(payload[_HEADER_END : len(payload) - checksum])
@@ -135,21 +147,48 @@ class _Loop:
                     stream.log_pos = log_pos
                     continue
             elif kind in _ROWS_V1:
-                rows = self._rows(payload, kind, timestamp, log_pos, checksum)
-                if rows is not None:
+                decoded = self._rows(payload, kind, checksum)
+                if decoded is not None:
                     stream.log_pos = log_pos
-                    if rows is not _FILTERED:
-                        yield rows
+                    layout, rows = decoded
+                    if layout is None:  # a table left out
+                        continue
+                    table = layout.table
+                    if wire:
+                        items: list[event_wire.Item] = []
+                        key = event_wire.structure_key(layout.structure, self._structures, items)
+                        yield from items
+                        yield (
+                            event_wire.ROWS,
+                            table.schema,
+                            table.table,
+                            layout.operation_index,
+                            rows,
+                            stream.log_file,
+                            log_pos,
+                            timestamp * 1000,
+                            key,
+                        )
+                    else:
+                        yield RowsChanged(
+                            database=table.schema,
+                            table=table.table,
+                            operation=layout.operation,
+                            rows=rows,
+                            position=BinlogPosition(stream.log_file, log_pos),
+                            event_time_ms=timestamp * 1000,
+                            structure=layout.structure,
+                        )
                     continue
             event = self._library_event(payload, checksum)
             if event is not None:
                 yield event
 
     def _rows(
-        self, payload: bytes, kind: int, timestamp: int, log_pos: int, checksum: int
-    ) -> RowsChanged | list[Any] | None:
-        """A row event decoded here (``_FILTERED`` for a table left out), or None to leave it
-        to the library."""
+        self, payload: bytes, kind: int, checksum: int
+    ) -> tuple[_Layout | None, list[tuple[Row | None, Row | None]]] | None:
+        """A row event's layout and rows, decoded here (``_FILTERED`` for a table left out),
+        or None to leave it to the library."""
         position = _HEADER_END
         table_id = int.from_bytes(payload[position : position + 6], "little")
         position += 8  # table id, flags
@@ -166,15 +205,7 @@ class _Loop:
         end = position + len(layout.prefix)
         if payload[position:end] != layout.prefix:
             return None
-        return RowsChanged(
-            database=table.schema,
-            table=table.table,
-            operation=layout.operation,
-            rows=layout.images(payload, end, len(payload) - checksum),
-            position=BinlogPosition(self._stream.log_file, log_pos),
-            event_time_ms=timestamp * 1000,
-            structure=layout.structure,
-        )
+        return layout, layout.images(payload, end, len(payload) - checksum)
 
     def _library_event(self, payload: bytes, checksum: int) -> Any:
         """What the library's ``fetchone`` does with one packet: the event, or None."""
@@ -236,6 +267,10 @@ class _Layout:
     prefix: bytes
     images: binlog_rows.StandaloneImages | None
     structure: Callable[[], SourceTable | None]
+
+    @property
+    def operation_index(self) -> int:
+        return event_wire.OPERATION_INDEX[self.operation]
 
     @classmethod
     def of(cls, table: Any, kind: int) -> _Layout:

@@ -10,8 +10,8 @@ The child sends events in batches through a pipe: a batch goes when it is full o
 server has nothing more to send yet, so a quiet stream is never held back. A thread here takes
 the batches off the pipe as they come, so that the child goes on decoding while this process
 commits; how far the child reads ahead is bounded by that queue (``_BATCHES_AHEAD``) and the
-pipe. Events cross as plain tuples (pickle builds those in
-C); the structure of a table map crosses once, when the child first meets it. The child
+pipe. Events cross as plain tuples (``ingest.event_wire``), the structure of a table map
+once, when the child first meets it. The child
 never commits anything: progress is the caller's, and a new reader starts wherever the
 caller's last boundary is, as after any other broken stream.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import marshal
 import os
 import pickle
 import queue
@@ -28,22 +27,18 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from multiprocessing.connection import Connection
 from types import TracebackType
-from typing import Any
 
+from ingest import event_wire
 from ingest.binlog import BinlogReader, StreamInterruptedError
 from ingest.change_events import (
     BinlogEvent,
-    Heartbeat,
     RowsChanged,
-    StatementExecuted,
     TransactionCommitted,
     TransactionStarted,
 )
-from ingest.schema import SourceTable
-from tidemark.contracts import Operation
 from tidemark.source import BinlogPosition, SourceConnection
 
 #: events per batch at most: large enough that a pipe write costs little per event
@@ -58,15 +53,9 @@ _BATCHES_AHEAD = 256
 #: how long a closed reader's process gets to end before it is killed, in seconds
 _STOP_SECONDS = 5.0
 
-_OPERATIONS = tuple(Operation)
 #: ``BinlogPosition((file, offset))`` without the named tuple's own ``__new__`` (a Python call)
 _position = tuple.__new__
-_OPERATION_INDEX = {operation: index for index, operation in enumerate(_OPERATIONS)}
 
-# The tags of the tuples that cross the pipe (first element).
-_STARTED, _ROWS, _COMMITTED, _STATEMENT, _HEARTBEAT, _STRUCTURE = range(6)
-#: the first byte of a message: how the rest is written (``_pack``)
-_MARSHAL, _PICKLE = b"m", b"p"
 #: the child's last message when the binlog ended (no ``follow``)
 _END = "end"
 #: the child's last message when reading failed: then the error and its traceback
@@ -103,7 +92,7 @@ class ProcessBinlogReader:
         assert self._taker is None, "a reader's events are read once"
         self._taker = threading.Thread(target=self._take, name="binlog batches", daemon=True)
         self._taker.start()
-        structures: dict[int, Callable[[], SourceTable | None]] = {}
+        structures: event_wire.Structures = {}
         while True:
             message = self._inbox.get()
             if message is None:
@@ -112,28 +101,34 @@ class ProcessBinlogReader:
                     f"{self._exit_code()}): killed, or out of memory? Reading resumes from the "
                     "last transaction boundary"
                 )
-            batch = _unpack(message)
+            batch = event_wire.unpack(message)
             if batch == _END:
                 return
             if isinstance(batch, tuple) and batch[0] == _FAILED:
                 error, remote_traceback = batch[1], batch[2]
                 raise error from _RemoteTraceback(remote_traceback)
             for item in batch:
-                if item[0] == _ROWS:  # most items: made here, without a call
+                # the frequent kinds made here, without a call
+                tag = item[0]
+                if tag == event_wire.ROWS:
                     _, database, table, operation, rows, file, offset, time_ms, key = item
                     yield RowsChanged(
                         database,
                         table,
-                        _OPERATIONS[operation],
+                        event_wire.OPERATIONS[operation],
                         rows,
                         _position(BinlogPosition, (file, offset)),
                         time_ms,
                         structures.get(key),
                     )
-                    continue
-                event = _decode(item, structures)
-                if event is not None:
-                    yield event
+                elif tag == event_wire.STARTED:
+                    yield TransactionStarted(item[1], _position(BinlogPosition, item[2:]))
+                elif tag == event_wire.COMMITTED:
+                    yield TransactionCommitted(_position(BinlogPosition, item[1:3]), item[3])
+                else:
+                    event = event_wire.decode(item, structures)
+                    if event is not None:
+                        yield event
 
     def _take(self) -> None:
         """Takes the child's batches off the pipe as they come, so that the child goes on
@@ -272,13 +267,12 @@ def _read(
     databases: Collection[str] | None,
     heartbeat_seconds: float | None,
 ) -> None:
-    batch: list[tuple[Any, ...]] = []
-    #: the structure callables met so far, by id; kept so that ids stay theirs
-    structures: dict[int, Callable[[], SourceTable | None]] = {}
+    batch: list[event_wire.Item] = []
+    structures: event_wire.Structures = {}
 
     def ship() -> None:
         if batch:
-            send.send_bytes(_pack(batch))
+            send.send_bytes(event_wire.pack(batch))
             batch.clear()
 
     try:
@@ -290,108 +284,23 @@ def _read(
             heartbeat_seconds=heartbeat_seconds,
             before_wait=ship,
         ) as reader:
-            for event in reader:
-                _encode(event, batch, structures)
+            for event in reader.wire_events():
+                if isinstance(event, tuple):  # made as items by the reading loop already
+                    batch.append(event)
+                else:
+                    event_wire.encode(event, batch, structures)
                 if len(batch) >= BATCH_EVENTS:
                     ship()
         ship()
-        send.send_bytes(_pack(_END))
+        send.send_bytes(event_wire.pack(_END))
     except BaseException as error:  # noqa: BLE001 - every failure is the parent's to raise
         try:
             ship()  # what was read before the failure is good
-            send.send_bytes(_pack((_FAILED, _picklable(error), traceback.format_exc())))
+            send.send_bytes(event_wire.pack((_FAILED, _picklable(error), traceback.format_exc())))
         except OSError:
             pass  # the parent has gone
     finally:
         send.close()
-
-
-def _encode(
-    event: BinlogEvent,
-    batch: list[tuple[Any, ...]],
-    structures: dict[int, Callable[[], SourceTable | None]],
-) -> None:
-    position = event.position
-    if isinstance(event, RowsChanged):
-        structure = event.structure
-        key = -1
-        if structure is not None:
-            key = id(structure)
-            if key not in structures:
-                structures[key] = structure
-                batch.append((_STRUCTURE, key, structure()))
-        batch.append(
-            (
-                _ROWS,
-                event.database,
-                event.table,
-                _OPERATION_INDEX[event.operation],
-                event.rows,
-                position.file,
-                position.offset,
-                event.event_time_ms,
-                key,
-            )
-        )
-    elif isinstance(event, TransactionStarted):
-        batch.append((_STARTED, event.gtid, position.file, position.offset))
-    elif isinstance(event, TransactionCommitted):
-        batch.append((_COMMITTED, position.file, position.offset, event.event_time_ms))
-    elif isinstance(event, StatementExecuted):
-        batch.append(
-            (
-                _STATEMENT,
-                event.database,
-                event.statement,
-                position.file,
-                position.offset,
-                event.event_time_ms,
-            )
-        )
-    else:
-        batch.append((_HEARTBEAT, position.file, position.offset))
-
-
-def _decode(
-    item: tuple[Any, ...], structures: dict[int, Callable[[], SourceTable | None]]
-) -> BinlogEvent | None:
-    tag = item[0]
-    if tag == _ROWS:
-        return RowsChanged(
-            item[1],
-            item[2],
-            _OPERATIONS[item[3]],
-            item[4],
-            BinlogPosition(item[5], item[6]),
-            item[7],
-            structures.get(item[8]),
-        )
-    if tag == _STARTED:
-        return TransactionStarted(item[1], BinlogPosition(item[2], item[3]))
-    if tag == _COMMITTED:
-        return TransactionCommitted(BinlogPosition(item[1], item[2]), item[3])
-    if tag == _STATEMENT:
-        return StatementExecuted(item[1], item[2], BinlogPosition(item[3], item[4]), item[5])
-    if tag == _HEARTBEAT:
-        return Heartbeat(BinlogPosition(item[1], item[2]))
-    structure = item[2]
-    structures[item[1]] = lambda: structure
-    return None
-
-
-def _pack(message: Any) -> bytes:
-    """A message as bytes: with ``marshal`` when it holds only builtin values (five times as
-    fast as ``pickle`` on a batch of sysbench events, and both ends run the same Python),
-    else with ``pickle`` (dates, decimals, structures)."""
-    try:
-        return _MARSHAL + marshal.dumps(message)
-    except ValueError:
-        return _PICKLE + pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-
-
-def _unpack(message: bytes) -> Any:
-    body = memoryview(message)[1:]
-    return marshal.loads(body) if message[:1] == _MARSHAL else pickle.loads(body)
 
 
 def _picklable(error: BaseException) -> BaseException:

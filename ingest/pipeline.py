@@ -285,7 +285,9 @@ def _route_unless_deferred(
 ) -> Binding | None:
     """A table bootstrapping in the background has no rows in the stream until it is handed
     over: it is read again from its own position then."""
-    return None if deferred and (database, table) in deferred else onboarding.route(database, table)
+    if deferred and (database, table) in deferred:
+        return None
+    return onboarding.bindings.get((database, table))  # for every row event: no second call
 
 
 def _captured_unless_deferred(

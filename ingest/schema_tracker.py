@@ -68,6 +68,9 @@ class SchemaTracker:
         #: tables altered since their last row: their next table map is compared by type
         self._retype_check: set[str] = set()
         self._converters: dict[tuple[str, int], Converter] = {}
+        #: per table, the latest version's column names and converter, while no type check is
+        #: due: a row with those names is converted in one call (every row of every change)
+        self._current: dict[str, tuple[frozenset[str], Converter]] = {}
         #: columns renamed by ALTERs whose new structure has not been recorded yet, per table
         self._renames: dict[str, dict[str, str]] = {}
 
@@ -76,6 +79,7 @@ class SchemaTracker:
         ingest was stopped."""
         versions = read_versions(self._changelog.properties, table.table_id)
         self._versions[table.table_id] = versions
+        self._current.pop(table.table_id, None)
         if versions and versions[-1].table == table:
             return
         if not versions:
@@ -90,7 +94,14 @@ class SchemaTracker:
 
     def converter(self, table_id: str) -> Converter:
         def convert(row: Row) -> Row:
-            return self._convert_with(table_id, self._version_of(table_id, row))(row)
+            current = self._current.get(table_id)
+            if current is not None and row.keys() == current[0]:
+                return current[1](row)
+            version = self._version_of(table_id, row)
+            converter = self._convert_with(table_id, version)
+            if version is self._versions[table_id][-1] and table_id not in self._retype_check:
+                self._current[table_id] = (version.column_names, converter)
+            return converter(row)
 
         return convert
 
@@ -104,6 +115,7 @@ class SchemaTracker:
         which the changelog takes (``alter.table.comment``; the next merge gives it to the
         mirror)."""
         self._retype_check.add(table_id)
+        self._current.pop(table_id, None)
         renamed = renamed_columns(statement)
         if renamed and not self._rename_recorded(table_id, renamed):
             self._renames.setdefault(table_id, {}).update(renamed)
@@ -144,6 +156,7 @@ class SchemaTracker:
         if not found:
             return False
         versions[-1] = replace(versions[-1], renamed_from=found)
+        self._current.pop(table_id, None)
         self._changelog.evolve((), (), versions_property(table_id, versions))
         logger.info("%s: version %d renamed %s", table_id, versions[-1].version, found)
         return True
@@ -236,6 +249,7 @@ class SchemaTracker:
             plan.add, plan.widen, versions_property(table.table_id, [*versions, version])
         )
         versions.append(version)
+        self._current.pop(table.table_id, None)
         if not change.empty:
             logger.warning(
                 "%s changed%s: %s; %s%s",

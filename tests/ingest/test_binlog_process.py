@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ingest import binlog_process
+from ingest import binlog_process, event_wire
 from ingest.binlog import BinlogReader, StreamInterruptedError
 from ingest.binlog_process import BATCH_EVENTS, ProcessBinlogReader
 from ingest.change_events import RowsChanged
@@ -134,10 +134,10 @@ def test_a_batch_of_builtin_values_crosses_with_marshal_and_any_other_with_pickl
     plain = [(1, "db", "t", 0, [(None, {"id": 1, "c": "x", "b": b"\0", "f": 0.5})], "f", 4, 0, 1)]
     dated = [(1, "db", "t", 0, [(None, {"d": dt.date(2020, 1, 1), "n": Decimal("1.50")})])]
 
-    assert binlog_process._pack(plain)[:1] == b"m"
-    assert binlog_process._pack(dated)[:1] == b"p"
+    assert event_wire.pack(plain)[:1] == b"m"
+    assert event_wire.pack(dated)[:1] == b"p"
     for batch in (plain, dated):
-        assert binlog_process._unpack(binlog_process._pack(batch)) == batch
+        assert event_wire.unpack(event_wire.pack(batch)) == batch
 
 
 def test_a_warmed_up_reading_process_serves_the_next_reader_and_a_dead_one_is_replaced(

@@ -30,7 +30,9 @@ SERVER_ID = 4260
 def library_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every event read by the library's ``fetchone`` and every row by its ``_fetch_rows``
     (with ``ingest.binlog_decoding``'s corrections still in place): the reference."""
-    monkeypatch.setattr(binlog.binlog_events, "events", lambda stream, before_wait: iter(stream))
+    monkeypatch.setattr(
+        binlog.binlog_events, "events", lambda stream, before_wait, wire: iter(stream)
+    )
     monkeypatch.setattr(RowsEvent, "_fetch_rows", RowsEvent._tidemark_library_fetch)
     yield
 
@@ -42,8 +44,8 @@ def native_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counts: list[int] = []
     native = binlog_events.events
 
-    def counted(stream: Any, before_wait: Any) -> Iterator[Any]:
-        for event in native(stream, before_wait):
+    def counted(stream: Any, before_wait: Any, wire: bool) -> Iterator[Any]:
+        for event in native(stream, before_wait, wire=wire):
             if isinstance(event, RowsChanged):
                 counts.append(len(event.rows))
             yield event
