@@ -11,9 +11,10 @@ server has nothing more to send yet, so a quiet stream is never held back. A thr
 the batches off the pipe as they come, so that the child goes on decoding while this process
 commits; how far the child reads ahead is bounded by that queue (``_BATCHES_AHEAD``) and the
 pipe. Events cross as plain tuples (``ingest.event_wire``), the structure of a table map
-once, when the child first meets it. The child
-never commits anything: progress is the caller's, and a new reader starts wherever the
-caller's last boundary is, as after any other broken stream.
+once, when the child first meets it. The child never commits anything: progress is the
+caller's, and a new reader starts wherever the caller's last boundary is, as after any other
+broken stream. A reading process can be started ahead of need (``warm``): a new interpreter
+takes 0.15 s to import what it reads with.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import fcntl
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -80,8 +82,14 @@ class ProcessBinlogReader:
         self._taker: threading.Thread | None = None
         settings = (source, start, follow, databases, heartbeat_seconds)
         assert self._process.stdin is not None
-        with self._process.stdin as stdin:
-            pickle.dump(settings, stdin)
+        try:
+            with self._process.stdin as stdin:
+                pickle.dump(settings, stdin)
+        except OSError as error:  # the process died before it was told what to read
+            self.close()
+            raise StreamInterruptedError(
+                f"the binlog reader process could not be started: {error}"
+            ) from error
 
     @property
     def pid(self) -> int:
@@ -251,6 +259,9 @@ _CHILD = (
 def serve(fd: int) -> None:
     """The child's work: read the settings from stdin, send events down the pipe ``fd``; a
     spare that is never used ends when stdin does."""
+    # Ctrl-C reaches the whole process group: ingest decides when its reader stops (it
+    # commits what it holds first), not the signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     send = Connection(fd, readable=False)
     try:
         settings = pickle.load(sys.stdin.buffer)
