@@ -201,9 +201,10 @@ class IngestRunner:
                 forced = self._assembler.on_event(event)
                 if forced is not None:
                     self._commit(forced)
-                if type(event) is RowsChanged:
+                elif type(event) is RowsChanged:
                     # a transaction's row events come together (the binlog has them at its
-                    # commit): what follows waits for its end, as flushes do
+                    # commit): what follows waits for its end, or for its next part of
+                    # max_transaction_rows in a large one
                     continue
                 if isinstance(event, Heartbeat) or self._due():
                     self._tick()
