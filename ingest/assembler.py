@@ -201,8 +201,7 @@ class ChangeAssembler:
         self._progress = dict(progress)
         # What each table held when reading (re)started: rows of the transactions before
         # these positions are skipped. Live progress moves on; this only on a re-read.
-        self._held_at_start = dict(progress)
-        self._holds_end = _holds_end(self._held_at_start)
+        self._hold_from(progress)
         self._source = source
         self._max_transaction_rows = max_transaction_rows
         self._boundary = start
@@ -304,8 +303,7 @@ class ChangeAssembler:
         assert not self._in_transaction and not self._pending
         self._progress.update(progress)
         self._last_order.update({sink: p.last_order for sink, p in progress.items()})
-        self._held_at_start = dict(self._progress)
-        self._holds_end = _holds_end(self._held_at_start)
+        self._hold_from(self._progress)
         self._boundary = self._last_seen = min(
             [self._boundary, *(p.position for p in progress.values())]
         )
@@ -325,8 +323,7 @@ class ChangeAssembler:
         """The stream broke mid-transaction: forget it; the reader resumes at the boundary."""
         # Parts already committed are in each table's partial_rows: re-reading the transaction
         # from the boundary skips exactly those.
-        self._held_at_start = dict(self._progress)
-        self._holds_end = _holds_end(self._held_at_start)
+        self._hold_from(self._progress)
         self._reset_transaction()
         self._last_seen = self._boundary
 
@@ -402,6 +399,14 @@ class ChangeAssembler:
             error_row(error, image),
             self._transaction.setdefault(errors, []),
             self._may_hold(errors),
+        )
+
+    def _hold_from(self, progress: Mapping[str, TableProgress]) -> None:
+        """What each table holds when reading (re)starts: rows of the transactions before
+        these positions are skipped (``_may_hold``); past ``_holds_end``, none is."""
+        self._held_at_start = dict(progress)
+        self._holds_end = max(
+            (held.position for held in progress.values()), default=BinlogPosition("", 0)
         )
 
     def _may_hold(self, sink: str) -> bool:
@@ -694,12 +699,6 @@ class ChangeAssembler:
             self._transaction_held = {}
         if self._transaction_seen:
             self._transaction_seen = {}
-
-
-def _holds_end(held: Mapping[str, TableProgress]) -> BinlogPosition:
-    """Past this boundary no table can hold rows of the transaction being read
-    (``ChangeAssembler._may_hold``): the latest position the tables held at the start."""
-    return max((progress.position for progress in held.values()), default=BinlogPosition("", 0))
 
 
 def _split(

@@ -124,9 +124,6 @@ class BinlogReader:
     def _convert(self, event: Any) -> BinlogEvent | None:
         """Tidemark's event for one of the library's (the native loop yields Tidemark's own)."""
         kind = type(event)
-        if kind in _NATIVE:
-            converted: BinlogEvent = event
-            return converted
         position = BinlogPosition(self._stream.log_file, self._stream.log_pos)
         time_ms = event.timestamp * 1000
         operation = _OPERATIONS.get(kind)

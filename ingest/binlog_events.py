@@ -155,9 +155,11 @@ class _Loop:
                         continue
                     table = layout.table
                     if wire:
-                        items: list[event_wire.Item] = []
-                        key = event_wire.structure_key(layout.structure, self._structures, items)
-                        yield from items
+                        key, description = event_wire.structure_key(
+                            layout.structure, self._structures
+                        )
+                        if description is not None:
+                            yield description
                         yield (
                             event_wire.ROWS,
                             table.schema,
@@ -267,10 +269,8 @@ class _Layout:
     prefix: bytes
     images: binlog_rows.StandaloneImages | None
     structure: Callable[[], SourceTable | None]
-
-    @property
-    def operation_index(self) -> int:
-        return event_wire.OPERATION_INDEX[self.operation]
+    #: the operation as ``ingest.event_wire`` sends it
+    operation_index: int
 
     @classmethod
     def of(cls, table: Any, kind: int) -> _Layout:
@@ -279,11 +279,12 @@ class _Layout:
         count = len(table.columns)
         bitmaps = 2 if name == "update" else 1
         structure = table_structure(table)
+        index = event_wire.OPERATION_INDEX[operation]
         if count >= 251:  # a length-coded count of more bytes: left to the library
-            return cls(table, operation, b"", None, structure)
+            return cls(table, operation, b"", None, structure, index)
         prefix = bytes([count]) + binlog_rows.all_present(count) * bitmaps
         images = binlog_rows.standalone_images(table, name)
-        return cls(table, operation, prefix, images, structure)
+        return cls(table, operation, prefix, images, structure, index)
 
 
 def table_structure(table: Any) -> Callable[[], SourceTable | None]:

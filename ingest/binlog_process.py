@@ -37,9 +37,6 @@ from ingest import event_wire
 from ingest.binlog import BinlogReader, StreamInterruptedError
 from ingest.change_events import (
     BinlogEvent,
-    RowsChanged,
-    TransactionCommitted,
-    TransactionStarted,
 )
 from tidemark.source import BinlogPosition, SourceConnection
 
@@ -55,8 +52,6 @@ _BATCHES_AHEAD = 256
 #: how long a closed reader's process gets to end before it is killed, in seconds
 _STOP_SECONDS = 5.0
 
-#: ``BinlogPosition((file, offset))`` without the named tuple's own ``__new__`` (a Python call)
-_position = tuple.__new__
 
 #: the child's last message when the binlog ended (no ``follow``)
 _END = "end"
@@ -116,27 +111,9 @@ class ProcessBinlogReader:
                 error, remote_traceback = batch[1], batch[2]
                 raise error from _RemoteTraceback(remote_traceback)
             for item in batch:
-                # the frequent kinds made here, without a call
-                tag = item[0]
-                if tag == event_wire.ROWS:
-                    _, database, table, operation, rows, file, offset, time_ms, key = item
-                    yield RowsChanged(
-                        database,
-                        table,
-                        event_wire.OPERATIONS[operation],
-                        rows,
-                        _position(BinlogPosition, (file, offset)),
-                        time_ms,
-                        structures.get(key),
-                    )
-                elif tag == event_wire.STARTED:
-                    yield TransactionStarted(item[1], _position(BinlogPosition, item[2:]))
-                elif tag == event_wire.COMMITTED:
-                    yield TransactionCommitted(_position(BinlogPosition, item[1:3]), item[3])
-                else:
-                    event = event_wire.decode(item, structures)
-                    if event is not None:
-                        yield event
+                event = event_wire.decode(item, structures)
+                if event is not None:
+                    yield event
 
     def _take(self) -> None:
         """Takes the child's batches off the pipe as they come, so that the child goes on

@@ -26,6 +26,8 @@ from tidemark.source import BinlogPosition
 STARTED, ROWS, COMMITTED, STATEMENT, HEARTBEAT, STRUCTURE = range(6)
 OPERATIONS = tuple(Operation)
 OPERATION_INDEX = {operation: index for index, operation in enumerate(OPERATIONS)}
+#: ``BinlogPosition((file, offset))`` without the named tuple's own ``__new__`` (a Python call)
+_position = tuple.__new__
 #: the first byte of a packed message: how the rest is written
 _MARSHAL, _PICKLE = b"m", b"p"
 
@@ -35,17 +37,17 @@ Structures = dict[int, Callable[[], SourceTable | None]]
 
 
 def structure_key(
-    structure: Callable[[], SourceTable | None] | None, known: Structures, items: list[Item]
-) -> int:
-    """The key of a row event's structure; the first time, its description goes to ``items``
-    (described once, where the callable can be called)."""
+    structure: Callable[[], SourceTable | None] | None, known: Structures
+) -> tuple[int, Item | None]:
+    """The key of a row event's structure, and the first time the item describing it (it is
+    described once, where the callable can be called), to go before the row event's."""
     if structure is None:
-        return -1
+        return -1, None
     key = id(structure)
-    if key not in known:
-        known[key] = structure
-        items.append((STRUCTURE, key, structure()))
-    return key
+    if key in known:
+        return key, None
+    known[key] = structure
+    return key, (STRUCTURE, key, structure())
 
 
 def encode(
@@ -56,7 +58,9 @@ def encode(
     """``event`` as items appended to ``batch``."""
     position = event.position
     if isinstance(event, RowsChanged):
-        key = structure_key(event.structure, structures, batch)
+        key, description = structure_key(event.structure, structures)
+        if description is not None:
+            batch.append(description)
         batch.append(
             (
                 ROWS,
@@ -92,21 +96,22 @@ def encode(
 def decode(item: Item, structures: Structures) -> BinlogEvent | None:
     """The event an item stands for; None for a structure's description (kept in
     ``structures``, for the row events after it)."""
-    tag = item[0]
+    tag = item[0]  # the kinds in the order of their frequency
     if tag == ROWS:
+        _, database, table, operation, rows, file, offset, time_ms, key = item
         return RowsChanged(
-            item[1],
-            item[2],
-            OPERATIONS[item[3]],
-            item[4],
-            BinlogPosition(item[5], item[6]),
-            item[7],
-            structures.get(item[8]),
+            database,
+            table,
+            OPERATIONS[operation],
+            rows,
+            _position(BinlogPosition, (file, offset)),
+            time_ms,
+            structures.get(key),
         )
     if tag == STARTED:
-        return TransactionStarted(item[1], BinlogPosition(item[2], item[3]))
+        return TransactionStarted(item[1], _position(BinlogPosition, item[2:]))
     if tag == COMMITTED:
-        return TransactionCommitted(BinlogPosition(item[1], item[2]), item[3])
+        return TransactionCommitted(_position(BinlogPosition, item[1:3]), item[3])
     if tag == STATEMENT:
         return StatementExecuted(item[1], item[2], BinlogPosition(item[3], item[4]), item[5])
     if tag == HEARTBEAT:
