@@ -35,9 +35,8 @@ from types import TracebackType
 
 from ingest import event_wire
 from ingest.binlog import BinlogReader, StreamInterruptedError
-from ingest.change_events import (
-    BinlogEvent,
-)
+from ingest.change_events import BinlogEvent
+from ingest.gc_pacing import fewer_collections
 from tidemark.source import BinlogPosition, SourceConnection
 
 #: events per batch at most: large enough that a pipe write costs little per event
@@ -244,7 +243,8 @@ def serve(fd: int) -> None:
         settings = pickle.load(sys.stdin.buffer)
     except EOFError:
         return
-    _read(send, *settings)
+    with fewer_collections():
+        _read(send, *settings)
 
 
 def _read(

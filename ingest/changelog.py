@@ -16,8 +16,9 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import BooleanExpression
-from pyiceberg.table import Table
+from pyiceberg.table import Table, TableMetadata, Transaction
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
+from pyiceberg.table.update import TableUpdate, update_table_metadata
 from pyiceberg.transforms import DayTransform
 
 from ingest.bootstrap_state import BootstrapState
@@ -71,7 +72,7 @@ class ChangelogTable:
         self, add: Sequence[pa.Field], widen: Sequence[pa.Field], properties: Mapping[str, str]
     ) -> None:
         """Add columns, widen types and set properties, in one commit (``ingest.evolution``)."""
-        with self._table.transaction() as transaction:
+        with _Transaction(self._table) as transaction:
             if add or widen:
                 with transaction.update_schema() as update:
                     update.union_by_name(pa.schema([*add, *widen]))
@@ -99,14 +100,16 @@ class ChangelogTable:
         properties = progress.summary()
         if bootstrap is not None:
             properties.update(bootstrap.summary())
-        self._table.append(rows, snapshot_properties=properties)
+        with _Transaction(self._table) as transaction:
+            transaction.append(rows, snapshot_properties=properties)
         snapshot = self._table.current_snapshot()
         assert snapshot is not None  # an append always leaves one
         return snapshot
 
     def delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
         """Delete the rows matching ``rows``, in a commit that keeps ``progress``."""
-        self._table.delete(delete_filter=rows, snapshot_properties=progress.summary())
+        with _Transaction(self._table) as transaction:
+            transaction.delete(delete_filter=rows, snapshot_properties=progress.summary())
 
     def _newest_tidemark_summary(self) -> dict[str, str] | None:
         metadata = self._table.metadata
@@ -118,6 +121,29 @@ class ChangelogTable:
             if TableProgress.from_summary(summary) is not None:
                 return dict(summary)
         return None
+
+
+class _Transaction(Transaction):
+    """pyiceberg's transaction, with its staged metadata computed once per staged state.
+
+    pyiceberg (0.12) computes ``table_metadata`` afresh on every read: it applies the staged
+    updates to a deep copy of the whole table metadata, every snapshot in it included, and one
+    append reads it about twenty times. A changelog table gets a snapshot every few seconds,
+    so its commits slowed with its history: a 1,000-row commit took 0.03 s on a new table and
+    0.31 s at 300 snapshots (0.06 s with this). The computed metadata is kept while neither
+    input changes: the table's metadata is replaced by each commit or refresh, and the staged
+    updates are a tuple replaced by each staging, so identity tells when to compute again
+    (upstream: apache/iceberg-python pull requests 3302 and 3784, not merged)."""
+
+    _staged: tuple[TableMetadata, tuple[TableUpdate, ...], TableMetadata] | None = None
+
+    @property
+    def table_metadata(self) -> TableMetadata:
+        base, updates = self._table.metadata, self._updates
+        staged = self._staged
+        if staged is None or staged[0] is not base or staged[1] is not updates:
+            staged = self._staged = (base, updates, update_table_metadata(base, updates))
+        return staged[2]
 
 
 def arrow_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:

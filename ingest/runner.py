@@ -7,12 +7,10 @@ stop conditions. The decisions about rows live in ``ingest.assembler``; the comm
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -26,15 +24,13 @@ from ingest.change_events import Heartbeat, RowsChanged
 from ingest.changelog import ChangelogTable, arrow_rows
 from ingest.error_table import is_errors_sink
 from ingest.errors import SchemaChangeStopError
+from ingest.gc_pacing import fewer_collections
 from ingest.reports import report_from_snapshot
 from ingest.settings import IngestSettings
 from tidemark.contracts import CommitReport
 from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
-
-#: new container objects between two young garbage collections during a run (Python's: 700)
-_YOUNG_COLLECTION_EVERY = 50_000
 
 Clock = Callable[[], float]
 
@@ -69,21 +65,6 @@ class RunSummary:
     position: BinlogPosition | None = None
     stopped_because: str = ""
     snapshots: dict[str, int] = field(default_factory=dict)
-
-
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Python's cyclic garbage collector runs a young collection every 700 new containers,
-    and every so often a full one through everything alive, buffered rows included: on a
-    busy binlog (a dict and a tuple or two per row) that took a third of the ingest's time.
-    The rows form no cycles, so collecting every 50,000 containers loses nothing; the
-    thresholds are the process's, and are put back when the run ends."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], _YOUNG_COLLECTION_EVERY), *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 class _HandedOver(Exception):  # noqa: N818 - a signal, not an error
@@ -140,7 +121,7 @@ class IngestRunner:
         if self._background is not None:
             self._background.start()
         try:
-            with _fewer_collections():
+            with fewer_collections():
                 return self._run(stop)
         finally:
             if self._background is not None:
