@@ -27,19 +27,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ingest.change_events import (
     BinlogEvent,
-    Row,
+    Image,
     RowsChanged,
     StatementExecuted,
     TransactionCommitted,
     TransactionStarted,
 )
+from ingest.change_rows import ChangeRows, Run, Values
 from ingest.ddl import (
     ChangedTable,
     TableChange,
@@ -48,26 +49,16 @@ from ingest.ddl import (
     online_swap,
     renamed_pairs,
 )
-from ingest.error_table import error_row, errors_sink
+from ingest.error_table import ERROR_COLUMNS, error_values, errors_sink
 from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
 from ingest.progress import TableProgress
 from ingest.schema import SourceTable
-from tidemark.contracts import TRUNCATE_SCHEMA_VERSION, MetadataColumn, Operation
+from tidemark.contracts import TRUNCATE_SCHEMA_VERSION, Operation
 from tidemark.source import BinlogPosition
 
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-# The metadata columns' names as plain strings, not the enum's members: pyarrow looks up each
-# row's columns by the schema's names, and keys of exactly str compare faster (a sixth of
-# pa.Table.from_pylist's time on a sysbench flush). The enum's members find them all the same.
-_EVENT_TIME = MetadataColumn.EVENT_TIME.value
-_POSITION = MetadataColumn.POSITION.value
-_SOURCE_DATABASE = MetadataColumn.SOURCE_DATABASE.value
-_SOURCE_TABLE = MetadataColumn.SOURCE_TABLE.value
-_SCHEMA_VERSION = MetadataColumn.SCHEMA_VERSION.value
-_OPERATION = MetadataColumn.OPERATION.value
-_ORDER_KEY = MetadataColumn.ORDER_KEY.value
 #: what each operation is in the changelog's operation column (an enum's .value is a lookup)
 _OPERATION_VALUES = {operation: operation.value for operation in Operation}
 _CANNOT_FOLLOW = (
@@ -121,24 +112,37 @@ class _StopOnEveryChange:
         return False
 
 
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    """How the images of one row event become changelog values."""
+
+    #: an image's values to the lake's, in the same order (``ingest.types.values_converter``)
+    convert: Callable[[Image], Values]
+    #: the changelog's number of the structure the images were written with
+    schema_version: int
+
+
+def _unchanged(values: Image) -> Values:
+    return values
+
+
+AS_READ = Conversion(_unchanged, SCHEMA_VERSION)
+
+
 @dataclass(frozen=True)
 class Binding:
     """Where the rows of one physical source table go, and how they are converted."""
 
     sink: str
     key_columns: tuple[str, ...]
-    convert: Callable[[Row], Row] = lambda row: row
+    #: the conversion of a row event's images, given the event's columns
+    conversion: Callable[[tuple[str, ...]], Conversion] = lambda columns: AS_READ
     #: given, before each row event's rows are converted, how to describe the structure its
     #: TABLE_MAP declares (``RowsChanged.structure``)
     observe: Callable[[Callable[[], SourceTable | None]], None] | None = None
 
 
 Router = Callable[[str, str], Binding | None]
-
-
-@dataclass
-class _Buffer:
-    rows: list[Row] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -167,8 +171,13 @@ NO_LATE_CHANGES = LateChanges(0, 0, 0)
 @dataclass(frozen=True)
 class TableFlush:
     sink: str
-    rows: list[Row]
+    changes: ChangeRows
     progress: TableProgress
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows as dicts, metadata columns included."""
+        return self.changes.rows
 
 
 @dataclass(frozen=True)
@@ -177,7 +186,7 @@ class Flush:
 
     @property
     def row_count(self) -> int:
-        return sum(len(table.rows) for table in self.tables)
+        return sum(len(table.changes) for table in self.tables)
 
 
 class ChangeAssembler:
@@ -214,20 +223,20 @@ class ChangeAssembler:
             initial_watermark_ms, min((p.watermark_ms for p in progress.values()), default=0)
         )
         self._last_order = {sink: p.last_order for sink, p in progress.items()}
-        self._pending: dict[str, list[Row]] = {}
+        self._pending: dict[str, ChangeRows] = {}
         #: rows in ``_pending``, kept as they come and go (the runner asks after every event)
         self._pending_count = 0
-        #: the last event time converted, as (epoch ms, UTC datetime): events come in runs of one
-        self._event_time: tuple[int, datetime] = (-1, datetime.min)
         #: per sink, late rows (``_count_late``) committed since its last flush
         self._late: dict[str, LateChanges] = {}
         self._in_transaction = False
-        self._transaction: dict[str, list[Row]] = {}
+        self._transaction: dict[str, ChangeRows] = {}
         self._transaction_rows = 0
         # rows of the in-flight transaction each table already holds (committed parts or skipped)
         self._transaction_held: dict[str, int] = {}
         self._transaction_seen: dict[str, int] = {}
         self._stopped: SchemaChangeStopError | None = None
+        #: where the key columns are among a row event's columns (``_key_positions``)
+        self._keys: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[int, ...]] = {}
 
     # --- feeding -------------------------------------------------------------------------
 
@@ -285,7 +294,7 @@ class ChangeAssembler:
         sinks = set(self._pending)
         if idle_tables:
             sinks |= set(self._progress)
-        tables = [self._table_flush(sink, self._pending.pop(sink, [])) for sink in sorted(sinks)]
+        tables = [self._table_flush(sink, self._take_pending(sink)) for sink in sorted(sinks)]
         self._pending_count = sum(len(rows) for rows in self._pending.values())
         return Flush(tables)
 
@@ -339,67 +348,107 @@ class ChangeAssembler:
         if binding is None:
             return None
         self._in_transaction = True
-        sink, convert = binding.sink, binding.convert
+        sink = binding.sink
         if binding.observe is not None and event.structure is not None:
             binding.observe(event.structure)
-        buffer = self._transaction.get(sink)
-        if buffer is None:
-            buffer = self._transaction[sink] = []
-        time_ms = event.event_time_ms
-        if self._event_time[0] != time_ms:
-            self._event_time = (time_ms, datetime.fromtimestamp(time_ms / 1000, UTC))
+        columns = event.columns
+        conversion = binding.conversion(columns)
+        changes = self._transaction.get(sink)
+        if changes is None:
+            changes = self._transaction[sink] = ChangeRows()
         position = event.position
-        # never columns of a converted row (changelog_schema refuses such source columns)
-        metadata: Row = {
-            _EVENT_TIME: self._event_time[1],
-            _POSITION: f"{position.file}:{position.offset}",
-            _SOURCE_DATABASE: event.database,
-            _SOURCE_TABLE: event.table,
-        }
-        check_held = self._boundary <= self._holds_end and self._may_hold(sink)
         operation = event.operation
-        splits = operation is Operation.UPDATE
-        operation_value = _OPERATION_VALUES[operation]
-        appended = 0
-        for before, after in event.rows:
-            if splits:
-                images = _split(operation, before, after, binding.key_columns)
+        run: Run = (
+            columns,
+            event.event_time_ms,
+            f"{position.file}:{position.offset}",
+            event.database,
+            event.table,
+            conversion.schema_version,
+            _OPERATION_VALUES[operation],
+        )
+        # only an update can move a row to another key
+        key = () if operation is not Operation.UPDATE else self._key_positions(columns, binding)
+        check_held = self._boundary <= self._holds_end and self._may_hold(sink)
+        images = None if check_held else _whole_images(operation, event.rows, key)
+        if images is not None:
+            try:
+                converted = list(map(conversion.convert, images))
+            except UnconvertibleValueError:
+                pass  # row by row, below: the refused rows go to the error table
             else:
-                only = before if after is None else after
-                assert only is not None  # a row event has at least one image per row
-                images = [(operation, only)]
-            for image_operation, image in images:
-                try:
-                    row, target, held = convert(image), buffer, check_held
-                except UnconvertibleValueError as error:
-                    row, target, held = self._refused(sink, error, image)
-                if held and self._already_held(sink if target is buffer else errors_sink(sink)):
-                    continue
-                row.update(metadata)
-                if _SCHEMA_VERSION not in row:  # the schema tracker's converter sets it
-                    row[_SCHEMA_VERSION] = SCHEMA_VERSION
-                row[_OPERATION] = (
-                    operation_value
-                    if image_operation is operation
-                    else _OPERATION_VALUES[image_operation]
-                )
-                target.append(row)
-                appended += 1
+                changes.add_run(converted, run)
+                return self._count_transaction_rows(len(converted))
+        appended = self._add_one_by_one(event, sink, conversion, run, key, check_held)
+        return self._count_transaction_rows(appended)
+
+    def _count_transaction_rows(self, appended: int) -> Flush | None:
         self._transaction_rows += appended
         if self._transaction_rows > self._max_transaction_rows:
             return self._flush_transaction_part()
         return None
 
-    def _refused(
-        self, sink: str, error: UnconvertibleValueError, image: Row
-    ) -> tuple[Row, list[Row], bool]:
-        """A row the lake cannot hold goes to the sink's error table (ingest.error_table)."""
+    def _add_one_by_one(
+        self,
+        event: RowsChanged,
+        sink: str,
+        conversion: Conversion,
+        run: Run,
+        key: tuple[int, ...],
+        check_held: bool,
+    ) -> int:
+        """Adds the event's rows one at a time: updates that move a row to another key, rows
+        a resumed table may already hold, rows the lake cannot hold. Returns how many."""
+        changes = self._transaction[sink]
+        # the runs of this event's rows, by their operation; error rows' by theirs
+        runs: dict[Operation, Run] = {event.operation: run}
+        error_runs: dict[Operation, Run] = {}
+        appended = 0
+        for before, after in event.rows:
+            for operation, image in _split(event.operation, before, after, key):
+                row_run = runs.get(operation)
+                if row_run is None:
+                    row_run = runs[operation] = (*run[:6], _OPERATION_VALUES[operation])
+                try:
+                    values, target = conversion.convert(image), changes
+                except UnconvertibleValueError as error:
+                    named = dict(zip(event.columns, image, strict=True))
+                    values, target = error_values(error, named), self._errors(sink)
+                    row_run = error_runs.get(operation)
+                    if row_run is None:
+                        row_run = error_runs[operation] = (
+                            ERROR_COLUMNS,
+                            *run[1:5],
+                            SCHEMA_VERSION,
+                            _OPERATION_VALUES[operation],
+                        )
+                if target is changes:
+                    held, target_sink = check_held, sink
+                else:
+                    target_sink = errors_sink(sink)
+                    held = self._may_hold(target_sink)
+                if held and self._already_held(target_sink):
+                    continue
+                target.append(values, row_run)
+                appended += 1
+        return appended
+
+    def _errors(self, sink: str) -> ChangeRows:
+        """The in-flight transaction's rows for the sink's error table (ingest.error_table)."""
         errors = errors_sink(sink)
-        return (
-            error_row(error, image),
-            self._transaction.setdefault(errors, []),
-            self._may_hold(errors),
-        )
+        changes = self._transaction.get(errors)
+        if changes is None:
+            changes = self._transaction[errors] = ChangeRows()
+        return changes
+
+    def _key_positions(self, columns: tuple[str, ...], binding: Binding) -> tuple[int, ...]:
+        """Where the binding's key columns are among an event's columns."""
+        key = binding.key_columns
+        positions = self._keys.get((columns, key))
+        if positions is None:
+            positions = tuple(columns.index(name) for name in key if name in columns)
+            self._keys[(columns, key)] = positions
+        return positions
 
     def _hold_from(self, progress: Mapping[str, TableProgress]) -> None:
         """What each table holds when reading (re)starts: rows of the transactions before
@@ -433,10 +482,9 @@ class ChangeAssembler:
         return False
 
     def _commit(self, position: BinlogPosition, event_time_ms: int) -> None:
-        for sink, rows in self._transaction.items():
-            self._count_late(sink, len(rows), event_time_ms)
-            self._pending.setdefault(sink, []).extend(self._ordered(sink, rows))
-            self._pending_count += len(rows)
+        for sink, changes in self._transaction.items():
+            self._count_late(sink, len(changes), event_time_ms)
+            self._add_pending(sink, changes)
         self._boundary = position
         second_start = event_time_ms - event_time_ms % 1000
         self._watermark_ms = max(self._watermark_ms, second_start - 1)
@@ -499,16 +547,20 @@ class ChangeAssembler:
         sink = binding.sink
         if self._may_hold(sink) and self._already_held(sink):
             return
-        marker: Row = {
-            _EVENT_TIME: datetime.fromtimestamp(event.event_time_ms / 1000, UTC),
-            _POSITION: str(event.position),
-            _SOURCE_DATABASE: table.database,
-            _SOURCE_TABLE: table.table,
-            _SCHEMA_VERSION: TRUNCATE_SCHEMA_VERSION,
-            _OPERATION: Operation.TRUNCATE.value,
-        }
-        self._pending.setdefault(sink, []).extend(self._ordered(sink, [marker]))
-        self._pending_count += 1
+        marker = ChangeRows()
+        marker.append(
+            (),
+            (
+                (),
+                event.event_time_ms,
+                str(event.position),
+                table.database,
+                table.table,
+                TRUNCATE_SCHEMA_VERSION,
+                Operation.TRUNCATE.value,
+            ),
+        )
+        self._add_pending(sink, marker)
         logger.warning(
             "%s.%s was truncated at %s: its rows leave %s's mirror at the next merge",
             table.database,
@@ -636,10 +688,9 @@ class ChangeAssembler:
         return None
 
     def _flush_transaction_part(self) -> Flush:
-        parts: dict[str, list[Row]] = {}
-        for sink, rows in self._transaction.items():
-            self._transaction_held[sink] = self._transaction_held.get(sink, 0) + len(rows)
-            parts[sink] = self._ordered(sink, rows)
+        for sink, changes in self._transaction.items():
+            self._transaction_held[sink] = self._transaction_held.get(sink, 0) + len(changes)
+            self._add_pending(sink, changes)
         self._transaction = {}
         self._transaction_rows = 0
         logger.info(
@@ -647,15 +698,12 @@ class ChangeAssembler:
             self._boundary,
             self._max_transaction_rows,
         )
-        sinks = set(parts) | set(self._pending)
-        tables = [
-            self._table_flush(sink, self._pending.pop(sink, []) + parts.get(sink, []))
-            for sink in sorted(sinks)
-        ]
+        sinks = sorted(self._pending)
+        tables = [self._table_flush(sink, self._take_pending(sink)) for sink in sinks]
         self._pending_count = 0
         return Flush(tables)
 
-    def _table_flush(self, sink: str, rows: list[Row]) -> TableFlush:
+    def _table_flush(self, sink: str, rows: ChangeRows) -> TableFlush:
         known = self._progress.get(sink)
         if known is not None and self._boundary < known.position:
             # Re-reading what this table already holds (it was ahead when reading resumed):
@@ -681,13 +729,22 @@ class ChangeAssembler:
         self._progress[sink] = progress
         return TableFlush(sink, rows, progress)
 
-    def _ordered(self, sink: str, rows: list[Row]) -> list[Row]:
-        order = self._last_order.get(sink, 0)
-        for row in rows:
-            order += 1
-            row[_ORDER_KEY] = order
-        self._last_order[sink] = order
-        return rows
+    def _add_pending(self, sink: str, changes: ChangeRows) -> None:
+        """Rows of a committed transaction (or part) join the sink's next flush, with the next
+        order keys."""
+        last_order = self._last_order.get(sink, 0)
+        pending = self._pending.get(sink)
+        if pending is None:
+            pending = self._pending[sink] = ChangeRows(first_order=last_order + 1)
+        pending.extend(changes)
+        self._last_order[sink] = last_order + len(changes)
+        self._pending_count += len(changes)
+
+    def _take_pending(self, sink: str) -> ChangeRows:
+        pending = self._pending.pop(sink, None)
+        if pending is None:
+            return ChangeRows(first_order=self._last_order.get(sink, 0) + 1)
+        return pending
 
     def _reset_transaction(self) -> None:
         # twice a transaction (its commit, the next one's start): new dicts only when used
@@ -701,14 +758,31 @@ class ChangeAssembler:
             self._transaction_seen = {}
 
 
+def _whole_images(
+    operation: Operation, rows: list[tuple[Image | None, Image | None]], key: tuple[int, ...]
+) -> list[Image] | None:
+    """The image of each row that the changelog holds, when each row is one changelog row:
+    None if an update moves a row to another key (``_split``)."""
+    if operation is Operation.INSERT:
+        return [after for _, after in rows]  # type: ignore[misc]  # inserts have no before
+    if operation is Operation.DELETE:
+        return [before for before, _ in rows]  # type: ignore[misc]  # deletes have no after
+    for before, after in rows:
+        assert before is not None and after is not None
+        for position in key:  # a loop, not any(): this runs for every updated row
+            if before[position] != after[position]:
+                return None
+    return [after for _, after in rows]  # type: ignore[misc]
+
+
 def _split(
-    operation: Operation, before: Row | None, after: Row | None, key: tuple[str, ...]
-) -> list[tuple[Operation, Row]]:
-    """An update that moves a row to another key is a delete of the old key and an insert of
-    the new one, so a merge by key applies both."""
+    operation: Operation, before: Image | None, after: Image | None, key: tuple[int, ...]
+) -> list[tuple[Operation, Image]]:
+    """An update that moves a row to another key (at ``key``'s positions) is a delete of the
+    old key and an insert of the new one, so a merge by key applies both."""
     if operation is Operation.UPDATE and before is not None and after is not None:
-        for column in key:  # a loop, not any(): this runs for every updated row
-            if before.get(column) != after.get(column):
+        for position in key:
+            if before[position] != after[position]:
                 return [(Operation.DELETE, before), (Operation.INSERT, after)]
         return [(Operation.UPDATE, after)]
     image = after if after is not None else before

@@ -23,11 +23,11 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from ingest import binlog_decoding, binlog_events, binlog_rows, binlog_speedups, event_wire
-from ingest.binlog_events import table_structure
+from ingest.binlog_events import column_names, table_structure
 from ingest.change_events import (
     BinlogEvent,
     Heartbeat,
-    Row,
+    Image,
     RowsChanged,
     StatementExecuted,
     TransactionCommitted,
@@ -128,11 +128,13 @@ class BinlogReader:
         time_ms = event.timestamp * 1000
         operation = _OPERATIONS.get(kind)
         if operation is not None:
+            columns = column_names(event.table_map[event.table_id])
             return RowsChanged(
                 database=event.schema,
                 table=event.table,
                 operation=operation,
-                rows=[_images(operation, row) for row in event.rows],
+                columns=columns,
+                rows=[_images(operation, row, columns) for row in event.rows],
                 position=position,
                 event_time_ms=time_ms,
                 structure=table_structure(event.table_map[event.table_id]),
@@ -159,12 +161,19 @@ def _query(event: Any, position: BinlogPosition, time_ms: int) -> BinlogEvent | 
     return StatementExecuted(schema, statement, position, time_ms)
 
 
-def _images(operation: Operation, row: dict[str, Any]) -> tuple[Row | None, Row | None]:
+def _images(
+    operation: Operation, row: dict[str, Any], columns: tuple[str, ...]
+) -> tuple[Image | None, Image | None]:
+    """A row of the library's as (before, after) images of ``columns``' values."""
     if operation is Operation.UPDATE:
-        return row["before_values"], row["after_values"]
+        return _image(row["before_values"], columns), _image(row["after_values"], columns)
     if operation is Operation.INSERT:
-        return None, row["values"]
-    return row["values"], None
+        return None, _image(row["values"], columns)
+    return _image(row["values"], columns), None
+
+
+def _image(values: dict[str, Any], columns: tuple[str, ...]) -> Image:
+    return tuple(map(values.__getitem__, columns))
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 from ingest import binlog_rows, event_wire, table_map
 from ingest.change_events import (
     BinlogEvent,
-    Row,
+    Image,
     RowsChanged,
     TransactionCommitted,
     TransactionStarted,
@@ -165,6 +165,7 @@ class _Loop:
                             table.schema,
                             table.table,
                             layout.operation_index,
+                            layout.columns,
                             rows,
                             stream.log_file,
                             log_pos,
@@ -176,6 +177,7 @@ class _Loop:
                             database=table.schema,
                             table=table.table,
                             operation=layout.operation,
+                            columns=layout.columns,
                             rows=rows,
                             position=BinlogPosition(stream.log_file, log_pos),
                             event_time_ms=timestamp * 1000,
@@ -188,7 +190,7 @@ class _Loop:
 
     def _rows(
         self, payload: bytes, kind: int, checksum: int
-    ) -> tuple[_Layout | None, list[tuple[Row | None, Row | None]]] | None:
+    ) -> tuple[_Layout | None, list[tuple[Image | None, Image | None]]] | None:
         """A row event's layout and rows, decoded here (``_FILTERED`` for a table left out),
         or None to leave it to the library."""
         position = _HEADER_END
@@ -269,6 +271,8 @@ class _Layout:
     prefix: bytes
     images: binlog_rows.StandaloneImages | None
     structure: Callable[[], SourceTable | None]
+    #: the names of the images' values (``RowsChanged.columns``)
+    columns: tuple[str, ...]
     #: the operation as ``ingest.event_wire`` sends it
     operation_index: int
 
@@ -280,11 +284,22 @@ class _Layout:
         bitmaps = 2 if name == "update" else 1
         structure = table_structure(table)
         index = event_wire.OPERATION_INDEX[operation]
+        columns = column_names(table)
         if count >= 251:  # a length-coded count of more bytes: left to the library
-            return cls(table, operation, b"", None, structure, index)
+            return cls(table, operation, b"", None, structure, columns, index)
         prefix = bytes([count]) + binlog_rows.all_present(count) * bitmaps
         images = binlog_rows.standalone_images(table, name)
-        return cls(table, operation, prefix, images, structure, index)
+        return cls(table, operation, prefix, images, structure, columns, index)
+
+
+def column_names(table: Any) -> tuple[str, ...]:
+    """``RowsChanged.columns`` for the library's Table of a table map: one tuple per table,
+    shared by its events (the schema tracker knows it by identity, ``marshal`` sends it once
+    per batch)."""
+    names: tuple[str, ...] | None = getattr(table, "_tidemark_columns", None)
+    if names is None:
+        names = table._tidemark_columns = tuple(column.name for column in table.columns)
+    return names
 
 
 def table_structure(table: Any) -> Callable[[], SourceTable | None]:

@@ -36,6 +36,7 @@ from ingest import binlog_decoding
 #: a compiled decoder: (packet bytes, offset, end offset, event) -> the event's rows
 Images = Callable[[bytes, int, int, Any], list[dict[str, Any]]]
 #: one that needs no library event (every column is read inline), giving (before, after) pairs
+#: of images as tuples of values, in the columns' order (``RowsChanged.rows``)
 StandaloneImages = Callable[[bytes, int, int], list[tuple[Any, Any]]]
 
 _ATTRIBUTE = "_tidemark_images"
@@ -110,7 +111,7 @@ def standalone_images(table: Any, event_kind: str) -> StandaloneImages | None:
     """The decoder of a row event (``write``, ``update``, ``delete``) of ``table`` (the
     library's Table) that reads every column itself and gives each row as the pair
     ``ingest.binlog`` hands on, (before image, after image); None if a column needs the
-    library."""
+    library. Its images are tuples of the columns' values, in the table map's order."""
     kind = _STANDALONE_KINDS[event_kind]
     images: StandaloneImages | None = _compiled(table, kind, standalone=True)
     return images
@@ -131,7 +132,8 @@ def compile_images(columns: list[Any], kind: str, *, standalone: bool = False) -
     """The decoder of the row images of ``columns`` (the library's parse of a TABLE_MAP) for
     one kind of event, rows in the form ``_ROW_FORMS`` names: ``values`` (write, delete: one
     image a row) or ``update`` (two) as the library's rows; ``write``, ``delete`` or
-    ``update-pairs`` as (before, after) pairs. None when a column has no name
+    ``update-pairs`` as (before, after) pairs. Images are dicts, or with ``standalone`` tuples
+    of the values in the columns' order. None when a column has no name
     (``binlog_row_metadata`` not FULL), or, ``standalone``, when a column needs the library's
     reader (the decoder then takes no event)."""
     if any(not column.name for column in columns):
@@ -144,7 +146,7 @@ def compile_images(columns: list[Any], kind: str, *, standalone: bool = False) -
         "_no_nulls": bytes((len(columns) + 7) // 8),
         "_all_present": b"\xff" * ((len(columns) + 7) // 8),
     }
-    body = _image_body(columns, constants)
+    body = _image_body(columns, constants, as_tuple=standalone)
     signature = (
         "def images(data, pos, end):" if standalone else "def images(data, pos, end, event):"
     )
@@ -171,8 +173,11 @@ def _inline(column: Any) -> bool:
     )
 
 
-def _image_body(columns: list[Any], constants: dict[str, Any]) -> Callable[[str], list[str]]:
-    """Statements that decode one row image at ``pos`` into a dict named by the argument."""
+def _image_body(
+    columns: list[Any], constants: dict[str, Any], *, as_tuple: bool
+) -> Callable[[str], list[str]]:
+    """Statements that decode one row image at ``pos`` into a dict (or a tuple) named by the
+    argument."""
     null_bytes = (len(columns) + 7) // 8
     statements: list[str] = [
         f"nulls = int.from_bytes(data[pos:pos + {null_bytes}], 'little')",
@@ -185,10 +190,13 @@ def _image_body(columns: list[Any], constants: dict[str, Any]) -> Callable[[str]
             "else:",
             *(f"    {line}" for line in _value(index, column, constants)),
         ]
-    names = ", ".join(f"{column.name!r}: v{index}" for index, column in enumerate(columns))
+    if as_tuple:
+        image = "(" + "".join(f"v{index}, " for index in range(len(columns))) + ")"
+    else:
+        image = "{" + ", ".join(f"{column.name!r}: v{i}" for i, column in enumerate(columns)) + "}"
 
     def body(target: str) -> list[str]:
-        return [*statements, f"{target} = {{{names}}}"]
+        return [*statements, f"{target} = {image}"]
 
     return body
 

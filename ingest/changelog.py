@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
-from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
@@ -144,20 +142,6 @@ class _Transaction(Transaction):
         if staged is None or staged[0] is not base or staged[1] is not updates:
             staged = self._staged = (base, updates, update_table_metadata(base, updates))
         return staged[2]
-
-
-def arrow_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
-    """``rows`` as an Arrow table of ``schema``, as ``pa.Table.from_pylist`` makes it, a third
-    faster on a flush of changes: each column is gathered by one C loop (``itemgetter``). A
-    column some rows lack (rows of an older structure) is NULL in them."""
-    columns = []
-    for field in schema:
-        try:
-            values = list(map(itemgetter(field.name), rows))
-        except KeyError:
-            values = [row.get(field.name) for row in rows]
-        columns.append(pa.array(values, type=field.type))
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def open_changelog(

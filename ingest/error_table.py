@@ -59,14 +59,20 @@ def error_table_name(sink: str) -> str:
     return f"{sink}_errors"
 
 
+#: the data columns of an error row, in ``ERROR_SCHEMA``'s order
+ERROR_COLUMNS = ("column_name", "reason", "value", "payload")
+
+
+def error_values(error: UnconvertibleValueError, image: Mapping[str, Any]) -> tuple[str, ...]:
+    """The data columns' values of an error row (``ERROR_COLUMNS``); the assembler adds the
+    metadata columns."""
+    payload = json.dumps({name: repr(value) for name, value in image.items()})
+    return error.column, error.reason, error.raw, payload
+
+
 def error_row(error: UnconvertibleValueError, image: Mapping[str, Any]) -> dict[str, Any]:
-    """The data columns of an error row; the assembler adds the metadata columns."""
-    return {
-        "column_name": error.column,
-        "reason": error.reason,
-        "value": error.raw,
-        "payload": json.dumps({name: repr(value) for name, value in image.items()}),
-    }
+    """The data columns of an error row, by name."""
+    return dict(zip(ERROR_COLUMNS, error_values(error, image), strict=True))
 
 
 def load_error_table(catalog: Catalog, sink: str) -> ChangelogTable | None:

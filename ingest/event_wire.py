@@ -67,6 +67,7 @@ def encode(
                 event.database,
                 event.table,
                 OPERATION_INDEX[event.operation],
+                event.columns,
                 event.rows,
                 position.file,
                 position.offset,
@@ -98,11 +99,12 @@ def decode(item: Item, structures: Structures) -> BinlogEvent | None:
     ``structures``, for the row events after it)."""
     tag = item[0]  # the kinds in the order of their frequency
     if tag == ROWS:
-        _, database, table, operation, rows, file, offset, time_ms, key = item
+        _, database, table, operation, columns, rows, file, offset, time_ms, key = item
         return RowsChanged(
             database,
             table,
             OPERATIONS[operation],
+            columns,
             rows,
             _position(BinlogPosition, (file, offset)),
             time_ms,

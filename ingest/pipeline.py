@@ -115,7 +115,7 @@ def _onboard_sink(
         onboarding.bindings[(member.database, member.name)] = Binding(
             sink=sink.name,
             key_columns=sink.key,
-            convert=tracker.converter(member.table_id),
+            conversion=tracker.conversion(member.table_id),
             observe=tracker.observer(member.table_id),
         )
 

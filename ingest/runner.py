@@ -21,7 +21,7 @@ from ingest.binlog import BinlogReader, StreamInterruptedError
 from ingest.binlog_process import ProcessBinlogReader
 from ingest.bootstrap_background import BackgroundBootstrap
 from ingest.change_events import Heartbeat, RowsChanged
-from ingest.changelog import ChangelogTable, arrow_rows
+from ingest.changelog import ChangelogTable
 from ingest.error_table import is_errors_sink
 from ingest.errors import SchemaChangeStopError
 from ingest.gc_pacing import fewer_collections
@@ -255,12 +255,12 @@ class IngestRunner:
     def _commit(self, flush: Flush) -> None:
         for table_flush in flush.tables:
             table = self._table(table_flush.sink)
-            rows = arrow_rows(table_flush.rows, table.schema)
-            snapshot = table.commit(rows, table_flush.progress)
+            changes = table_flush.changes
+            snapshot = table.commit(changes.to_arrow(table.schema), table_flush.progress)
             if is_errors_sink(table_flush.sink):
-                self._summary.errors += len(table_flush.rows)
+                self._summary.errors += len(changes)
             else:
-                self._summary.rows += len(table_flush.rows)
+                self._summary.rows += len(changes)
             self._summary.commits += 1
             self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id
             if is_errors_sink(table_flush.sink):

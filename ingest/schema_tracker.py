@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
-from ingest.assembler import Truncation
+from ingest.assembler import Conversion, Truncation
 from ingest.changelog import ChangelogTable
 from ingest.ddl import renamed_columns, table_comment
 from ingest.errors import SchemaChangeStopError
@@ -27,16 +27,12 @@ from ingest.schema_history import (
     read_versions,
     versions_property,
 )
-from ingest.types import Row, arrow_schema, row_converter
+from ingest.types import arrow_schema, values_converter
 from tidemark.config.model import SchemaChangeBehavior, SchemaChangeType
-from tidemark.contracts import MetadataColumn
 from tidemark.source import SourceConnection
 
 logger = logging.getLogger(__name__)
-#: a plain str key, as the assembler's others (``ingest.assembler``): pyarrow finds it faster
-_SCHEMA_VERSION = MetadataColumn.SCHEMA_VERSION.value
-
-Converter = Callable[[Row], Row]
+Columns = tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -48,7 +44,7 @@ class TrackerOptions:
 
 
 class SchemaTracker:
-    """One per changelog table; ``converter(source table)`` is what the assembler calls."""
+    """One per changelog table; ``conversion(source table)`` is what the assembler calls."""
 
     def __init__(
         self,
@@ -67,10 +63,10 @@ class SchemaTracker:
         self._mapped: dict[str, Callable[[], SourceTable | None]] = {}
         #: tables altered since their last row: their next table map is compared by type
         self._retype_check: set[str] = set()
-        self._converters: dict[tuple[str, int], Converter] = {}
-        #: per table, the latest version's column names and converter, while no type check is
-        #: due: a row with those names is converted in one call (every row of every change)
-        self._current: dict[str, tuple[frozenset[str], Converter]] = {}
+        self._conversions: dict[tuple[str, int, Columns], Conversion] = {}
+        #: per table, the latest version's columns as row events name them and their
+        #: conversion, while no type check is due (asked for every row event)
+        self._current: dict[str, tuple[Columns, Conversion]] = {}
         #: columns renamed by ALTERs whose new structure has not been recorded yet, per table
         self._renames: dict[str, dict[str, str]] = {}
 
@@ -92,18 +88,21 @@ class SchemaTracker:
 
         return observe
 
-    def converter(self, table_id: str) -> Converter:
-        def convert(row: Row) -> Row:
-            current = self._current.get(table_id)
-            if current is not None and row.keys() == current[0]:
-                return current[1](row)
-            version = self._version_of(table_id, row)
-            converter = self._convert_with(table_id, version)
-            if version is self._versions[table_id][-1] and table_id not in self._retype_check:
-                self._current[table_id] = (version.column_names, converter)
-            return converter(row)
+    def conversion(self, table_id: str) -> Callable[[Columns], Conversion]:
+        """How the images of a row event of ``table_id`` with the given columns are converted:
+        with the structure they were written with."""
 
-        return convert
+        def conversion_of(columns: Columns) -> Conversion:
+            current = self._current.get(table_id)
+            if current is not None and (current[0] is columns or current[0] == columns):
+                return current[1]
+            version = self._version_of(table_id, frozenset(columns))
+            conversion = self._conversion_with(table_id, version, columns)
+            if version is self._versions[table_id][-1] and table_id not in self._retype_check:
+                self._current[table_id] = (columns, conversion)
+            return conversion
+
+        return conversion_of
 
     def latest(self, table_id: str) -> SchemaVersion:
         return self._versions[table_id][-1]
@@ -163,14 +162,13 @@ class SchemaTracker:
 
     # --- internals -----------------------------------------------------------------------
 
-    def _version_of(self, table_id: str, row: Row) -> SchemaVersion:
+    def _version_of(self, table_id: str, names: frozenset[str]) -> SchemaVersion:
         versions = self._versions[table_id]
         latest = versions[-1]
-        if row.keys() == latest.column_names:
+        if names == latest.column_names:
             if table_id in self._retype_check:
                 return self._check_types(table_id, latest)
             return latest
-        names = frozenset(row)
         for version in reversed(versions):
             if version.column_names == names:
                 return version  # a row from before a change, read again after a restart
@@ -261,18 +259,20 @@ class SchemaTracker:
             )
         return version
 
-    def _convert_with(self, table_id: str, version: SchemaVersion) -> Converter:
-        key = (table_id, version.version)
-        converter = self._converters.get(key)
-        if converter is None:
-            converter = row_converter(
+    def _conversion_with(
+        self, table_id: str, version: SchemaVersion, columns: Columns
+    ) -> Conversion:
+        key = (table_id, version.version, columns)
+        conversion = self._conversions.get(key)
+        if conversion is None:
+            convert = values_converter(
                 version.table,
+                columns,
                 self._options.server_time_zone,
                 tinyint1_as_boolean=self._options.tinyint1_as_boolean,
-                stamp={_SCHEMA_VERSION: version.version},
             )
-            self._converters[key] = converter
-        return converter
+            conversion = self._conversions[key] = Conversion(convert, version.version)
+        return conversion
 
     def _check_legacy(self, table: SourceTable) -> None:
         """A changelog written before schema history: the table's columns must still be there."""

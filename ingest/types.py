@@ -17,7 +17,7 @@ where Iceberg has no exact match:
 - ENUM and SET -> string (SET members comma-separated in definition order, '' when empty).
 - GEOMETRY -> binary WKB (the server's SRID prefix dropped); UUID, INET4, INET6 -> their text.
 
-``row_converter`` builds one converter per column up front and compiles a function for the
+``values_converter`` builds one converter per column up front and compiles a function for the
 table; converting a row has no per-row type dispatch. A value that cannot be represented
 raises ``UnconvertibleValueError`` naming the table, column, value and reason.
 """
@@ -30,7 +30,7 @@ import functools
 import re
 import struct
 import zoneinfo
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,8 @@ from ingest.errors import SchemaChangeStopError, SourceSchemaError, Unconvertibl
 from ingest.schema import SourceColumn, SourceTable
 from ingest.values import InvalidTemporal, UndecodableText
 
-Row = dict[str, Any]
+#: a row's values, in the order of its columns' names (kept beside them)
+Values = tuple[Any, ...]
 Converter = Callable[[Any], Any]
 
 ICEBERG_MAX_DECIMAL_PRECISION = 38
@@ -86,77 +87,71 @@ def arrow_field(table: SourceTable, column: SourceColumn, options: TypeOptions) 
     return pa.field(column.name, column_type(table, column, options).arrow, column.nullable)
 
 
-def row_converter(
+def values_converter(
     table: SourceTable,
+    columns: Sequence[str],
     server_time_zone: dt.tzinfo | str | None = None,
     *,
     tinyint1_as_boolean: bool = True,
-    stamp: Mapping[str, Any] | None = None,
-) -> Callable[[Row], Row]:
-    """A function from a decoded binlog row (``ingest.values``) to the row as the lake holds it,
-    with the items of ``stamp`` added (the schema tracker's version number).
+) -> Callable[[Values], Values]:
+    """A function from a decoded binlog row image (``ingest.values``), its values in the order
+    of ``columns`` (the names its table map gives), to the values as the lake holds them, in
+    the same order. ``columns`` must be the table's columns: an image of other columns comes
+    from another structure and raises ``SchemaChangeStopError`` here.
 
     ``server_time_zone`` (the source's ``server-time-zone``; UTC when None) only matters for
     naive TIMESTAMP values, as a SELECT returns them: the binlog stores TIMESTAMP as UTC epoch
     seconds and its decoding gives UTC datetimes already.
 
     The function is compiled for the table, as the binlog's row decoders are
-    (``ingest.binlog_rows``): one dict display with a key per column, each converter called
-    only on a value it changes. It runs for every row of every change.
+    (``ingest.binlog_rows``): each converter called only on a value it changes, no per-column
+    dispatch. It runs for every row of every change.
     """
     options = TypeOptions(tinyint1_as_boolean, time_zone(server_time_zone or "UTC"))
-    plan = [(column.name, column_type(table, column, options).convert) for column in table.columns]
-    columns = {name for name, _ in plan}
+    by_name = {column.name: column for column in table.columns}
+    if len(columns) != len(by_name) or set(columns) != by_name.keys():
+        raise _shape_error(table, columns)
+    plan = [(name, column_type(table, by_name[name], options).convert) for name in columns]
     namespace: dict[str, Any] = {
-        "columns": columns,
-        "shape_error": functools.partial(_shape_error, table),
         "Refused": _Refused,
         "refusal": functools.partial(_refusal, table, plan),
-        "str": str,
     }
-    steps, items = [], []
-    for number, (name, convert) in enumerate(plan):
+    steps = []
+    for number, (_, convert) in enumerate(plan):
         if convert is None:
-            items.append(f"{name!r}: row[{name!r}]")
             continue
         value, function = f"v{number}", f"c{number}"
         namespace[function] = convert
-        steps.append(f"{value} = row[{name!r}]")
         # text is the most common column, and nearly always right already: no call for it
         changes = f"{value}.__class__ is not str" if convert is _checked_text else "True"
         steps.append(f"if {value} is not None and {changes}: {value} = {function}({value})")
-        items.append(f"{name!r}: {value}")
-    for number, (key, constant) in enumerate((stamp or {}).items()):
-        namespace[f"s{number}"] = constant
-        items.append(f"{key!r}: s{number}")
+    if not steps:
+        return _unchanged
+    names = "".join(f"v{number}, " for number in range(len(plan)))
     lines = [
-        "def convert_row(row):",
-        "    if row.keys() != columns:",
-        "        raise shape_error(row)",
-        *(
-            [
-                "    try:",
-                *(f"        {step}" for step in steps),
-                "    except Refused:",
-                "        raise refusal(row) from None",
-            ]
-            if steps
-            else []
-        ),
-        "    return {" + ", ".join(items) + "}",
+        "def convert_values(values):",
+        f"    {names}= values",
+        "    try:",
+        *(f"        {step}" for step in steps),
+        "    except Refused:",
+        "        raise refusal(values) from None",
+        f"    return ({names})",
     ]
-    code = compile("\n".join(lines), f"<row converter of {table.table_id}>", "exec")
-    exec(code, namespace)  # noqa: S102 - our own code, from column names as repr() literals
-    convert_row: Callable[[Row], Row] = namespace["convert_row"]
-    return convert_row
+    code = compile("\n".join(lines), f"<values converter of {table.table_id}>", "exec")
+    exec(code, namespace)  # noqa: S102 - our own code, with no names in it
+    convert_values: Callable[[Values], Values] = namespace["convert_values"]
+    return convert_values
+
+
+def _unchanged(values: Values) -> Values:
+    return values
 
 
 def _refusal(
-    table: SourceTable, plan: list[tuple[str, Converter | None]], row: Row
+    table: SourceTable, plan: list[tuple[str, Converter | None]], values: Values
 ) -> UnconvertibleValueError:
-    """Which value of ``row`` a compiled converter refused, and why (the rare path)."""
-    for name, convert in plan:
-        value = row[name]
+    """Which of the ``values`` a compiled converter refused, and why (the rare path)."""
+    for (name, convert), value in zip(plan, values, strict=True):
         if convert is None or value is None:
             continue
         try:
@@ -176,7 +171,7 @@ def columns_converter(
     tinyint1_as_boolean: bool = True,
     normalisers: Sequence[Callable[[Any], Any] | None] | None = None,
 ) -> Callable[[Sequence[ColumnValues]], list[pa.Array]]:
-    """Like ``row_converter``, column at a time (a snapshot's batches): one list of decoded
+    """Like ``values_converter``, column at a time (a snapshot's batches): one list of decoded
     values per column, in the table's column order, to one Arrow array per column.
 
     ``normalisers`` (one per column, or None) first bring each non-NULL value to the binlog's
@@ -265,10 +260,10 @@ _OFFSET = re.compile(
 )
 
 
-def _shape_error(table: SourceTable, row: Row) -> SchemaChangeStopError:
+def _shape_error(table: SourceTable, columns: Sequence[str]) -> SchemaChangeStopError:
     """A row image from before a schema change must not be decoded with today's schema."""
     return SchemaChangeStopError(
-        f"a binlog row of {table.table_id} has the columns {sorted(row)}, but "
+        f"a binlog row of {table.table_id} has the columns {sorted(columns)}, but "
         f"information_schema lists {[column.name for column in table.columns]}: the table's "
         "structure changed since ingest read it; restart ingest (and re-bootstrap the table if "
         "the change is not one Tidemark can follow)"

@@ -38,7 +38,7 @@ def test_reading_from_a_saved_position_sees_only_later_rows(
             if isinstance(event, RowsChanged) and event.database == source_database
         ]
 
-    assert [(c.operation, c.rows) for c in changes] == [
+    assert [(c.operation, c.images()) for c in changes] == [
         (Operation.INSERT, [(None, {"id": 2, "name": "after the saved position"})]),
         (
             Operation.UPDATE,

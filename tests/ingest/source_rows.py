@@ -38,7 +38,7 @@ def binlog_images(
             (event.operation, before, after)
             for event in reader
             if isinstance(event, RowsChanged) and event.database == database
-            for before, after in event.rows
+            for before, after in event.images()
         ]
 
 

@@ -54,7 +54,8 @@ def transaction(
                 "shop",
                 table,
                 Operation.INSERT,
-                [(None, {"id": key, "name": name})],
+                ("id", "name"),
+                [(None, (key, name))],
                 at(offset + index),
                 T0 + seconds * 1000,
             )
@@ -200,10 +201,8 @@ def test_an_update_that_changes_the_key_is_a_delete_and_an_insert() -> None:
         "shop",
         "orders",
         Operation.UPDATE,
-        [
-            ({"id": 1, "name": "a"}, {"id": 9, "name": "a"}),
-            ({"id": 2, "name": "b"}, {"id": 2, "name": "B"}),
-        ],
+        ("id", "name"),
+        [((1, "a"), (9, "a")), ((2, "b"), (2, "B"))],
         at(201),
         T0,
     )
