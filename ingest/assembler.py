@@ -372,19 +372,19 @@ class ChangeAssembler:
         key = () if operation is not Operation.UPDATE else self._key_positions(columns, binding)
         check_held = self._boundary <= self._holds_end and self._may_hold(sink)
         images = None if check_held else _whole_images(operation, event.rows, key)
+        converted = None
         if images is not None:
             try:
                 converted = list(map(conversion.convert, images))
             except UnconvertibleValueError:
                 pass  # row by row, below: the refused rows go to the error table
-            else:
-                changes.add_run(converted, run)
-                return self._count_transaction_rows(len(converted))
-        appended = self._add_one_by_one(event, sink, conversion, run, key, check_held)
-        return self._count_transaction_rows(appended)
-
-    def _count_transaction_rows(self, appended: int) -> Flush | None:
-        self._transaction_rows += appended
+        if converted is not None:
+            changes.add_run(converted, run)
+            self._transaction_rows += len(converted)
+        else:
+            self._transaction_rows += self._add_one_by_one(
+                event, sink, conversion, run, key, check_held
+            )
         if self._transaction_rows > self._max_transaction_rows:
             return self._flush_transaction_part()
         return None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from ingest.assembler import Binding, ChangeAssembler, Truncation
+from ingest.assembler import Binding, ChangeAssembler, Conversion, Truncation
 from ingest.change_events import (
     BinlogEvent,
     RowsChanged,
@@ -12,7 +14,8 @@ from ingest.change_events import (
     TransactionCommitted,
     TransactionStarted,
 )
-from ingest.errors import SchemaChangeStopError
+from ingest.error_table import errors_sink
+from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
 from ingest.progress import LATE_RANGE_KEY, TableProgress
 from tidemark.contracts import MetadataColumn, Operation
 from tidemark.source import BinlogPosition
@@ -548,3 +551,49 @@ def test_a_stream_break_after_a_committed_part_rereads_without_duplicates() -> N
 
     assert [row["id"] for row in orders.rows] == [7, 8, 9]
     assert orders.progress.last_order == 9
+
+
+def test_a_row_the_lake_cannot_hold_goes_to_the_error_sink_and_the_rest_of_its_event_stays() -> (
+    None
+):
+    def conversion(columns: tuple[str, ...]) -> Conversion:
+        def convert(values: tuple[object, ...]) -> tuple[object, ...]:
+            if values[1] == "bad":
+                raise UnconvertibleValueError("shop.orders", "name", "'bad'", "not allowed")
+            return values
+
+        return Conversion(convert, schema_version=3)
+
+    changes = ChangeAssembler(
+        router=lambda database, table: Binding("lake.orders", ("id",), conversion=conversion),
+        captures=lambda database, table: True,
+        progress={},
+        start=START,
+        source="db:3306",
+        initial_watermark_ms=0,
+    )
+    inserts = RowsChanged(
+        "shop",
+        "orders",
+        Operation.INSERT,
+        ("id", "name"),
+        [(None, (1, "a")), (None, (2, "bad")), (None, (3, "c"))],
+        at(201),
+        T0,
+    )
+
+    feed(changes, [TransactionStarted(None, at(200)), inserts, TransactionCommitted(at(202), T0)])
+
+    flush = {table.sink: table for table in changes.flush().tables}
+    assert [
+        (row["id"], row[MetadataColumn.SCHEMA_VERSION], row[MetadataColumn.ORDER_KEY])
+        for row in flush["lake.orders"].rows
+    ] == [(1, 3, 1), (3, 3, 2)]
+    [error] = flush[errors_sink("lake.orders")].rows
+    assert (error["column_name"], error["value"], error[MetadataColumn.OPERATION]) == (
+        "name",
+        "'bad'",
+        "c",
+    )
+    assert json.loads(error["payload"]) == {"id": "2", "name": "'bad'"}
+    assert error[MetadataColumn.ORDER_KEY] == 1
