@@ -835,6 +835,24 @@ def test_server_time_zone_reads_naive_timestamps_and_leaves_binlog_ones_alone(
     assert convert({"ts": binlog_value}) == {"ts": binlog_value}
 
 
+def test_values_convert_in_the_order_the_row_event_names_the_columns() -> None:
+    table = SourceTable(
+        "db",
+        "t",
+        (
+            SourceColumn("ts", 1, "timestamp", "timestamp", nullable=True),
+            SourceColumn("n", 2, "int", "int", nullable=True),
+        ),
+    )
+    convert = values_converter(table, ("n", "ts"), "+08:00")
+
+    assert convert((7, dt.datetime(2024, 1, 1, 12, 0))) == (
+        7,
+        dt.datetime(2024, 1, 1, 4, 0, tzinfo=UTC),
+    )
+    assert convert((None, None)) == (None, None)
+
+
 @pytest.mark.parametrize(
     "columns",
     [
