@@ -383,7 +383,7 @@ class ChangeAssembler:
             self._transaction_rows += len(converted)
         else:
             self._transaction_rows += self._add_one_by_one(
-                event, sink, conversion, run, key, check_held
+                event, sink, changes, conversion, run, key, check_held
             )
         if self._transaction_rows > self._max_transaction_rows:
             return self._flush_transaction_part()
@@ -393,14 +393,15 @@ class ChangeAssembler:
         self,
         event: RowsChanged,
         sink: str,
+        changes: ChangeRows,
         conversion: Conversion,
         run: Run,
         key: tuple[int, ...],
         check_held: bool,
     ) -> int:
         """Adds the event's rows one at a time: updates that move a row to another key, rows
-        a resumed table may already hold, rows the lake cannot hold. Returns how many."""
-        changes = self._transaction[sink]
+        a resumed table may already hold, rows the lake cannot hold (to the sink's error
+        table). Returns how many were added to ``changes`` (the sink's) or the error table."""
         # the runs of this event's rows, by their operation; error rows' by theirs
         runs: dict[Operation, Run] = {event.operation: run}
         error_runs: dict[Operation, Run] = {}

@@ -128,7 +128,8 @@ class BinlogReader:
         time_ms = event.timestamp * 1000
         operation = _OPERATIONS.get(kind)
         if operation is not None:
-            columns = column_names(event.table_map[event.table_id])
+            table = event.table_map[event.table_id]
+            columns = column_names(table)
             return RowsChanged(
                 database=event.schema,
                 table=event.table,
@@ -137,7 +138,7 @@ class BinlogReader:
                 rows=[_images(operation, row, columns) for row in event.rows],
                 position=position,
                 event_time_ms=time_ms,
-                structure=table_structure(event.table_map[event.table_id]),
+                structure=table_structure(table),
             )
         if isinstance(event, XidEvent):
             return TransactionCommitted(position, time_ms)
