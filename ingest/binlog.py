@@ -35,7 +35,7 @@ from ingest.change_events import (
 )
 from tidemark.contracts import Operation
 from tidemark.errors import TransientError
-from tidemark.source import BinlogPosition, SourceConnection
+from tidemark.source import BinlogPosition, SourceConnection, open_connection
 
 _OPERATIONS = {
     WriteRowsEvent: Operation.INSERT,
@@ -253,7 +253,9 @@ class _SingleStreamConnection:
                 raise StreamInterruptedError(
                     "the binlog stream connection was lost; resuming from the last transaction"
                 )
-        return pymysql.connect(**settings)
+        if "db" in settings:  # the library still names it as PyMySQL no longer wants
+            settings["database"] = settings.pop("db")
+        return open_connection(**settings)
 
 
 # --- Decoding corrections and speed-ups ----------------------------------------------------

@@ -26,7 +26,7 @@ import pymysql
 from ingest.schema import SourceTable
 from ingest.select_values import SelectColumn, quote_identifier, select_column
 from tidemark.errors import TerminalError
-from tidemark.source import BinlogPosition, SourceConnection
+from tidemark.source import BinlogPosition, SourceConnection, open_connection
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class ConsistentSnapshot:
         self.read_at = datetime.fromtimestamp(0, UTC)
 
     def __enter__(self) -> ConsistentSnapshot:
-        conn = pymysql.connect(**self._source.pymysql_settings(), autocommit=False)
+        conn = open_connection(**self._source.pymysql_settings(), autocommit=False)
         self._conn = conn
         with conn.cursor() as cursor:
             cursor.execute("SET SESSION time_zone = '+00:00'")

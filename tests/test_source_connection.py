@@ -1,0 +1,45 @@
+"""Connections to the source: PyMySQL's TLS modes, without its cost on every connection."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from tidemark.source import open_connection
+from tidemark.stack.endpoints import StackEndpoints
+
+SERVER_ID = 4002
+
+
+def test_a_connection_given_no_tls_setting_prefers_tls_without_loading_ca_certificates(
+    endpoints: StackEndpoints,
+) -> None:
+    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    with source.connect() as first, source.connect() as second:
+        for connection in (first, second):
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                assert cursor.fetchone() == (1,)
+        # TLS if the server offers it (the stack's does not), nothing verified, as PyMySQL's
+        # own PREFERRED context; but made once, and without the system's CA certificates
+        wanted, required, context = tls_of(first)
+        assert wanted and not required
+        assert tls_of(second)[2] is context
+        assert context.verify_mode is ssl.CERT_NONE
+        assert not context.check_hostname
+        assert context.cert_store_stats()["x509_ca"] == 0
+
+
+def test_explicit_tls_settings_keep_pymysqls_own_context(endpoints: StackEndpoints) -> None:
+    settings = endpoints.mariadb.cdc_source(SERVER_ID).pymysql_settings()
+    _, required, context = tls_of(
+        open_connection(**settings, ssl_verify_cert=True, defer_connect=True)
+    )
+    assert required
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.cert_store_stats()["x509_ca"] > 0
+
+
+def tls_of(connection: Any) -> tuple[bool, bool, ssl.SSLContext]:
+    """What PyMySQL set up for TLS: whether it asks for it, whether it insists, the context."""
+    return connection.ssl, connection._ssl_required, connection.ctx
