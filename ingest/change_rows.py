@@ -12,8 +12,9 @@ third of ingest's CPU. ``ChangeRows`` keeps instead:
   time, position, source database and table, schema version and operation;
 - the order key of its first row: the rows' order keys follow one another.
 
-``to_arrow`` transposes the tuples into columns in C (``zip``) and expands the runs; ``rows``
-gives them as dicts, as ``pa.Table.from_pylist`` takes them.
+``to_arrow`` gathers each column in C and expands the runs; the metadata that is the same for
+a whole flush (the source database and table, the schema version: nearly always) is repeated by
+Arrow. ``rows`` gives the rows as dicts, as ``pa.Table.from_pylist`` takes them.
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ _RUN_COLUMNS = (
     MetadataColumn.OPERATION.value,
 )
 _EVENT_TIME = MetadataColumn.EVENT_TIME.value
+#: the metadata columns that nearly always hold one value in a flush
+_OFTEN_THE_SAME = frozenset(
+    {
+        MetadataColumn.SOURCE_DATABASE.value,
+        MetadataColumn.SOURCE_TABLE.value,
+        MetadataColumn.SCHEMA_VERSION.value,
+        MetadataColumn.OPERATION.value,
+    }
+)
 _ORDER_KEY = MetadataColumn.ORDER_KEY.value
 _EVENT_TIME_TYPE = pa.timestamp("us", tz="UTC")
 
@@ -124,18 +134,33 @@ class ChangeRows:
         columns.update(
             (name, list(map(itemgetter(index), self.values))) for index, name in enumerate(names)
         )
-        columns[_ORDER_KEY] = range(self.first_order, self.first_order + count)
-        nulls = [None] * count
         arrays = []
         for field in schema:
-            values = columns.get(field.name, nulls)
-            if field.name == _EVENT_TIME:
+            name, values = field.name, columns.get(field.name)
+            if name == _EVENT_TIME:
                 # from epoch milliseconds: ten times as fast as from datetimes
                 milliseconds = pa.array(values, pa.int64())
                 arrays.append(pc.multiply(milliseconds, 1000).cast(_EVENT_TIME_TYPE))
+            elif name in _OFTEN_THE_SAME:
+                arrays.append(_same_or_each(columns[name], field.type))
+            elif name == _ORDER_KEY:
+                ones = pa.repeat(pa.scalar(1, field.type), count)
+                arrays.append(pc.cumulative_sum(ones, start=self.first_order - 1))
+            elif values is None:
+                arrays.append(pa.nulls(count, field.type))  # rows of an older structure
             else:
                 arrays.append(pa.array(values, type=field.type))
         return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _same_or_each(values: list[Any], type_: pa.DataType) -> pa.Array:
+    """A metadata column: repeated by Arrow when it holds one value (a flush's source
+    database, table and schema version nearly always do), else converted value by value.
+    Not for data columns, where values equal in Python can differ in the lake (0.0 and -0.0,
+    decimals of different scales)."""
+    if values.count(values[0]) == len(values):  # a C loop, that compares identical objects first
+        return pa.repeat(pa.scalar(values[0], type_), len(values))
+    return pa.array(values, type=type_)
 
 
 def arrow_rows(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:

@@ -128,8 +128,13 @@ def values_converter(
     if not steps:
         return _unchanged
     names = "".join(f"v{number}, " for number in range(len(plan)))
-    lines = [
-        "def convert_values(values):",
+    lines = ["def convert_values(values):"]
+    texts = [number for number, (_, convert) in enumerate(plan) if convert is _checked_text]
+    if len(texts) == len(steps):
+        # only text to check, and it is nearly always right: the same tuple back, not a copy
+        checks = " and ".join(f"values[{number}].__class__ is str" for number in texts)
+        lines += [f"    if {checks}:", "        return values"]
+    lines += [
         f"    {names}= values",
         "    try:",
         *(f"        {step}" for step in steps),

@@ -6,11 +6,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pytest
 
 from ingest.change_rows import ChangeRows, Run, arrow_rows
 from ingest.changelog import changelog_schema
 
 SCHEMA = changelog_schema(pa.schema([pa.field("id", pa.int32()), pa.field("name", pa.string())]))
+#: the same as an Iceberg table gives it (``Schema.as_arrow``): its text is large_string
+ICEBERG_SCHEMA = pa.schema(
+    [field.with_type(pa.large_string()) if field.type == pa.string() else field for field in SCHEMA]
+)
+SCHEMAS = pytest.mark.parametrize(
+    "schema", [SCHEMA, ICEBERG_SCHEMA], ids=["string", "large_string"]
+)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -49,25 +57,62 @@ def test_rows_of_one_run_share_its_metadata_and_take_consecutive_order_keys() ->
     ]
 
 
-def test_arrow_of_single_row_runs_equals_arrow_of_the_rows_as_dicts() -> None:
+@SCHEMAS
+def test_arrow_of_single_row_runs_equals_arrow_of_the_rows_as_dicts(schema: pa.Schema) -> None:
     changes = ChangeRows(first_order=7)
     for key in range(5):
         changes.append((key, f"n{key}"), run("u" if key % 2 else "c"))
 
-    assert changes.to_arrow(SCHEMA).equals(arrow_rows(changes.rows, SCHEMA))
-    assert changes.to_arrow(SCHEMA).column("_tm_order").to_pylist() == [7, 8, 9, 10, 11]
+    assert changes.to_arrow(schema).equals(arrow_rows(changes.rows, schema))
+    assert changes.to_arrow(schema).column("_tm_order").to_pylist() == [7, 8, 9, 10, 11]
 
 
-def test_arrow_expands_runs_of_many_rows() -> None:
+@SCHEMAS
+def test_arrow_expands_runs_of_many_rows(schema: pa.Schema) -> None:
     changes = ChangeRows()
     changes.add_run([(1, "a"), (2, "b"), (3, "c")], run("c"))
     changes.add_run([(1, None)], run("d"))
     changes.add_run([(4, "d"), (5, "e")], run("c"))
 
-    table = changes.to_arrow(SCHEMA)
+    table = changes.to_arrow(schema)
 
-    assert table.equals(arrow_rows(changes.rows, SCHEMA))
+    assert table.equals(arrow_rows(changes.rows, schema))
     assert table.column("_tm_op").to_pylist() == ["c", "c", "c", "d", "c", "c"]
+
+
+@SCHEMAS
+def test_metadata_that_varies_within_a_flush_is_kept_row_by_row(schema: pa.Schema) -> None:
+    """Most flushes share one source table, schema version and binlog file; these do not:
+    the binlog rotated, and the table's type changed without renaming a column."""
+    changes = ChangeRows()
+    for key, (file, offset, version) in enumerate(
+        [("bin.000009", 4000, 1), ("bin.000010", 4, 1), ("bin.000010", 330, 2)]
+    ):
+        changes.append(
+            (key, "x"),
+            (
+                ("id", "name"),
+                0,
+                f"{file}:{offset}",
+                "shop",
+                f"orders_{version}",
+                version,
+                "c",
+            ),
+        )
+
+    table = changes.to_arrow(schema)
+
+    assert table.equals(arrow_rows(changes.rows, schema))
+    assert table.select(["_tm_position", "_tm_source_table", "_tm_schema_version"]).to_pylist() == [
+        {
+            "_tm_position": "bin.000009:4000",
+            "_tm_source_table": "orders_1",
+            "_tm_schema_version": 1,
+        },
+        {"_tm_position": "bin.000010:4", "_tm_source_table": "orders_1", "_tm_schema_version": 1},
+        {"_tm_position": "bin.000010:330", "_tm_source_table": "orders_2", "_tm_schema_version": 2},
+    ]
 
 
 def test_rows_of_another_structure_have_nulls_for_the_columns_they_lack() -> None:

@@ -22,6 +22,7 @@ from pyiceberg.catalog import Catalog
 from ingest.errors import SchemaChangeStopError, SourceSchemaError, UnconvertibleValueError
 from ingest.schema import SourceColumn, SourceTable, read_source_tables
 from ingest.types import arrow_schema, values_converter
+from ingest.values import UndecodableText
 from tests.ingest.source_rows import Row, inserted_rows, select
 from tidemark.stack.endpoints import StackEndpoints
 
@@ -851,6 +852,29 @@ def test_values_convert_in_the_order_the_row_event_names_the_columns() -> None:
         dt.datetime(2024, 1, 1, 4, 0, tzinfo=UTC),
     )
     assert convert((None, None)) == (None, None)
+
+
+def test_text_is_checked_on_the_way_and_a_row_of_good_text_is_given_back_as_it_came() -> None:
+    table = SourceTable(
+        "db",
+        "t",
+        (
+            SourceColumn("id", 1, "int", "int", nullable=False),
+            SourceColumn("name", 2, "varchar", "varchar(20)", nullable=True, charset="utf8mb4"),
+            SourceColumn("note", 3, "text", "text", nullable=True, charset="utf8mb4"),
+        ),
+    )
+    convert = values_converter(table, ("id", "name", "note"))
+
+    row = (1, "ok", "fine")
+    assert convert(row) is row
+    assert convert((2, None, "fine")) == (2, None, "fine")
+    with pytest.raises(UnconvertibleValueError) as caught:
+        convert((3, "ok", UndecodableText(b"\xff", "utf8mb4")))
+    assert (caught.value.column, caught.value.reason) == (
+        "note",
+        "the bytes are not valid utf8mb4 text",
+    )
 
 
 @pytest.mark.parametrize(
