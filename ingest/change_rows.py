@@ -13,8 +13,9 @@ third of ingest's CPU. ``ChangeRows`` keeps instead:
 - the order key of its first row: the rows' order keys follow one another.
 
 ``to_arrow`` gathers each column in C and expands the runs; the metadata that is the same for
-a whole flush (the source database and table, the schema version: nearly always) is repeated by
-Arrow. ``rows`` gives the rows as dicts, as ``pa.Table.from_pylist`` takes them.
+a whole flush (the source database and table and the schema version nearly always are, the
+operation in a flush of one kind) is repeated by Arrow. ``rows`` gives the rows as dicts, as
+``pa.Table.from_pylist`` takes them.
 """
 
 from __future__ import annotations
