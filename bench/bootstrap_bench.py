@@ -40,7 +40,7 @@ import pymysql
 from bench.ingest_bench import parse_transactions, sysbench_args, sysbench_async
 from bench.report import Figure, Target, write_figures
 from bench.scratch import drop_namespace, stack_catalog
-from ingest.pipeline import build_runner
+from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tidemark.catalog import load_catalog
 from tidemark.config import load_pipeline

@@ -12,7 +12,7 @@ per event) it:
    ingest (decode, conversion, Iceberg commits) into a fresh changelog table.
 
 Each clock starts once its code is imported: the plain decode's in its own process, the full
-ingest's after its reading process has started (``binlog_process.warm``, which a pipeline
+ingest's after its reading process has started (``process.warm``, which a pipeline
 does while it onboards its tables). Without that the 0.15 s a new interpreter takes to import
 would land in the replay's first rows, a tenth of the capped load's replay.
 
@@ -39,15 +39,15 @@ from pathlib import Path
 
 from bench.report import Figure, Target, write_figures
 from bench.scratch import drop_namespace
-from ingest import binlog_process
-from ingest.binlog import BinlogReader
-from ingest.change_events import RowsChanged
-from ingest.pipeline import build_runner
-from ingest.runner import StopWhen
+from ingest.binlog import process
+from ingest.binlog.events import RowsChanged
+from ingest.binlog.reader import BinlogReader
+from ingest.launch import build_runner
 from ingest.settings import IngestSettings
+from ingest.stream.runner import StopWhen
 from tidemark.catalog import load_catalog
 from tidemark.config import load_pipeline
-from tidemark.contracts import CommitReport
+from tidemark.contracts.reports import CommitReport
 from tidemark.source import BinlogPosition, SourceConnection, current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -215,7 +215,7 @@ def replay(
     Tidemark's decode alone, and by the full ingest of ``table`` into a fresh changelog
     table."""
     cdc = endpoints.mariadb.cdc_source(server_id=4990)
-    binlog_process.warm()  # imports while the plain decode runs (see the module's docstring)
+    process.warm()  # imports while the plain decode runs (see the module's docstring)
     plain_rows, plain_s = plain_decode(cdc, start, end, database)
     decoded_rows, decode_s = tidemark_decode(cdc, start, end, database)
     with tempfile.TemporaryDirectory() as folder:

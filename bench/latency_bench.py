@@ -39,7 +39,7 @@ from bench.report import Figure, Target, write_figures
 from bench.scratch import drop_namespace, stack_catalog
 from scheduler.gate import job_task, mirror_task
 from scheduler.state import DEFAULT_SCHEMA, StateSettings, StateStore
-from tidemark.contracts import SummaryKey
+from tidemark.contracts.changelog import SummaryKey
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 from tidemark.stack.settings import StackSettings

@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from bench.report import Figure, write_figures
-from ingest.changelog import ChangelogTable, open_changelog
+from ingest.changelog.table import ChangelogTable, open_changelog
 from spark_jobs.maintenance import MaintenanceSettings, TableMaintainer
 from spark_jobs.session import SparkSettings, build_session
 from tests.spark_jobs.changelogs import DATA, commit

@@ -1,7 +1,7 @@
 """The plain library's decode rate, the yardstick of the ingest benchmark.
 
 Run as its own process (``python -m bench.plain_decode``) because importing ``ingest`` changes
-the library in place (``ingest.binlog_decoding``, ``ingest.binlog_speedups``): this module
+the library in place (``ingest.binlog.corrections``, ``ingest.binlog.table_map_cache``): this module
 imports nothing of Tidemark, so what it measures is ``mysql-replication`` as published. It
 decodes every row event of one database between two binlog positions, counting rows and doing
 nothing else, and prints ``{"rows": ..., "seconds": ...}``.

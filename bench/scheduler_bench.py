@@ -32,7 +32,7 @@ from scheduler.service import PipelineRun, ServiceSettings, run
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateSettings, StateStore
 from tidemark.config.plan import SinkTable
-from tidemark.contracts import CommitReport
+from tidemark.contracts.reports import CommitReport
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 from tidemark.windows import Window

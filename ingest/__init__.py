@@ -1,0 +1,18 @@
+"""Ingest: a MySQL or MariaDB binlog into append-only Iceberg changelog tables, exactly once.
+
+Entry point: ``ingest.launch.build_runner`` (a pipeline file's tables onboarded, checked,
+bootstrapped and ready to stream). The stages, in the order the data flows through them:
+
+- ``startup``: refuse a source that would lose changes; find where to start reading.
+- ``binlog``: the replication stream decoded into Tidemark's own events, in a process of its
+  own; the only package that imports ``mysql-replication``.
+- ``schema``: source table structures, their history and evolution, and the type mapping from
+  MySQL values to the lake's.
+- ``bootstrap``: the existing rows of newly onboarded tables, read without locks.
+- ``stream``: events assembled into per-table flushes at transaction boundaries, and the loop
+  that commits them.
+- ``changelog``: the Iceberg changelog and error tables, and the commit reports to Kafka.
+
+What a changelog row and commit mean to readers (the scheduler, the Spark jobs, users) is in
+``tidemark.contracts``, not here.
+"""

@@ -22,7 +22,7 @@ class IngestSettings:
     #: reconnect attempts in a row before giving up
     max_reconnects: int = 5
     progress_log_seconds: float = 30.0
-    #: decode the binlog in a process of its own (``ingest.binlog_process``): a second core
+    #: decode the binlog in a process of its own (``ingest.binlog.process``): a second core
     #: decodes while this one assembles and commits; False reads it in this process
     decode_in_process: bool = True
     #: caps each bootstrap reader; None: as fast as it goes

@@ -1,10 +1,10 @@
 """Does a mirror table equal its MySQL source? Compared page by page, never a table at once.
 
 For every physical source table of a sink table, the source is read in primary-key pages inside
-one consistent snapshot (``ingest.snapshot_reader``, no locks) and converted with the same type
-mapping ingest uses (``ingest.types``); the mirror rows with those keys are read with PyIceberg.
-Each row is reduced to a digest of its values in the columns both sides have, so a page costs
-two small reads and a comparison. A final pass over the mirror's keys alone finds rows the
+one consistent snapshot (``ingest.bootstrap.snapshot_reader``, no locks) and converted with the same
+type mapping ingest uses (``ingest.schema.types``); the mirror rows with those keys are read with
+PyIceberg. Each row is reduced to a digest of its values in the columns both sides have, so a page
+costs two small reads and a comparison. A final pass over the mirror's keys alone finds rows the
 source no longer has.
 
 The source moves on while a mirror waits for its next window, so a key that differs is checked
@@ -26,12 +26,13 @@ from pyiceberg.expressions import And, BooleanExpression, GreaterThan, In, Refer
 from pyiceberg.expressions.literals import literal
 from pyiceberg.table import Table
 
-from ingest.bootstrap import paging_key
-from ingest.schema import SourceTable
-from ingest.select_values import page_converter
-from ingest.snapshot_reader import ConsistentSnapshot
-from tidemark.contracts import MIRROR_DELETED_COLUMN as DELETED_COLUMN
-from tidemark.contracts import MetadataColumn, MirrorKey
+from ingest.bootstrap.bootstrapper import paging_key
+from ingest.bootstrap.snapshot_reader import ConsistentSnapshot
+from ingest.schema.select_values import page_converter
+from tidemark.contracts.changelog import MetadataColumn
+from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN as DELETED_COLUMN
+from tidemark.contracts.mirror import MirrorKey
+from tidemark.contracts.source_tables import SourceTable
 from tidemark.source import SourceConnection
 
 logger = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from scheduler.metrics import Metrics
 from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
-from tidemark.contracts import CommitReport
+from tidemark.contracts.reports import CommitReport
 from tidemark.windows import (
     EPOCH,
     TaskKind,

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from scheduler.errors import SchedulerError
 from tidemark.config.model import ReportsSettings, reveal
-from tidemark.contracts import CommitReport
+from tidemark.contracts.reports import CommitReport
 from tidemark.errors import TransientError
 
 logger = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from psycopg2 import sql
 
 from scheduler.errors import SchedulerError
 from scheduler.gate import ReportRecord, RunState, TableState, TaskState, WindowRun
-from tidemark.contracts import CommitReport
+from tidemark.contracts.reports import CommitReport
 from tidemark.errors import ConfigError, TerminalError, TransientError
 from tidemark.windows import TaskKind, Window, WindowTask
 

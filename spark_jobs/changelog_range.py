@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ingest.progress import TableProgress
+from tidemark.contracts.progress import TableProgress
 from tidemark.errors import TransientError
 
 

@@ -37,7 +37,8 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.session import SparkSettings, build_session
 from tidemark.config.plan import SinkTable
-from tidemark.contracts import MetadataColumn, MirrorKey, SummaryKey
+from tidemark.contracts.changelog import MetadataColumn, SummaryKey
+from tidemark.contracts.mirror import MirrorKey
 from tidemark.errors import TransientError
 from tidemark.windows import from_epoch_ms
 

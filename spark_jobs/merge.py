@@ -35,10 +35,10 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import expr
 
-from ingest.changelog import METADATA_NAMES
 from spark_jobs.changelog_range import SnapshotInfo
 from spark_jobs.mirror_columns import AddedDefault, MirrorColumns, mirror_columns
-from tidemark.contracts import MIRROR_DELETED_COLUMN, MetadataColumn, MirrorKey, Operation
+from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
+from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN, MirrorKey
 from tidemark.errors import ConfigError, TerminalError
 
 logger = logging.getLogger(__name__)
@@ -424,7 +424,7 @@ def _drop_and_rename(
 
 
 def _follow_changelog(spark: SparkSession, spec: MirrorSpec, wanted: list[tuple[str, str]]) -> None:
-    """Carry the changelog's schema changes (``ingest.evolution``) to the mirror: columns it
+    """Carry the changelog's schema changes (``ingest.schema.evolution``) to the mirror: columns it
     gained are added, widened types widened. A column the mirror has and the changelog and
     transform no longer give means the transform changed: that needs a rebuild."""
     have = {f.name.lower(): f for f in spark.table(spec.mirror).schema.fields}

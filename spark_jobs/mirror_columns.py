@@ -1,5 +1,5 @@
 """What ``schema.change.behavior: evolve`` does to a mirror's columns, from the changelog's
-schema history (``ingest.schema_history``): a pure decision, no Spark.
+schema history (``tidemark.contracts.schema_history``): a pure decision, no Spark.
 
 The changelog keeps every column it ever had (its history must stay readable), so the mirror
 cannot learn from the changelog's columns that the source dropped or renamed one. The schema
@@ -27,8 +27,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ingest.schema import SourceColumn
-from ingest.schema_history import PROPERTY_PREFIX, SchemaVersion, read_versions
+from tidemark.contracts.schema_history import PROPERTY_PREFIX, SchemaVersion, read_versions
+from tidemark.contracts.source_tables import SourceColumn
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from tidemark.config.model import (
     reveal,
 )
 from tidemark.config.plan import Plan, SinkTable, build_plan
-from tidemark.contracts import MirrorKey
+from tidemark.contracts.mirror import MirrorKey
 from tidemark.errors import ConfigError, TerminalError
 from tidemark.windows import Window
 

@@ -23,7 +23,7 @@ from pyiceberg.exceptions import NoSuchTableError
 
 from tests.polling import wait_until
 from tidemark.cli import main
-from tidemark.contracts import MirrorKey
+from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 

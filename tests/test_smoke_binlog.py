@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pymysql
 
-from ingest.binlog import BinlogReader
-from ingest.change_events import RowsChanged
-from tidemark.contracts import Operation
+from ingest.binlog.events import RowsChanged
+from ingest.binlog.reader import BinlogReader
+from tidemark.contracts.changelog import Operation
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from tidemark.contracts import SummaryKey
+from tidemark.contracts.changelog import SummaryKey
 
 ROWS = pa.table(
     {

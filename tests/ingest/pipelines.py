@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.runner import IngestRunner, StopWhen
+from ingest.stream.runner import IngestRunner, StopWhen
 from tidemark.source import BinlogPosition, current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ingest.binlog import BinlogReader
-from ingest.change_events import RowsChanged
-from tidemark.contracts import Operation
+from ingest.binlog.events import RowsChanged
+from ingest.binlog.reader import BinlogReader
+from tidemark.contracts.changelog import Operation
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 

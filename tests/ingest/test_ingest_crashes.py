@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pyiceberg.catalog import Catalog
 
-from ingest.progress import TableProgress
 from tests.ingest.pipelines import write_pipeline
+from tidemark.contracts.progress import TableProgress
 from tidemark.source import SourceConnection, current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.process import wait_for

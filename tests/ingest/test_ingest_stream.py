@@ -12,16 +12,17 @@ import pytest
 from confluent_kafka import Consumer
 from pyiceberg.catalog import Catalog
 
-from ingest.changelog import ChangelogTable
-from ingest.pipeline import build_runner
-from ingest.progress import TableProgress
-from ingest.runner import StopWhen
+from ingest.changelog.table import ChangelogTable
+from ingest.launch import build_runner
 from ingest.settings import IngestSettings
+from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.polling import wait_until
 from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
-from tidemark.contracts import CommitReport, SummaryKey
+from tidemark.contracts.changelog import SummaryKey
+from tidemark.contracts.progress import TableProgress
+from tidemark.contracts.reports import CommitReport
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline

@@ -10,13 +10,13 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import Catalog
 
-from ingest.pipeline import build_runner
+from ingest.launch import build_runner
 from ingest.settings import IngestSettings
+from tests.ingest.bootstrap.test_bootstrap import changelog, merged
 from tests.ingest.pipelines import run_to_end, write_pipeline
-from tests.ingest.test_bootstrap import changelog, merged
 from tidemark.cli import main
 from tidemark.config import load_pipeline
-from tidemark.contracts import MirrorKey
+from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import StackEndpoints
 
 if TYPE_CHECKING:

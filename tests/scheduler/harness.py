@@ -18,7 +18,7 @@ from scheduler.reports_consumer import ConsumerSettings
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateSettings
 from tidemark.config.plan import SinkTable
-from tidemark.contracts import CommitReport
+from tidemark.contracts.reports import CommitReport
 from tidemark.windows import Window
 
 FIVE = timedelta(minutes=5)

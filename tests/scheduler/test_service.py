@@ -39,7 +39,7 @@ from tests.scheduler.harness import (
     sink,
     two_table_schedule,
 )
-from tidemark.contracts import CommitReport
+from tidemark.contracts.reports import CommitReport
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.kafka import Kafka

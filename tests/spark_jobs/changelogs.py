@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ingest.changelog import ChangelogTable, changelog_schema
-from ingest.progress import TableProgress
+from ingest.changelog.table import ChangelogTable, changelog_schema
+from tidemark.contracts.progress import TableProgress
 from tidemark.source import BinlogPosition
 
 T0 = 1_767_225_600_000  # 2026-01-01 00:00 UTC: the source's clock in these tests

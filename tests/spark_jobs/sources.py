@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
 
-from ingest.changelog import ChangelogTable
-from ingest.pipeline import build_runner
+from ingest.changelog.table import ChangelogTable
+from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end
 from tests.polling import wait_until

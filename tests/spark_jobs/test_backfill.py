@@ -22,7 +22,7 @@ from tests.spark_jobs.sources import (
 )
 from tidemark.cli import main
 from tidemark.commands.backfill import Progress
-from tidemark.contracts import MirrorKey
+from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window
 

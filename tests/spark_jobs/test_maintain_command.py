@@ -10,7 +10,7 @@ import pymysql
 import pytest
 from pyiceberg.catalog import Catalog
 
-from ingest.changelog import open_changelog
+from ingest.changelog.table import open_changelog
 from tests.ingest.pipelines import write_pipeline
 from tests.spark_jobs.changelogs import DATA, commit
 from tidemark.cli import main

@@ -15,9 +15,8 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from ingest.changelog import ChangelogTable, open_changelog
-from ingest.pipeline import build_runner
-from ingest.progress import TableProgress
+from ingest.changelog.table import ChangelogTable, open_changelog
+from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from spark_jobs.maintenance import (
     FileCounts,
@@ -31,7 +30,8 @@ from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.config import load_pipeline
 from tidemark.config.inventory import read_tables
 from tidemark.config.plan import SinkTable, build_plan
-from tidemark.contracts import MirrorKey
+from tidemark.contracts.mirror import MirrorKey
+from tidemark.contracts.progress import TableProgress
 from tidemark.stack.endpoints import StackEndpoints
 
 COMMITS = 50  # changelog commits, watermark 2 s apart: T0 .. T0 + 98 s

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.schema import SourceColumn, SourceTable
-from ingest.schema_history import SchemaVersion, versions_property
 from spark_jobs.mirror_columns import (
     AddedDefault,
     EarlierName,
@@ -14,6 +12,8 @@ from spark_jobs.mirror_columns import (
     default_value,
     mirror_columns,
 )
+from tidemark.contracts.schema_history import SchemaVersion, versions_property
+from tidemark.contracts.source_tables import SourceColumn, SourceTable
 
 
 def table(name: str, *columns: str) -> SourceTable:

@@ -6,7 +6,6 @@ from datetime import timedelta
 
 import pytest
 
-from ingest.progress import TableProgress
 from spark_jobs.maintenance import (
     MaintenanceSettings,
     MirrorProgress,
@@ -15,7 +14,8 @@ from spark_jobs.maintenance import (
     changelog_retention,
     mirror_retention,
 )
-from tidemark.contracts import MirrorKey
+from tidemark.contracts.mirror import MirrorKey
+from tidemark.contracts.progress import TableProgress
 from tidemark.source import BinlogPosition
 
 NOW = 1_800_000_000_000

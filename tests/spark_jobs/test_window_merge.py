@@ -24,7 +24,7 @@ from tests.spark_jobs.sources import (
     tick_past_now,
 )
 from tidemark.config import PipelineConfig
-from tidemark.contracts import MirrorKey
+from tidemark.contracts.mirror import MirrorKey
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window

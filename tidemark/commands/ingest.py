@@ -27,10 +27,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 def _ingest(args: argparse.Namespace) -> int:
     # Imported here: `tidemark validate` must not pay for pyarrow and the binlog library.
-    from ingest.pipeline import build_runner
-    from ingest.reports import CommitReportPublisher, KafkaReports, PublisherSettings
-    from ingest.runner import StopWhen
+    from ingest.changelog.reports import CommitReportPublisher, KafkaReports, PublisherSettings
+    from ingest.launch import build_runner
     from ingest.settings import IngestSettings
+    from ingest.stream.runner import StopWhen
     from tidemark.catalog import load_catalog
     from tidemark.config import load_pipeline
     from tidemark.config.model import StartupMode, reveal

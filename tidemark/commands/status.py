@@ -43,7 +43,7 @@ def status_lines(
 ) -> list[str]:
     """Per sink table its watermark, lag, rows, late changes and errors; then, when the
     pipeline publishes reports, per mirror and job its windows (also the demo's live view)."""
-    from ingest.status import table_status
+    from ingest.changelog.status import table_status
 
     lines = [
         f"{'sink table':<32} {'watermark':<29} {'lag':>9} {'rows':>10} {'late':>6} {'errors':>7}  "

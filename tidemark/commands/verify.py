@@ -40,7 +40,7 @@ def verify_pipeline(
     # Imported here: `tidemark validate` must not pay for pyarrow and PyIceberg.
     from pyiceberg.exceptions import NoSuchTableError
 
-    from ingest.schema import read_source_tables
+    from ingest.schema.source_tables import read_source_tables
     from ingest.verify import MirrorUnderTest, verify_mirror
     from tidemark.catalog import load_catalog
     from tidemark.config.inventory import read_tables

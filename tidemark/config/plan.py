@@ -18,7 +18,7 @@ from tidemark.config.model import PipelineConfig, TransformRule
 from tidemark.config.patterns import split_table_id
 
 #: MySQL types ingest cannot write to Iceberg. Spatial types are written as WKB bytes
-#: (``ingest/types.py``, docs/types.md); MySQL 9's VECTOR has no mapping yet.
+#: (``ingest/schema/types.py``, docs/types.md); MySQL 9's VECTOR has no mapping yet.
 UNSUPPORTED_TYPES = frozenset({"vector"})
 
 _HELPER = re.compile(r"_(?P<base>.+)_(?P<kind>gho|ghc|del|new|old)")

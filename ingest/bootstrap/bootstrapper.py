@@ -1,0 +1,363 @@
+"""The bootstrap: existing rows of onboarded tables into their changelog tables, before streaming.
+
+Each physical source table is read in primary-key chunks inside one consistent snapshot
+(``ingest.bootstrap.snapshot_reader``) whose binlog position ``P`` is exact. The rows land with
+operation ``r`` and order keys before any streamed change, committed every ``commit_rows`` rows
+together with the bootstrap's state (``tidemark.contracts.bootstrap_state``): the last key
+committed. After a crash the next run resumes after that key, in a new snapshot at a later position
+``P2``.
+
+Why that is exact: the table's progress keeps the earliest snapshot position ``P1`` (streaming
+resumes there) and holds its watermark until the stream passes the latest, ``P2``
+(``TableProgress.hold_until``). Every streamed change carries the whole row, so replaying
+``(P1, P2]`` over rows read at ``P2`` ends, at ``P2``, in exactly the source's state; no window
+sees the table before then. A table with no key to page by is read whole in one snapshot and
+committed once (with a warning: it is held in memory, and a crash reads it again). Rows the
+lake cannot hold go to the sink table's error table (``ingest.changelog.error_table``).
+
+Tables of different sink tables are read in parallel (``parallelism`` threads, each with its own
+snapshot); source tables routed to the same sink table one after another.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.expressions import And, EqualTo, GreaterThan, Reference
+from pyiceberg.expressions.literals import literal
+
+from ingest.bootstrap.display import BootstrapDisplay
+from ingest.bootstrap.snapshot_reader import Chunk, ConsistentSnapshot
+from ingest.changelog.error_table import error_row
+from ingest.changelog.table import ChangelogTable
+from ingest.errors import UnconvertibleValueError
+from ingest.schema.conversion import SCHEMA_VERSION
+from ingest.schema.select_values import PageConverter, page_converter
+from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootstrap
+from tidemark.contracts.changelog import MetadataColumn, Operation
+from tidemark.contracts.progress import TableProgress
+from tidemark.contracts.source_tables import SourceTable
+from tidemark.source import BinlogPosition, SourceConnection
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    chunk_size: int = 8096
+    #: rows per Iceberg commit (several chunks)
+    commit_rows: int = 50_000
+    #: cap on rows read per second per source table, to protect the source; None: no cap
+    max_rows_per_second: float | None = None
+    parallelism: int = 1
+    server_time_zone: str | None = None
+    tinyint1_as_boolean: bool = True
+
+
+@dataclass(frozen=True)
+class SinkBootstrap:
+    """One changelog table and the physical tables whose rows it is to receive."""
+
+    sink: str
+    table: ChangelogTable
+    members: Sequence[SourceTable]
+    #: each member's schema version (``tidemark.contracts.schema_history``)
+    versions: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Pacer:
+    """Sleeps just enough to keep a reader under ``rate`` rows per second."""
+
+    rate: float | None
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    started: float = 0.0
+    rows: int = 0
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def took(self, rows: int) -> None:
+        self.rows += rows
+        if self.rate is None:
+            return
+        ahead = self.rows / self.rate - (self.clock() - self.started)
+        if ahead > 0:
+            self.sleep(ahead)
+
+
+class BootstrapStopped(Exception):  # noqa: N818 - asked for, not a failure
+    """``Bootstrapper.stop`` was set: the next run resumes after the last committed chunk."""
+
+
+@dataclass
+class Bootstrapper:
+    source: SourceConnection
+    source_id: str
+    settings: BootstrapSettings
+    display: BootstrapDisplay
+    #: the error table of a sink table, created on first use (``ingest.changelog.error_table``)
+    open_errors: Callable[[str], ChangelogTable] | None = None
+    #: the error table of a sink table if it exists
+    find_errors: Callable[[str], ChangelogTable | None] | None = None
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    #: set to stop at the next chunk, leaving what is committed (a run stopped meanwhile)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
+        """Bootstrap every sink table; returns each one's progress after its last commit."""
+        if self.settings.parallelism <= 1 or len(sinks) <= 1:
+            return {sink.sink: self.bootstrap(sink) for sink in sinks}
+        with ThreadPoolExecutor(self.settings.parallelism, "bootstrap") as pool:
+            futures = {sink.sink: pool.submit(self.bootstrap, sink) for sink in sinks}
+            return {name: future.result() for name, future in futures.items()}
+
+    def bootstrap(self, sink: SinkBootstrap) -> TableProgress:
+        state = sink.table.bootstrap() or BootstrapState()
+        progress = sink.table.progress()
+        if progress is not None and state.tables:
+            logger.info("Resuming the bootstrap of %s (%d rows so far)", sink.sink, state.rows)
+        state = self._errors_of_committed_chunks_only(sink.sink, state)
+        for member in sink.members:
+            name = member.table_id
+            if state.table(name).done:
+                continue
+            progress, state = self._read(sink, member, progress, state)
+        assert progress is not None  # every member commits at least once
+        return progress
+
+    def _read(
+        self,
+        sink: SinkBootstrap,
+        member: SourceTable,
+        progress: TableProgress | None,
+        state: BootstrapState,
+    ) -> tuple[TableProgress, BootstrapState]:
+        name = member.table_id
+        key = paging_key(member)
+        done = state.table(name)
+        if key is None:
+            logger.warning(
+                "%s has no primary key or NOT NULL unique key to read it in chunks by: it is "
+                "read whole in one snapshot and committed at once (memory grows with the "
+                "table, and a crash reads it again)",
+                name,
+            )
+        convert = page_converter(
+            member,
+            self.settings.server_time_zone,
+            tinyint1_as_boolean=self.settings.tinyint1_as_boolean,
+        )
+        pacer = Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
+        self.display.start(name, done.rows, estimated_rows(self.source, member))
+        with ConsistentSnapshot(self.source) as snapshot:
+            progress = _started(progress, snapshot.position, self.source_id)
+            metadata = _Metadata(member, snapshot, sink.versions.get(name, SCHEMA_VERSION))
+            names = [column.name for column in member.columns]
+            batches: list[pa.RecordBatch] = []
+            pending, after = 0, done.after
+            for chunk in _chunks(snapshot, member, key, done.after, self.settings):
+                if self.stop.is_set():
+                    raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
+                data, refused = _convert(convert, chunk, member)
+                if refused:
+                    errors_order = self._keep_refused(
+                        sink.sink, member, snapshot, progress.position, refused
+                    )
+                    state = replace(state, errors_order=errors_order)
+                batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
+                progress = replace(progress, last_order=progress.last_order + batch.num_rows)
+                batches.append(batch)
+                pending += batch.num_rows
+                after = chunk.last_key
+                pacer.took(batch.num_rows)
+                self.display.advance(name, batch.num_rows)
+                if key is not None and pending >= self.settings.commit_rows:
+                    done = SourceTableBootstrap(False, after, done.rows + pending)
+                    state = state.with_table(name, done)
+                    rows = pa.Table.from_batches(batches, sink.table.schema)
+                    sink.table.commit(rows, progress, state)
+                    batches, pending = [], 0
+            done = SourceTableBootstrap(True, after, done.rows + pending)
+            state = state.with_table(name, done)
+            rows = pa.Table.from_batches(batches, sink.table.schema)
+            sink.table.commit(rows, progress, state)
+        self.display.finish(name)
+        return progress, state
+
+    def _errors_of_committed_chunks_only(self, sink: str, state: BootstrapState) -> BootstrapState:
+        """``state`` with the error table's last order key it covers. A crash between the
+        commit of a chunk's error rows and the commit of the chunk leaves rows in the error
+        table that the resumed bootstrap would write again, when it reads the chunk again:
+        they are removed first, so that bootstrap errors are exactly once too."""
+        errors = self.find_errors(sink) if self.find_errors is not None else None
+        progress = errors.progress() if errors is not None else None
+        last_order = progress.last_order if progress is not None else 0
+        if state.errors_order is None or errors is None or progress is None:
+            return replace(state, errors_order=last_order)
+        if last_order > state.errors_order:
+            logger.info(
+                "Removing %d error rows of %s's chunks that were not committed: the bootstrap "
+                "reads those chunks again",
+                last_order - state.errors_order,
+                sink,
+            )
+            errors.delete(
+                And(
+                    EqualTo(
+                        term=Reference(MetadataColumn.OPERATION.value),
+                        value=literal(Operation.SNAPSHOT_READ.value),
+                    ),
+                    GreaterThan(
+                        term=Reference(MetadataColumn.ORDER_KEY.value),
+                        value=literal(state.errors_order),
+                    ),
+                ),
+                replace(progress, last_order=state.errors_order),
+            )
+        return state
+
+    def _keep_refused(
+        self,
+        sink: str,
+        member: SourceTable,
+        snapshot: ConsistentSnapshot,
+        streams_from: BinlogPosition,
+        refused: list[tuple[UnconvertibleValueError, dict[str, Any]]],
+    ) -> int:
+        """Rows the lake cannot hold go to the error table, before the chunk they came in is
+        committed; returns the error table's last order key, which the chunk's commit records
+        (``_errors_of_committed_chunks_only``)."""
+        if self.open_errors is None:
+            raise refused[0][0]
+        table = self.open_errors(sink)
+        previous = table.progress()
+        last_order = previous.last_order if previous is not None else 0
+        metadata = _Metadata(member, snapshot, SCHEMA_VERSION).values
+        rows = []
+        for error, image in refused:
+            last_order += 1
+            row = error_row(error, image) | metadata
+            row[MetadataColumn.ORDER_KEY] = last_order
+            rows.append(row)
+        # where the changelog will stream from: errors the replay after it meets are still due
+        position = min(streams_from, previous.position) if previous else streams_from
+        progress = TableProgress(position, 0, last_order=last_order, source=self.source_id)
+        table.commit(pa.Table.from_pylist(rows, schema=table.schema), progress)
+        return last_order
+
+
+def paging_key(table: SourceTable) -> tuple[str, ...] | None:
+    """The columns to page a table by: its primary key, else a unique key with no NULLs."""
+    if table.primary_key:
+        return table.primary_key
+    for unique in table.unique_keys:
+        if all(not table.column(name).nullable for name in unique.columns):
+            return unique.columns
+    return None
+
+
+def estimated_rows(source: SourceConnection, table: SourceTable) -> int | None:
+    """InnoDB's estimate of the table's rows, for the ETA; None when unknown."""
+    with source.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (table.database, table.name),
+        )
+        row = cursor.fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def _chunks(
+    snapshot: ConsistentSnapshot,
+    member: SourceTable,
+    key: tuple[str, ...] | None,
+    after: tuple[object, ...] | None,
+    settings: BootstrapSettings,
+) -> Iterator[Chunk]:
+    if key is None:
+        return snapshot.whole(member, settings.chunk_size)
+    return snapshot.chunks(member, key, after=after, chunk_size=settings.chunk_size)
+
+
+def _started(
+    progress: TableProgress | None, position: BinlogPosition, source_id: str
+) -> TableProgress:
+    """Progress once a snapshot at ``position`` is open: streaming starts at the earliest
+    snapshot's position, and the watermark waits for the latest's."""
+    if progress is None:
+        return TableProgress(position, 0, last_order=0, source=source_id, hold_until=position)
+    hold = max(position, progress.hold_until or position)
+    return TableProgress(
+        position=min(progress.position, position),
+        watermark_ms=progress.watermark_ms,
+        last_order=progress.last_order,
+        source=progress.source,
+        gtid=progress.gtid,
+        hold_until=hold,
+    )
+
+
+def _convert(
+    convert: PageConverter, chunk: Chunk, member: SourceTable
+) -> tuple[list[pa.Array], list[tuple[UnconvertibleValueError, dict[str, Any]]]]:
+    """The chunk's columns as Arrow arrays; rows that cannot be converted are left out and
+    returned with their error (found row by row, only when the chunk as a whole fails)."""
+    try:
+        return convert(chunk.rows), []
+    except UnconvertibleValueError:
+        pass
+    kept, refused = [], []
+    names = [column.name for column in member.columns]
+    for row in chunk.rows:
+        try:
+            convert([row])
+        except UnconvertibleValueError as error:
+            refused.append((error, dict(zip(names, row, strict=True))))
+        else:
+            kept.append(row)
+    return convert(kept), refused
+
+
+class _Metadata:
+    """The metadata columns of a snapshot's rows: all read at one instant and position."""
+
+    def __init__(self, member: SourceTable, snapshot: ConsistentSnapshot, version: int) -> None:
+        self.values: dict[str, Any] = {
+            MetadataColumn.OPERATION: Operation.SNAPSHOT_READ.value,
+            MetadataColumn.EVENT_TIME: snapshot.read_at,
+            MetadataColumn.POSITION: str(snapshot.position),
+            MetadataColumn.SOURCE_DATABASE: member.database,
+            MetadataColumn.SOURCE_TABLE: member.name,
+            MetadataColumn.SCHEMA_VERSION: version,
+        }
+
+    def batch(
+        self, schema: pa.Schema, names: Sequence[str], data: list[pa.Array], last_order: int
+    ) -> pa.RecordBatch:
+        """The changelog's columns, by name: the member's data, then metadata; NULL for a column
+        the member does not have (another shard's, or one the source dropped)."""
+        rows = len(data[0]) if data else 0
+        given = dict(zip(names, data, strict=True))
+        arrays = []
+        for field_ in schema:
+            array = given.get(field_.name)
+            if array is not None:
+                arrays.append(array if array.type.equals(field_.type) else array.cast(field_.type))
+            elif field_.name == MetadataColumn.ORDER_KEY:
+                arrays.append(pa.array(range(last_order + 1, last_order + rows + 1), pa.int64()))
+            elif field_.name in self.values:
+                arrays.append(pa.repeat(pa.scalar(self.values[field_.name], field_.type), rows))
+            else:
+                arrays.append(pa.nulls(rows, field_.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)

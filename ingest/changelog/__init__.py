@@ -1,0 +1,6 @@
+"""Where ingest writes: Iceberg changelog tables, their error tables, and commit reports.
+
+Entry points: ``table.open_changelog`` (rows and progress in one commit),
+``error_table.open_error_table``, ``reports.CommitReportPublisher`` (the only module of ingest that
+imports ``confluent_kafka``) and ``status.table_status`` (for ``tidemark status``).
+"""

@@ -1,0 +1,98 @@
+"""Error tables: rows the lake cannot hold, kept with their payload instead of dropped.
+
+A row with a value that has no Iceberg representation (``UnconvertibleValueError``: a zero date
+in a NOT NULL column, a TINYINT(1) of 7 read as a boolean, text not valid in its charset) goes
+to the sink table's error table, ``<sink table>_errors``, and ingest goes on (DBEvents' error
+tables, DESIGN.md section 4). Every row event is thus accounted for: rows in the changelog plus
+rows in the error table equal the row images read.
+
+The error table is created on the first error. It is written exactly like a changelog table,
+through the same assembler, as a sink of its own (``errors_sink``): its commits carry their own
+``tidemark.position``, so a restart neither loses nor repeats an error row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+
+from ingest.changelog.table import DEFAULT_PROPERTIES, ChangelogTable
+from ingest.errors import UnconvertibleValueError
+from tidemark.contracts.changelog import METADATA_FIELDS
+
+logger = logging.getLogger(__name__)
+
+#: appended to a sink table's name to name its errors "sink" inside ingest
+_ERRORS_SUFFIX = "#errors"
+
+ERROR_SCHEMA = pa.schema(
+    [
+        pa.field("column_name", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("value", pa.string()),
+        pa.field("payload", pa.string()),
+        *METADATA_FIELDS,
+    ]
+)
+
+
+def errors_sink(sink: str) -> str:
+    """The name ingest gives the error rows of ``sink`` (not a table name)."""
+    return sink + _ERRORS_SUFFIX
+
+
+def is_errors_sink(name: str) -> bool:
+    return name.endswith(_ERRORS_SUFFIX)
+
+
+def sink_of(errors: str) -> str:
+    """The sink table whose error rows ``errors`` (an ``errors_sink`` name) holds."""
+    return errors.removesuffix(_ERRORS_SUFFIX)
+
+
+def error_table_name(sink: str) -> str:
+    return f"{sink}_errors"
+
+
+#: the data columns of an error row, in ``ERROR_SCHEMA``'s order
+ERROR_COLUMNS = ("column_name", "reason", "value", "payload")
+
+
+def error_values(error: UnconvertibleValueError, image: Mapping[str, Any]) -> tuple[str, ...]:
+    """The data columns' values of an error row (``ERROR_COLUMNS``); the assembler adds the
+    metadata columns."""
+    payload = json.dumps({name: repr(value) for name, value in image.items()})
+    return error.column, error.reason, error.raw, payload
+
+
+def error_row(error: UnconvertibleValueError, image: Mapping[str, Any]) -> dict[str, Any]:
+    """The data columns of an error row, by name."""
+    return dict(zip(ERROR_COLUMNS, error_values(error, image), strict=True))
+
+
+def load_error_table(catalog: Catalog, sink: str) -> ChangelogTable | None:
+    try:
+        return ChangelogTable(catalog.load_table(error_table_name(sink)))
+    except NoSuchTableError:
+        return None
+
+
+def open_error_table(catalog: Catalog, sink: str) -> ChangelogTable:
+    """The error table of ``sink``, created if it does not exist yet."""
+    existing = load_error_table(catalog, sink)
+    if existing is not None:
+        return existing
+    identifier = error_table_name(sink)
+    logger.warning(
+        "Rows of %s cannot be converted: they go to %s with their payload and the reason",
+        sink,
+        identifier,
+    )
+    catalog.create_table(identifier, schema=ERROR_SCHEMA, properties=dict(DEFAULT_PROPERTIES))
+    return ChangelogTable(catalog.load_table(identifier))

@@ -1,0 +1,75 @@
+"""What each changelog table of a pipeline has reached, for ``tidemark status``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+
+from ingest.changelog.error_table import load_error_table
+from ingest.changelog.table import ChangelogTable
+from tidemark.contracts.bootstrap_state import BootstrapState
+from tidemark.contracts.progress import TableProgress
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    sink: str
+    changelog: str
+    exists: bool
+    progress: TableProgress | None = None
+    snapshot_id: int | None = None
+    committed_at: datetime | None = None
+    total_rows: int | None = None
+    #: the bootstrap's state while it runs; None once it is done (or there was none)
+    bootstrap: BootstrapState | None = None
+    #: rows in the error table (``ingest.changelog.error_table``)
+    errors: int = 0
+
+    def state(self) -> str | None:
+        """Why the table has no watermark yet, if that is the case."""
+        if self.bootstrap is not None:
+            return f"bootstrapping: {self.bootstrap.rows:,} rows read"
+        if self.progress is not None and self.progress.hold_until is not None:
+            return f"bootstrapped; streaming up to {self.progress.hold_until} to be consistent"
+        return None
+
+    def watermark_lag_seconds(self, now: datetime) -> float | None:
+        if self.progress is None or self.progress.watermark_ms <= 0:
+            return None
+        return now.timestamp() - self.progress.watermark_ms / 1000
+
+
+def table_status(catalog: Catalog, sink: str, changelog: str) -> TableStatus:
+    try:
+        table = catalog.load_table(changelog)
+    except NoSuchTableError:
+        return TableStatus(sink, changelog, exists=False)
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return TableStatus(sink, changelog, exists=True)
+    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+    total = summary.get("total-records")
+    changelog_table = ChangelogTable(table)
+    bootstrap = changelog_table.bootstrap()
+    return TableStatus(
+        sink,
+        changelog,
+        exists=True,
+        progress=changelog_table.progress(),
+        snapshot_id=snapshot.snapshot_id,
+        committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
+        total_rows=int(total) if total is not None else None,
+        bootstrap=None if bootstrap is None or bootstrap.done else bootstrap,
+        errors=_error_rows(catalog, sink),
+    )
+
+
+def _error_rows(catalog: Catalog, sink: str) -> int:
+    table = load_error_table(catalog, sink)
+    snapshot = table.current_snapshot() if table is not None else None
+    if snapshot is None or snapshot.summary is None:
+        return 0
+    return int(snapshot.summary.additional_properties.get("total-records", 0))

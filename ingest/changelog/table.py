@@ -1,0 +1,160 @@
+"""Changelog tables: append-only Iceberg tables holding every change of one sink table.
+
+Each row is a source row image (the after image; the before image for a delete) plus the
+metadata columns of DESIGN.md section 4. Tables are created on first use, format v2,
+partitioned by day of event time. Ingest only ever appends (DESIGN.md 3.1).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.expressions import BooleanExpression
+from pyiceberg.table import Table, TableMetadata, Transaction
+from pyiceberg.table.snapshots import Snapshot, ancestors_of
+from pyiceberg.table.update import TableUpdate, update_table_metadata
+from pyiceberg.transforms import DayTransform
+
+from tidemark.contracts.bootstrap_state import BootstrapState
+from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
+from tidemark.contracts.progress import TableProgress
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PROPERTIES = {"format-version": "2", "write.parquet.compression-codec": "zstd"}
+
+
+def changelog_schema(data: pa.Schema) -> pa.Schema:
+    """Data columns (all nullable: a delete or a narrow shard may lack values) then metadata."""
+    clash = METADATA_NAMES.intersection(data.names)
+    if clash:
+        raise ValueError(f"source columns {sorted(clash)} clash with Tidemark's metadata columns")
+    fields = [field.with_nullable(True) for field in data]
+    return pa.schema([*fields, *METADATA_FIELDS])
+
+
+class ChangelogTable:
+    """One changelog table; ``commit`` appends rows and progress in one Iceberg commit."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self.schema = table.schema().as_arrow()
+
+    @property
+    def identifier(self) -> str:
+        return ".".join(self._table.name())
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self._table.properties)
+
+    def data_schema(self) -> pa.Schema:
+        """The source columns, without Tidemark's metadata columns."""
+        return pa.schema([field for field in self.schema if field.name not in METADATA_NAMES])
+
+    def evolve(
+        self, add: Sequence[pa.Field], widen: Sequence[pa.Field], properties: Mapping[str, str]
+    ) -> None:
+        """Add columns, widen types and set properties, in one commit
+        (``ingest.schema.evolution``)."""
+        with _Transaction(self._table) as transaction:
+            if add or widen:
+                with transaction.update_schema() as update:
+                    update.union_by_name(pa.schema([*add, *widen]))
+            transaction.set_properties(dict(properties))
+        self.schema = self._table.schema().as_arrow()
+
+    def current_snapshot(self) -> Snapshot | None:
+        return self._table.current_snapshot()
+
+    def progress(self) -> TableProgress | None:
+        """The progress recorded by the newest Tidemark commit (compactions are skipped)."""
+        summary = self._newest_tidemark_summary()
+        return None if summary is None else TableProgress.from_summary(summary)
+
+    def bootstrap(self) -> BootstrapState | None:
+        """The bootstrap's state if the newest Tidemark commit is one of the bootstrap's."""
+        summary = self._newest_tidemark_summary()
+        return None if summary is None else BootstrapState.from_summary(summary)
+
+    def commit(
+        self, rows: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None = None
+    ) -> Snapshot:
+        """Append ``rows`` (possibly none) with ``progress``, and the bootstrap's state when the
+        rows are a snapshot's, in one commit; returns the new snapshot."""
+        properties = progress.summary()
+        if bootstrap is not None:
+            properties.update(bootstrap.summary())
+        with _Transaction(self._table) as transaction:
+            transaction.append(rows, snapshot_properties=properties)
+        snapshot = self._table.current_snapshot()
+        assert snapshot is not None  # an append always leaves one
+        return snapshot
+
+    def delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
+        """Delete the rows matching ``rows``, in a commit that keeps ``progress``."""
+        with _Transaction(self._table) as transaction:
+            transaction.delete(delete_filter=rows, snapshot_properties=progress.summary())
+
+    def _newest_tidemark_summary(self) -> dict[str, str] | None:
+        metadata = self._table.metadata
+        current = metadata.current_snapshot()
+        if current is None:
+            return None
+        for snapshot in ancestors_of(current, metadata):
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            if TableProgress.from_summary(summary) is not None:
+                return dict(summary)
+        return None
+
+
+class _Transaction(Transaction):
+    """pyiceberg's transaction, with its staged metadata computed once per staged state.
+
+    pyiceberg (0.12) computes ``table_metadata`` afresh on every read: it applies the staged
+    updates to a deep copy of the whole table metadata, every snapshot in it included, and one
+    append reads it about twenty times. A changelog table gets a snapshot every few seconds,
+    so its commits slowed with its history: a 1,000-row commit took 0.03 s on a new table and
+    0.31 s at 300 snapshots (0.06 s with this). The computed metadata is kept while neither
+    input changes: the table's metadata is replaced by each commit or refresh, and the staged
+    updates are a tuple replaced by each staging, so identity tells when to compute again
+    (upstream: apache/iceberg-python pull requests 3302 and 3784, not merged)."""
+
+    _staged: tuple[TableMetadata, tuple[TableUpdate, ...], TableMetadata] | None = None
+
+    @property
+    def table_metadata(self) -> TableMetadata:
+        base, updates = self._table.metadata, self._updates
+        staged = self._staged
+        if staged is None or staged[0] is not base or staged[1] is not updates:
+            staged = self._staged = (base, updates, update_table_metadata(base, updates))
+        return staged[2]
+
+
+def open_changelog(
+    catalog: Catalog,
+    identifier: str,
+    data: pa.Schema,
+    properties: Mapping[str, str],
+) -> ChangelogTable:
+    """The changelog table ``identifier`` (``namespace.name``), created if it does not exist."""
+    try:
+        # its columns against the source's: ingest.schema.tracker, at start-up
+        return ChangelogTable(catalog.load_table(identifier))
+    except NoSuchTableError:
+        pass
+    namespace = identifier.rsplit(".", 1)[0]
+    catalog.create_namespace_if_not_exists(namespace)
+    logger.info("Creating changelog table %s", identifier)
+    with catalog.create_table_transaction(
+        identifier,
+        schema=changelog_schema(data),
+        properties={**DEFAULT_PROPERTIES, **properties},
+    ) as transaction:
+        with transaction.update_spec() as spec:
+            spec.add_field(MetadataColumn.EVENT_TIME, DayTransform(), "event_day")
+    return ChangelogTable(catalog.load_table(identifier))

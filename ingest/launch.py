@@ -1,0 +1,382 @@
+"""From a pipeline file to a ready ingest run: onboarded tables, changelog tables, start point."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+
+from ingest.binlog import process
+from ingest.bootstrap.background import BackgroundBootstrap
+from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
+from ingest.bootstrap.display import BootstrapDisplay, ProgressDisplay
+from ingest.changelog.error_table import errors_sink, load_error_table, open_error_table, sink_of
+from ingest.changelog.table import ChangelogTable, open_changelog
+from ingest.errors import SchemaChangeStopError
+from ingest.schema.evolution import promotes
+from ingest.schema.source_tables import read_source_tables
+from ingest.schema.structure_changes import Truncation
+from ingest.schema.tracker import SchemaTracker, StructureFollower, TrackerOptions
+from ingest.schema.types import arrow_schema
+from ingest.settings import IngestSettings
+from ingest.startup.checks import run_startup_checks
+from ingest.startup.start_points import start_position
+from ingest.stream.assembler import Binding, ChangeAssembler
+from ingest.stream.runner import IngestRunner, ReportSink
+from tidemark.config.inventory import read_tables
+from tidemark.config.model import PipelineConfig, StartupMode, reveal
+from tidemark.config.plan import Plan, SinkTable, build_plan
+from tidemark.contracts.progress import TableProgress
+from tidemark.contracts.source_tables import SourceTable
+from tidemark.errors import ConfigError
+from tidemark.source import current_position, server_clock
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Onboarding:
+    """The physical tables a pipeline reads and the changelog table each one feeds."""
+
+    plan: Plan
+    sources: dict[tuple[str, str], SourceTable]
+    tables: dict[str, ChangelogTable]
+    bindings: dict[tuple[str, str], Binding]
+    #: per physical source table
+    trackers: dict[str, SchemaTracker]
+
+    def route(self, database: str, table: str) -> Binding | None:
+        return self.bindings.get((database, table))
+
+
+def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
+    """Resolve the file against the server and open (or create) every changelog table."""
+    source = config.source.connection()
+    plan = build_plan(config, read_tables(source, config.source.captures))
+    if not plan.ok:
+        problems = [f"{r.table}: {r.reason}" for r in plan.refused] + list(plan.blockers)
+        raise ConfigError(
+            "the pipeline cannot start; 'tidemark plan' shows the same:\n" + "\n".join(problems)
+        )
+    if not plan.onboarded:
+        raise ConfigError(
+            f"'tables: {config.source.tables}' matches no table on {source.host}:{source.port}"
+        )
+    names = [_split(o.source) for o in plan.onboarded]
+    with source.connect() as conn:
+        sources = read_source_tables(conn, names)
+    onboarding = Onboarding(plan, sources, {}, {}, {})
+    for sink in plan.sinks:
+        members = [sources[_split(name)] for name in sink.sources]
+        _onboard_sink(onboarding, config, catalog, sink, members)
+    return onboarding
+
+
+def _tracker_options(config: PipelineConfig) -> TrackerOptions:
+    return TrackerOptions(
+        behavior=config.pipeline.schema_change_behavior,
+        allowed=config.sink.schema_changes,
+        server_time_zone=config.source.server_time_zone,
+        tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,
+    )
+
+
+def _onboard_sink(
+    onboarding: Onboarding,
+    config: PipelineConfig,
+    catalog: Catalog,
+    sink: SinkTable,
+    members: list[SourceTable],
+) -> None:
+    """Open (or create) ``sink``'s changelog table and route ``members`` to it."""
+    table = onboarding.tables.get(sink.name)
+    if table is None:
+        booleans = config.source.treat_tinyint1_as_boolean
+        schema = _widest_schema(sink.name, members, booleans)
+        table = open_changelog(
+            catalog, sink.changelog, schema, reveal(config.sink.table_properties)
+        )
+        onboarding.tables[sink.name] = table
+    shared = next(
+        (
+            onboarding.trackers[f"{database}.{table}"]
+            for (database, table), binding in onboarding.bindings.items()
+            if binding.sink == sink.name
+        ),
+        None,
+    )
+    tracker = shared or SchemaTracker(config.source.connection(), table, _tracker_options(config))
+    for member in members:
+        tracker.start(member, since="start-up")
+        onboarding.trackers[member.table_id] = tracker
+        onboarding.sources[(member.database, member.name)] = member
+        onboarding.bindings[(member.database, member.name)] = Binding(
+            sink=sink.name,
+            key_columns=sink.key,
+            conversion=tracker.conversion(member.table_id),
+            observe=tracker.observer(member.table_id),
+        )
+
+
+class LiveOnboarding:
+    """The assembler's ``StructureChanges``: follows ALTER and DROP through the schema
+    trackers, and onboards a table created while ingest runs (it has no rows to bootstrap)."""
+
+    def __init__(
+        self,
+        onboarding: Onboarding,
+        config: PipelineConfig,
+        catalog: Catalog,
+        locate: Callable[[], str],
+    ) -> None:
+        self._onboarding = onboarding
+        self._config = config
+        self._catalog = catalog
+        self._locate = locate
+        self._follower = StructureFollower(
+            onboarding.trackers, config.pipeline.schema_change_behavior, config.sink.schema_changes
+        )
+
+    def altered(self, database: str, table: str, statement: str) -> None:
+        self._follower.altered(database, table, statement)
+
+    def dropped(self, database: str, table: str) -> bool:
+        return self._follower.dropped(database, table)
+
+    def truncated(self, database: str, table: str) -> Truncation:
+        return self._follower.truncated(database, table)
+
+    def created(self, database: str, table: str) -> bool:
+        source = self._config.source.connection()
+        found = read_tables(source, lambda db, name: (db, name) == (database, table))
+        if not found:
+            return False  # dropped or renamed since: a restart sorts it out
+        plan = build_plan(self._config, found)
+        if not plan.ok:
+            problems = "; ".join(r.reason for r in plan.refused) or "; ".join(plan.blockers)
+            raise SchemaChangeStopError(
+                f"new table {database}.{table} cannot be onboarded: {problems}"
+            )
+        with source.connect() as conn:
+            members = list(read_source_tables(conn, [(database, table)]).values())
+        for sink in plan.sinks:
+            _onboard_sink(self._onboarding, self._config, self._catalog, sink, members)
+        for tracker in self._onboarding.trackers.values():
+            tracker.locate = self._locate
+        logger.warning(
+            "New table %s.%s onboarded into %s from %s",
+            database,
+            table,
+            ", ".join(sink.name for sink in plan.sinks),
+            self._locate(),
+        )
+        return True
+
+
+def build_runner(
+    config: PipelineConfig,
+    catalog: Catalog,
+    reports: ReportSink | None,
+    settings: IngestSettings,
+    display: BootstrapDisplay | None = None,
+) -> IngestRunner:
+    """Onboard, bootstrap what needs it (``scan.startup.mode`` initial or snapshot), and return
+    a runner that streams from where every table is complete. Tables that bootstrap while
+    others already stream are bootstrapped by the runner, in a thread, as it streams."""
+    if settings.decode_in_process:
+        process.warm()  # the reading process starts while the tables are onboarded
+    onboarding = onboard(config, catalog)
+    source = config.source.connection()
+    source_id = f"{source.host}:{source.port}"
+    databases = sorted({database for database, _ in onboarding.bindings})
+    progress = {sink: table.progress() for sink, table in onboarding.tables.items()}
+    to_bootstrap = _to_bootstrap(config, onboarding, progress)
+    bootstrapping = {job.sink for job in to_bootstrap}
+    # tables added to a running pipeline (or whose bootstrap a crash cut short) bootstrap in
+    # a thread while the tables already streaming go on (ingest.bootstrap.background)
+    in_background = (
+        bool(to_bootstrap)
+        and config.source.startup.mode is not StartupMode.SNAPSHOT
+        and any(p is not None for sink, p in progress.items() if sink not in bootstrapping)
+    )
+    background = None
+    deferred: set[tuple[str, str]] = set()
+    if to_bootstrap:
+        known = [p.position for p in progress.values() if p is not None]
+        resume = min(known) if known else current_position(source)
+        run_startup_checks(source, databases=databases, resume=resume)
+        bootstrapper = Bootstrapper(
+            source,
+            source_id,
+            _bootstrap_settings(config, settings),
+            display or ProgressDisplay(),
+            open_errors=lambda sink: open_error_table(catalog, sink),
+            find_errors=lambda sink: load_error_table(catalog, sink),
+        )
+        if in_background:
+            deferred.update(
+                (member.database, member.name) for job in to_bootstrap for member in job.members
+            )
+            background = BackgroundBootstrap(
+                bootstrapper,
+                to_bootstrap,
+                deferred,
+                functools.partial(_error_table_progress, catalog),
+            )
+        else:
+            progress.update(bootstrapper.run(to_bootstrap))
+    # an error table that lags its changelog table (a crash between their commits) is re-read
+    error_tables = _existing_error_tables(catalog, onboarding)
+    if in_background:  # theirs join at the hand-over
+        error_tables = {
+            errors: table
+            for errors, table in error_tables.items()
+            if sink_of(errors) not in bootstrapping
+        }
+        progress = {sink: p for sink, p in progress.items() if sink not in bootstrapping}
+    progress.update({errors: table.progress() for errors, table in error_tables.items()})
+    if to_bootstrap:
+        start = min(p.position for p in progress.values() if p is not None)
+    else:
+        start = start_position(source, config.source.startup, progress)
+        run_startup_checks(source, databases=databases, resume=start)
+    for sink, table in onboarding.tables.items():
+        if sink not in progress:
+            continue  # bootstrapping in the background
+        if progress[sink] is None:
+            # Make the starting point durable before reading: a crash before the first real
+            # commit must resume here, not at a new "latest" position.
+            initial = TableProgress(start, watermark_ms=0, last_order=0, source=source_id)
+            table.commit(table.schema.empty_table(), initial)
+            progress[sink] = initial
+    live = LiveOnboarding(onboarding, config, catalog, lambda: str(assembler.last_seen))
+    assembler = ChangeAssembler(
+        router=functools.partial(_route_unless_deferred, onboarding, deferred),
+        captures=functools.partial(_captured_unless_deferred, config.source.captures, deferred),
+        progress={sink: p for sink, p in progress.items() if p is not None},
+        start=start,
+        source=source_id,
+        initial_watermark_ms=0,
+        max_transaction_rows=settings.max_transaction_rows,
+        structure=live,
+        follow_online_schema_changes=config.source.parse_online_schema_changes,
+    )
+    for tracker in onboarding.trackers.values():
+        tracker.locate = lambda: str(assembler.last_seen)
+    return IngestRunner(
+        source=source,
+        databases=databases,
+        tables={**onboarding.tables, **error_tables},
+        open_table=lambda sink: (
+            onboarding.tables.get(sink) or open_error_table(catalog, sink_of(sink))
+        ),
+        assembler=assembler,
+        reports=reports,
+        settings=settings,
+        server_clock=functools.partial(server_clock, source),
+        background=background,
+    )
+
+
+def _route_unless_deferred(
+    onboarding: Onboarding, deferred: set[tuple[str, str]], database: str, table: str
+) -> Binding | None:
+    """A table bootstrapping in the background has no rows in the stream until it is handed
+    over: it is read again from its own position then."""
+    if deferred and (database, table) in deferred:
+        return None
+    return onboarding.bindings.get((database, table))  # for every row event: no second call
+
+
+def _captured_unless_deferred(
+    captures: Callable[[str, str], bool],
+    deferred: set[tuple[str, str]],
+    database: str,
+    table: str,
+) -> bool:
+    return not (deferred and (database, table) in deferred) and captures(database, table)
+
+
+def _error_table_progress(catalog: Catalog, sink: str) -> dict[str, TableProgress]:
+    table = load_error_table(catalog, sink)
+    progress = None if table is None else table.progress()
+    return {} if progress is None else {errors_sink(sink): progress}
+
+
+def _existing_error_tables(catalog: Catalog, onboarding: Onboarding) -> dict[str, ChangelogTable]:
+    """Error tables from earlier runs: their progress takes part in where reading resumes."""
+    found = {}
+    for sink in onboarding.tables:
+        table = load_error_table(catalog, sink)
+        if table is not None:
+            found[errors_sink(sink)] = table
+    return found
+
+
+def _to_bootstrap(
+    config: PipelineConfig,
+    onboarding: Onboarding,
+    progress: Mapping[str, TableProgress | None],
+) -> list[SinkBootstrap]:
+    """The sink tables whose existing rows must be read: all of a new pipeline in a bootstrap
+    mode, tables added to a running one with scan.newly-added-table.enabled, and any whose
+    bootstrap a crash interrupted."""
+    bootstrap_mode = config.source.startup.mode in (StartupMode.INITIAL, StartupMode.SNAPSHOT)
+    new_pipeline = all(p is None for p in progress.values())
+    chosen = []
+    for sink in onboarding.plan.sinks:
+        table = onboarding.tables[sink.name]
+        state = table.bootstrap()
+        if state is not None and state.done:
+            continue
+        unfinished = state is not None
+        fresh = progress[sink.name] is None and bootstrap_mode
+        if unfinished or (fresh and (new_pipeline or config.source.scan_newly_added_tables)):
+            members = [onboarding.sources[_split(name)] for name in sink.sources]
+            versions = {
+                m.table_id: onboarding.trackers[m.table_id].latest(m.table_id).version
+                for m in members
+            }
+            chosen.append(SinkBootstrap(sink.name, table, members, versions))
+    return chosen
+
+
+def _bootstrap_settings(config: PipelineConfig, settings: IngestSettings) -> BootstrapSettings:
+    return BootstrapSettings(
+        chunk_size=config.source.snapshot_chunk_size,
+        commit_rows=settings.flush_rows,
+        max_rows_per_second=settings.snapshot_max_rows_per_second,
+        parallelism=config.pipeline.parallelism,
+        server_time_zone=config.source.server_time_zone,
+        tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,
+    )
+
+
+def _widest_schema(sink: str, members: list[SourceTable], booleans: bool) -> pa.Schema:
+    """The columns of every table routed to ``sink``, by name, each in the widest type of its
+    tables (Iceberg's promotions); shards with clashing types are refused."""
+    fields: dict[str, pa.Field] = {}
+    owners: dict[str, str] = {}
+    for member in members:
+        for field in arrow_schema(member, tinyint1_as_boolean=booleans):
+            key = field.name.lower()
+            known = fields.get(key)
+            if known is None or promotes(known.type, field.type):
+                fields[key] = field.with_nullable(True)
+                owners.setdefault(key, member.table_id)
+            elif not (known.type.equals(field.type) or promotes(field.type, known.type)):
+                raise ConfigError(
+                    f"the tables routed to {sink} disagree on the type of {field.name}: "
+                    f"{owners[key]} has {known.type}, {member.table_id} has {field.type}; give "
+                    "the shards the same type, or route them to different sink tables"
+                )
+    return pa.schema(list(fields.values()))
+
+
+def _split(table_id: str) -> tuple[str, str]:
+    database, table = table_id.split(".", 1)
+    return database, table

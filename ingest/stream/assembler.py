@@ -1,0 +1,748 @@
+"""Turns binlog events into changelog rows and per-table progress, exactly once.
+
+Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to commit. Rules:
+
+- Rows are buffered per transaction and reach a flush only when the transaction has committed,
+  so a flush's position is always a transaction boundary (DESIGN.md 3.2). A transaction larger
+  than ``max_transaction_rows`` is flushed in parts, each recording how many of its rows the
+  table already holds (``partial_rows``), and the position stays at the transaction's start.
+- On resume from the smallest position of all tables, each table skips what its own progress
+  says it already has: whole transactions before its position, and the first ``partial_rows``
+  rows of the transaction starting at it.
+- A table whose bootstrap read its rows at positions up to ``hold_until`` keeps its watermark
+  until the stream passes that position (``TableProgress.advanced``): before it, the table mixes
+  snapshot rows from later with changes from earlier.
+- The watermark (epoch ms) after a transaction that committed in second S is ``S*1000 - 1``:
+  binlog timestamps are whole seconds taken at statement start, and every transaction not yet
+  read commits later than the last one read, so no later transaction can have committed before
+  second S. A caught-up reader learns more from the server's clock (``observe_caught_up``).
+  Watermarks only ever grow.
+- A row with a value the lake cannot hold goes, with its payload and the reason, to the sink's
+  error table (``ingest.changelog.error_table``), a sink of its own with its own progress.
+- A statement that changes the structure of an onboarded table stops the assembler: rows after
+  it would be decoded with the wrong schema.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from ingest.binlog.events import (
+    BinlogEvent,
+    Image,
+    RowsChanged,
+    StatementExecuted,
+    TransactionCommitted,
+    TransactionStarted,
+)
+from ingest.changelog.error_table import ERROR_COLUMNS, error_values, errors_sink
+from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
+from ingest.schema.conversion import AS_READ, SCHEMA_VERSION, Conversion
+from ingest.schema.ddl import (
+    ChangedTable,
+    TableChange,
+    changed_tables,
+    online_ddl_base,
+    online_swap,
+    renamed_pairs,
+)
+from ingest.schema.structure_changes import StructureChanges, Truncation
+from ingest.stream.change_rows import ChangeRows, Run
+from tidemark.contracts.changelog import TRUNCATE_SCHEMA_VERSION, Operation
+from tidemark.contracts.progress import TableProgress
+from tidemark.contracts.source_tables import SourceTable
+from tidemark.source import BinlogPosition
+
+logger = logging.getLogger(__name__)
+
+#: what each operation is in the changelog's operation column (an enum's .value is a lookup)
+_OPERATION_VALUES = {operation: operation.value for operation in Operation}
+_CANNOT_FOLLOW = (
+    "Tidemark cannot follow this change yet: re-bootstrap the table (drop its changelog table, "
+    "start with scan.startup.mode: initial), or remove it from 'tables'"
+)
+_RESTART_TO_ONBOARD = (
+    "Start ingest again: it onboards the table and reads it from this point, losing nothing"
+)
+
+
+class _StopOnEveryChange:
+    def altered(self, database: str, table: str, statement: str) -> None:
+        raise SchemaChangeStopError(f"the binlog changes the structure of {database}.{table}")
+
+    def dropped(self, database: str, table: str) -> bool:
+        return True
+
+    def truncated(self, database: str, table: str) -> Truncation:
+        return Truncation.STOP
+
+    def created(self, database: str, table: str) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where the rows of one physical source table go, and how they are converted."""
+
+    sink: str
+    key_columns: tuple[str, ...]
+    #: the conversion of a row event's images, given the event's columns
+    conversion: Callable[[tuple[str, ...]], Conversion] = lambda columns: AS_READ
+    #: given, before each row event's rows are converted, how to describe the structure its
+    #: TABLE_MAP declares (``RowsChanged.structure``)
+    observe: Callable[[Callable[[], SourceTable | None]], None] | None = None
+
+
+Router = Callable[[str, str], Binding | None]
+
+
+@dataclass(frozen=True)
+class LateChanges:
+    """Late rows of one table since its last flush, and the span of their commit times."""
+
+    rows: int
+    first_commit_ms: int
+    last_commit_ms: int
+
+    def plus(self, rows: int, commit_ms: int) -> LateChanges:
+        return LateChanges(
+            self.rows + rows,
+            min(self.first_commit_ms, commit_ms),
+            max(self.last_commit_ms, commit_ms),
+        )
+
+    @property
+    def commit_range(self) -> tuple[int, int] | None:
+        return (self.first_commit_ms, self.last_commit_ms) if self.rows else None
+
+
+NO_LATE_CHANGES = LateChanges(0, 0, 0)
+
+
+@dataclass(frozen=True)
+class TableFlush:
+    sink: str
+    changes: ChangeRows
+    progress: TableProgress
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows as dicts, metadata columns included."""
+        return self.changes.rows
+
+
+@dataclass(frozen=True)
+class Flush:
+    tables: list[TableFlush]
+
+    @property
+    def row_count(self) -> int:
+        return sum(len(table.changes) for table in self.tables)
+
+
+class ChangeAssembler:
+    def __init__(
+        self,
+        *,
+        router: Router,
+        captures: Callable[[str, str], bool],
+        progress: Mapping[str, TableProgress],
+        start: BinlogPosition,
+        source: str,
+        initial_watermark_ms: int,
+        max_transaction_rows: int = 100_000,
+        structure: StructureChanges | None = None,
+        follow_online_schema_changes: bool = False,
+    ) -> None:
+        self._router = router
+        self._structure = structure or _StopOnEveryChange()
+        self._follow_online = follow_online_schema_changes
+        self._captures = captures
+        self._progress = dict(progress)
+        # What each table held when reading (re)started: rows of the transactions before
+        # these positions are skipped. Live progress moves on; this only on a re-read.
+        self._hold_from(progress)
+        self._source = source
+        self._max_transaction_rows = max_transaction_rows
+        self._boundary = start
+        self._last_seen = start
+        self._gtid: str | None = None
+        # Tables can stand at different positions (their commits are not one transaction):
+        # reading resumes at the earliest, so a table re-read from there must not be promised
+        # the watermark of one that is ahead. Each table's own never goes back (``advanced``).
+        self._watermark_ms = max(
+            initial_watermark_ms, min((p.watermark_ms for p in progress.values()), default=0)
+        )
+        self._last_order = {sink: p.last_order for sink, p in progress.items()}
+        self._pending: dict[str, ChangeRows] = {}
+        #: rows in ``_pending``, kept as they come and go (the runner asks after every event)
+        self._pending_count = 0
+        #: per sink, late rows (``_count_late``) committed since its last flush
+        self._late: dict[str, LateChanges] = {}
+        self._in_transaction = False
+        self._transaction: dict[str, ChangeRows] = {}
+        self._transaction_rows = 0
+        # rows of the in-flight transaction each table already holds (committed parts or skipped)
+        self._transaction_held: dict[str, int] = {}
+        self._transaction_seen: dict[str, int] = {}
+        self._stopped: SchemaChangeStopError | None = None
+        #: where the key columns are among a row event's columns (``_key_positions``)
+        self._keys: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[int, ...]] = {}
+
+    # --- feeding -------------------------------------------------------------------------
+
+    def on_event(self, event: BinlogEvent) -> Flush | None:
+        """Take one event; returns a forced flush when a transaction outgrew the buffer."""
+        if self._stopped is not None:
+            raise self._stopped
+        if event.position > self._last_seen:  # not max(): a call more for every event
+            self._last_seen = event.position
+        if type(event) is RowsChanged:  # the most frequent, by far
+            return self._on_rows(event)
+        if isinstance(event, TransactionStarted):
+            self._begin(event.gtid)
+        elif isinstance(event, TransactionCommitted):
+            self._commit(event.position, event.event_time_ms)
+        elif isinstance(event, StatementExecuted):
+            self._on_statement(event)
+        return None
+
+    def observe_caught_up(self, server_position: BinlogPosition, server_time_ms: int) -> None:
+        """The server's binlog ended at ``server_position`` at ``server_time_ms`` (read in that
+        order: time first); if everything up to there has been read, nothing committed before
+        that time is missing."""
+        if not self._in_transaction and server_position <= self._last_seen:
+            self._watermark_ms = max(self._watermark_ms, server_time_ms - 1)
+
+    # --- taking --------------------------------------------------------------------------
+
+    @property
+    def pending_rows(self) -> int:
+        return self._pending_count
+
+    @property
+    def watermark_ms(self) -> int:
+        return self._watermark_ms
+
+    @property
+    def last_seen(self) -> BinlogPosition:
+        """The position after the last event taken."""
+        return self._last_seen
+
+    @property
+    def boundary(self) -> BinlogPosition:
+        """The last transaction boundary: everything committed before it has been read."""
+        return self._boundary
+
+    @property
+    def read_through(self) -> BinlogPosition:
+        """How far the binlog has been read completely: past the boundary when the events
+        after it (heartbeats, rotations) belong to no transaction."""
+        return self._boundary if self._in_transaction else self._last_seen
+
+    def flush(self, idle_tables: bool = False) -> Flush:
+        """Every table with rows of committed transactions; with ``idle_tables``, every other
+        known table too (empty commits move their watermark and position)."""
+        sinks = set(self._pending)
+        if idle_tables:
+            sinks |= set(self._progress)
+        tables = [self._table_flush(sink, self._take_pending(sink)) for sink in sorted(sinks)]
+        self._pending_count = sum(len(rows) for rows in self._pending.values())
+        return Flush(tables)
+
+    def progress(self, sink: str) -> TableProgress | None:
+        return self._progress.get(sink)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_transaction
+
+    def adopt(self, progress: Mapping[str, TableProgress]) -> BinlogPosition:
+        """Tables bootstrapped while the others streamed join at a transaction boundary:
+        reading goes back to the earliest of their positions (returned), skipping per table
+        what each holds, as after a restart."""
+        assert not self._in_transaction and not self._pending
+        self._progress.update(progress)
+        self._last_order.update({sink: p.last_order for sink, p in progress.items()})
+        self._hold_from(self._progress)
+        self._boundary = self._last_seen = min(
+            [self._boundary, *(p.position for p in progress.values())]
+        )
+        # what the re-read reaches is complete to its own events' times, not to the stream's
+        self._watermark_ms = min([self._watermark_ms, *(p.watermark_ms for p in progress.values())])
+        return self._boundary
+
+    def held_until(self) -> BinlogPosition | None:
+        """The furthest bootstrap hold not yet passed: tables are consistent from there."""
+        holds = [p.hold_until for p in self._progress.values() if p.hold_until is not None]
+        return max(holds, default=None)
+
+    def stop_error(self) -> SchemaChangeStopError | None:
+        return self._stopped
+
+    def abandon_transaction(self) -> None:
+        """The stream broke mid-transaction: forget it; the reader resumes at the boundary."""
+        # Parts already committed are in each table's partial_rows: re-reading the transaction
+        # from the boundary skips exactly those.
+        self._hold_from(self._progress)
+        self._reset_transaction()
+        self._last_seen = self._boundary
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _begin(self, gtid: str | None) -> None:
+        self._reset_transaction()
+        self._in_transaction = True
+        self._gtid = gtid
+
+    def _on_rows(self, event: RowsChanged) -> Flush | None:
+        binding = self._router(event.database, event.table)
+        if binding is None:
+            return None
+        self._in_transaction = True
+        sink = binding.sink
+        if binding.observe is not None and event.structure is not None:
+            binding.observe(event.structure)
+        columns = event.columns
+        conversion = binding.conversion(columns)
+        changes = self._transaction.get(sink)
+        if changes is None:
+            changes = self._transaction[sink] = ChangeRows()
+        position = event.position
+        operation = event.operation
+        run: Run = (
+            columns,
+            event.event_time_ms,
+            f"{position.file}:{position.offset}",
+            event.database,
+            event.table,
+            conversion.schema_version,
+            _OPERATION_VALUES[operation],
+        )
+        # only an update can move a row to another key
+        key = () if operation is not Operation.UPDATE else self._key_positions(columns, binding)
+        check_held = self._boundary <= self._holds_end and self._may_hold(sink)
+        images = None if check_held else _whole_images(operation, event.rows, key)
+        converted = None
+        if images is not None:
+            try:
+                converted = list(map(conversion.convert, images))
+            except UnconvertibleValueError:
+                pass  # row by row, below: the refused rows go to the error table
+        if converted is not None:
+            changes.add_run(converted, run)
+            self._transaction_rows += len(converted)
+        else:
+            self._transaction_rows += self._add_one_by_one(
+                event, sink, changes, conversion, run, key, check_held
+            )
+        if self._transaction_rows > self._max_transaction_rows:
+            return self._flush_transaction_part()
+        return None
+
+    def _add_one_by_one(
+        self,
+        event: RowsChanged,
+        sink: str,
+        changes: ChangeRows,
+        conversion: Conversion,
+        run: Run,
+        key: tuple[int, ...],
+        check_held: bool,
+    ) -> int:
+        """Adds the event's rows one at a time: updates that move a row to another key, rows
+        a resumed table may already hold, rows the lake cannot hold (to the sink's error
+        table). Returns how many were added to ``changes`` (the sink's) or the error table."""
+        # the runs of this event's rows, by their operation; error rows' by theirs
+        runs: dict[Operation, Run] = {event.operation: run}
+        error_runs: dict[Operation, Run] = {}
+        appended = 0
+        for before, after in event.rows:
+            for operation, image in _split(event.operation, before, after, key):
+                row_run = runs.get(operation)
+                if row_run is None:
+                    row_run = runs[operation] = (*run[:6], _OPERATION_VALUES[operation])
+                try:
+                    values, target = conversion.convert(image), changes
+                except UnconvertibleValueError as error:
+                    named = dict(zip(event.columns, image, strict=True))
+                    values, target = error_values(error, named), self._errors(sink)
+                    row_run = error_runs.get(operation)
+                    if row_run is None:
+                        row_run = error_runs[operation] = (
+                            ERROR_COLUMNS,
+                            *run[1:5],
+                            SCHEMA_VERSION,
+                            _OPERATION_VALUES[operation],
+                        )
+                if target is changes:
+                    held, target_sink = check_held, sink
+                else:
+                    target_sink = errors_sink(sink)
+                    held = self._may_hold(target_sink)
+                if held and self._already_held(target_sink):
+                    continue
+                target.append(values, row_run)
+                appended += 1
+        return appended
+
+    def _errors(self, sink: str) -> ChangeRows:
+        """The in-flight transaction's rows for the sink's error table
+        (``ingest.changelog.error_table``)."""
+        errors = errors_sink(sink)
+        changes = self._transaction.get(errors)
+        if changes is None:
+            changes = self._transaction[errors] = ChangeRows()
+        return changes
+
+    def _key_positions(self, columns: tuple[str, ...], binding: Binding) -> tuple[int, ...]:
+        """Where the binding's key columns are among an event's columns."""
+        key = binding.key_columns
+        positions = self._keys.get((columns, key))
+        if positions is None:
+            positions = tuple(columns.index(name) for name in key if name in columns)
+            self._keys[(columns, key)] = positions
+        return positions
+
+    def _hold_from(self, progress: Mapping[str, TableProgress]) -> None:
+        """What each table holds when reading (re)starts: rows of the transactions before
+        these positions are skipped (``_may_hold``); past ``_holds_end``, none is."""
+        self._held_at_start = dict(progress)
+        self._holds_end = max(
+            (held.position for held in progress.values()), default=BinlogPosition("", 0)
+        )
+
+    def _may_hold(self, sink: str) -> bool:
+        """Whether ``sink`` may already hold rows of the in-flight transaction (only right
+        after a resume); the common case skips the per-row bookkeeping."""
+        progress = self._held_at_start.get(sink)
+        return progress is not None and (
+            self._boundary < progress.position
+            or (self._boundary == progress.position and progress.partial_rows > 0)
+        )
+
+    def _already_held(self, sink: str) -> bool:
+        """Count one row of the in-flight transaction for ``sink``; True if it holds it."""
+        seen = self._transaction_seen.get(sink, 0) + 1
+        self._transaction_seen[sink] = seen
+        progress = self._held_at_start.get(sink)
+        if progress is None:
+            return False
+        if self._boundary < progress.position:
+            return True  # the whole transaction committed before the table's position
+        if self._boundary == progress.position and seen <= progress.partial_rows:
+            self._transaction_held[sink] = seen
+            return True
+        return False
+
+    def _commit(self, position: BinlogPosition, event_time_ms: int) -> None:
+        for sink, changes in self._transaction.items():
+            self._count_late(sink, len(changes), event_time_ms)
+            self._add_pending(sink, changes)
+        self._boundary = position
+        second_start = event_time_ms - event_time_ms % 1000
+        self._watermark_ms = max(self._watermark_ms, second_start - 1)
+        self._reset_transaction()
+
+    def _count_late(self, sink: str, rows: int, commit_ms: int) -> None:
+        """Count ``rows`` as late when their transaction committed, by the binlog's clock, more
+        than a second (its granularity) before the watermark ``sink`` already published: a
+        clock step back. Windows run before they arrived miss them."""
+        published = self._progress.get(sink)
+        if rows == 0 or published is None or commit_ms + 1000 > published.watermark_ms:
+            return
+        known = self._late.get(sink)
+        self._late[sink] = (
+            LateChanges(rows, commit_ms, commit_ms)
+            if known is None
+            else known.plus(rows, commit_ms)
+        )
+        logger.warning(
+            "%d change(s) of %s committed at %s, before the watermark it already published "
+            "(%s): the source's clock stepped back? Windows already run do not include them; "
+            "the next window's merge applies them",
+            rows,
+            sink,
+            datetime.fromtimestamp(commit_ms / 1000, UTC).isoformat(),
+            datetime.fromtimestamp(published.watermark_ms / 1000, UTC).isoformat(),
+        )
+
+    def _on_statement(self, event: StatementExecuted) -> None:
+        swap = self._online_swap(event)
+        truncated: list[ChangedTable] = []
+        if swap is False:
+            pairs = renamed_pairs(event.statement, event.database)
+            if pairs:
+                stop = self._renamed(pairs)
+            else:
+                changes = changed_tables(event.statement, event.database)
+                stop = self._stop_reason(changes, truncated, event.statement)
+        else:
+            stop = swap
+        if stop is not None:
+            reason, fix = stop
+            self._stopped = SchemaChangeStopError(
+                f"{reason} at {event.position}: {event.statement.strip()[:300]!r}. Ingest "
+                f"stopped before it, with everything earlier committed. {fix}"
+            )
+            return
+        for table in truncated:
+            self._mark_truncated(table, event)
+        if not any(self._transaction.values()):
+            # DDL and other standalone statements are transactions of their own
+            self._boundary = event.position
+            self._reset_transaction()
+
+    def _mark_truncated(self, table: ChangedTable, event: StatementExecuted) -> None:
+        """A truncate marker for the table's sink, committed like a transaction of its own
+        (TRUNCATE commits implicitly); skipped when the sink already holds it."""
+        binding = self._router(table.database, table.table)
+        assert binding is not None
+        sink = binding.sink
+        if self._may_hold(sink) and self._already_held(sink):
+            return
+        marker = ChangeRows()
+        marker.append(
+            (),
+            (
+                (),
+                event.event_time_ms,
+                str(event.position),
+                table.database,
+                table.table,
+                TRUNCATE_SCHEMA_VERSION,
+                Operation.TRUNCATE.value,
+            ),
+        )
+        self._add_pending(sink, marker)
+        logger.warning(
+            "%s.%s was truncated at %s: its rows leave %s's mirror at the next merge",
+            table.database,
+            table.table,
+            event.position,
+            sink,
+        )
+
+    def _online_swap(self, event: StatementExecuted) -> tuple[str, str] | None | Literal[False]:
+        """The cut-over of gh-ost or pt-osc on an onboarded table: followed like an ALTER when
+        scan.parse.online.schema.changes.enabled, else a stop; False for other statements."""
+        swap = online_swap(event.statement, event.database)
+        if swap is None or self._router(swap.database, swap.table) is None:
+            return False
+        name = f"{swap.database}.{swap.table}"
+        if not self._follow_online:
+            return (
+                f"an online schema change (gh-ost or pt-osc) swapped a new {name} in",
+                "set scan.parse.online.schema.changes.enabled: true to follow such changes",
+            )
+        logger.info("Online schema change of %s: following its new structure", name)
+        try:
+            # the helper table was altered, under its own name: the swap itself renames nothing
+            self._structure.altered(swap.database, swap.table, "")
+        except SchemaChangeStopError as error:
+            return str(error), _CANNOT_FOLLOW
+        return None
+
+    def _renamed(self, pairs: list[tuple[ChangedTable, ChangedTable]]) -> tuple[str, str] | None:
+        """RENAME TABLE (not an online schema change's cut-over). Flink CDC has no rename
+        event: the old name leaves the pipeline like a dropped table, and a new name the
+        patterns select is a table whose rows were never read under it: a restart bootstraps
+        it. None to go on."""
+        for old, new in pairs:
+            old_name = f"{old.database}.{old.table}"
+            new_name = f"{new.database}.{new.table}"
+            onboarded = self._router(old.database, old.table) is not None
+            if self._captures(new.database, new.table) and online_ddl_base(new.table) is None:
+                where = f"onboarded table {old_name}" if onboarded else old_name
+                fix = (
+                    "Start ingest again with scan.newly-added-table.enabled: true: it "
+                    f"bootstraps {new_name}, losing nothing"
+                )
+                if onboarded:
+                    fix += f"; the changelog of {old_name} keeps its history"
+                return (
+                    f"{where} was renamed to {new_name}, which 'tables' selects: its rows were "
+                    "never read under that name",
+                    fix,
+                )
+            if not onboarded:
+                continue
+            if self._structure.dropped(old.database, old.table):
+                return (
+                    f"onboarded table {old_name} was renamed to {new_name}, which 'tables' does "
+                    "not select: it leaves the pipeline",
+                    _CANNOT_FOLLOW,
+                )
+            logger.warning(
+                "%s was renamed to %s, which 'tables' does not select: it leaves the pipeline "
+                "like a dropped table; its changelog table keeps what it holds",
+                old_name,
+                new_name,
+            )
+        return None
+
+    def _stop_reason(
+        self,
+        changes: list[ChangedTable],
+        truncated: list[ChangedTable],
+        statement: str,
+    ) -> tuple[str, str] | None:
+        """Why the statement stops ingest, and what the user should do; None to go on.
+        Onboarded tables it truncates whose sink records truncations go to ``truncated``."""
+        for change in changes:
+            name = f"{change.database}.{change.table}"
+            onboarded = self._router(change.database, change.table) is not None
+            if change.change is TableChange.CREATE:
+                # A known table's creation is history the current schema already covers (rows
+                # are checked against it); a new table the patterns select must be onboarded.
+                if onboarded or not self._captures(change.database, change.table):
+                    continue
+                base = online_ddl_base(change.table)
+                if base is not None and self._router(change.database, base) is not None:
+                    continue  # a helper of an online schema change: its rows are not ours
+                try:
+                    onboarded_now = self._structure.created(change.database, change.table)
+                except SchemaChangeStopError as error:
+                    return str(error), "fix the table, or leave it out with tables.exclude"
+                if not onboarded_now:
+                    return f"new table {name} matches 'tables'", _RESTART_TO_ONBOARD
+            elif not onboarded:
+                continue
+            elif change.change is TableChange.ALTER:
+                try:
+                    self._structure.altered(change.database, change.table, statement)
+                except SchemaChangeStopError as error:
+                    return str(error), _CANNOT_FOLLOW
+            elif change.change is TableChange.DROP:
+                if self._structure.dropped(change.database, change.table):
+                    return f"onboarded table {name} was dropped", _CANNOT_FOLLOW
+                logger.warning("%s was dropped; its changelog table keeps what it holds", name)
+            elif change.change is TableChange.TRUNCATE:
+                truncation = self._structure.truncated(change.database, change.table)
+                if truncation is Truncation.STOP:
+                    return (
+                        f"onboarded table {name} was truncated and "
+                        "pipeline.schema.change.behavior is exception",
+                        "Set the behavior to try_evolve (or lenient with the sink's "
+                        "exclude.schema.changes listed) to empty the table's mirror rows, or "
+                        f"re-bootstrap {name}",
+                    )
+                if truncation is Truncation.MARK:
+                    truncated.append(change)
+                else:
+                    logger.warning(
+                        "%s was truncated; the lake keeps its rows because the sink leaves "
+                        "truncate.table out (lenient does unless the sink lists "
+                        "exclude.schema.changes): use try_evolve, or list the sink's "
+                        "exclusions, to follow truncations",
+                        name,
+                    )
+            else:
+                return f"onboarded table {name} was renamed", _CANNOT_FOLLOW
+        return None
+
+    def _flush_transaction_part(self) -> Flush:
+        for sink, changes in self._transaction.items():
+            self._transaction_held[sink] = self._transaction_held.get(sink, 0) + len(changes)
+            self._add_pending(sink, changes)
+        self._transaction = {}
+        self._transaction_rows = 0
+        logger.info(
+            "A transaction at %s outgrew %d rows: committing it in parts",
+            self._boundary,
+            self._max_transaction_rows,
+        )
+        sinks = sorted(self._pending)
+        tables = [self._table_flush(sink, self._take_pending(sink)) for sink in sinks]
+        self._pending_count = 0
+        return Flush(tables)
+
+    def _table_flush(self, sink: str, rows: ChangeRows) -> TableFlush:
+        known = self._progress.get(sink)
+        if known is not None and self._boundary < known.position:
+            # Re-reading what this table already holds (it was ahead when reading resumed):
+            # its rows were all skipped, and its progress must not move back.
+            assert not rows
+            return TableFlush(sink, rows, known)
+        previous = known or TableProgress(
+            position=self._boundary,
+            watermark_ms=self._watermark_ms,
+            last_order=0,
+            source=self._source,
+        )
+        late = self._late.pop(sink, NO_LATE_CHANGES)
+        progress = previous.advanced(
+            position=self._boundary,
+            watermark_ms=self._watermark_ms,
+            last_order=self._last_order.get(sink, 0),
+            gtid=self._gtid,
+            partial_rows=self._transaction_held.get(sink, 0) if self._in_transaction else 0,
+            late_rows=late.rows,
+            late_range=late.commit_range,
+        )
+        self._progress[sink] = progress
+        return TableFlush(sink, rows, progress)
+
+    def _add_pending(self, sink: str, changes: ChangeRows) -> None:
+        """Rows of a committed transaction (or part) join the sink's next flush, with the next
+        order keys."""
+        last_order = self._last_order.get(sink, 0)
+        pending = self._pending.get(sink)
+        if pending is None:
+            pending = self._pending[sink] = ChangeRows(first_order=last_order + 1)
+        pending.extend(changes)
+        self._last_order[sink] = last_order + len(changes)
+        self._pending_count += len(changes)
+
+    def _take_pending(self, sink: str) -> ChangeRows:
+        pending = self._pending.pop(sink, None)
+        if pending is None:
+            return ChangeRows(first_order=self._last_order.get(sink, 0) + 1)
+        return pending
+
+    def _reset_transaction(self) -> None:
+        # twice a transaction (its commit, the next one's start): new dicts only when used
+        self._in_transaction = False
+        if self._transaction:
+            self._transaction = {}
+        self._transaction_rows = 0
+        if self._transaction_held:
+            self._transaction_held = {}
+        if self._transaction_seen:
+            self._transaction_seen = {}
+
+
+def _whole_images(
+    operation: Operation, rows: list[tuple[Image | None, Image | None]], key: tuple[int, ...]
+) -> list[Image] | None:
+    """The image of each row that the changelog holds, when each row is one changelog row:
+    None if an update moves a row to another key (``_split``)."""
+    if operation is Operation.INSERT:
+        return [after for _, after in rows]  # type: ignore[misc]  # inserts have no before
+    if operation is Operation.DELETE:
+        return [before for before, _ in rows]  # type: ignore[misc]  # deletes have no after
+    for before, after in rows:
+        assert before is not None and after is not None
+        for position in key:  # a loop, not any(): this runs for every updated row
+            if before[position] != after[position]:
+                return None
+    return [after for _, after in rows]  # type: ignore[misc]
+
+
+def _split(
+    operation: Operation, before: Image | None, after: Image | None, key: tuple[int, ...]
+) -> list[tuple[Operation, Image]]:
+    """An update that moves a row to another key (at ``key``'s positions) is a delete of the
+    old key and an insert of the new one, so a merge by key applies both."""
+    if operation is Operation.UPDATE and before is not None and after is not None:
+        for position in key:
+            if before[position] != after[position]:
+                return [(Operation.DELETE, before), (Operation.INSERT, after)]
+        return [(Operation.UPDATE, after)]
+    image = after if after is not None else before
+    assert image is not None
+    return [(operation, image)]

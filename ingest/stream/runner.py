@@ -1,0 +1,292 @@
+"""The ingest loop: binlog events in, changelog commits and commit reports out.
+
+Owns reconnects (at transaction boundaries only), flush timing, idle-table heartbeats and the
+stop conditions. The decisions about rows live in ``ingest.stream.assembler``; the commits in
+``ingest.changelog.table``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pymysql
+
+from ingest.binlog.events import Heartbeat, RowsChanged
+from ingest.binlog.process import ProcessBinlogReader
+from ingest.binlog.reader import BinlogReader, StreamInterruptedError
+from ingest.bootstrap.background import BackgroundBootstrap
+from ingest.changelog.error_table import is_errors_sink
+from ingest.changelog.reports import report_from_snapshot
+from ingest.changelog.table import ChangelogTable
+from ingest.errors import SchemaChangeStopError
+from ingest.gc_pacing import fewer_collections
+from ingest.settings import IngestSettings
+from ingest.stream.assembler import ChangeAssembler, Flush
+from tidemark.contracts.reports import CommitReport
+from tidemark.source import BinlogPosition, SourceConnection
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class ReportSink(Protocol):
+    """Where commit reports go after each commit (Kafka in production). Neither call may
+    block the loop for long."""
+
+    def publish(self, report: CommitReport) -> None: ...
+
+    def tick(self) -> None:
+        """Called on every tick of the loop: a chance to retry what could not be sent."""
+
+
+@dataclass(frozen=True)
+class StopWhen:
+    """When a run ends by itself; by default it runs until interrupted."""
+
+    max_seconds: float | None = None
+    until_position: BinlogPosition | None = None
+    #: set by another thread to stop the run (seen within a heartbeat)
+    requested: threading.Event | None = None
+
+
+@dataclass
+class RunSummary:
+    rows: int = 0
+    #: rows that went to error tables instead
+    errors: int = 0
+    commits: int = 0
+    reconnects: int = 0
+    position: BinlogPosition | None = None
+    stopped_because: str = ""
+    snapshots: dict[str, int] = field(default_factory=dict)
+
+
+class _HandedOver(Exception):  # noqa: N818 - a signal, not an error
+    """The stream must be read again from where the handed-over tables start."""
+
+
+class IngestRunner:
+    def __init__(
+        self,
+        *,
+        source: SourceConnection,
+        databases: list[str],
+        tables: Mapping[str, ChangelogTable],
+        open_table: Callable[[str], ChangelogTable] | None = None,
+        assembler: ChangeAssembler,
+        reports: ReportSink | None,
+        settings: IngestSettings,
+        server_clock: Callable[[], tuple[BinlogPosition, int]],
+        clock: Clock = time.monotonic,
+        wall_clock: Clock = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        background: BackgroundBootstrap | None = None,
+    ) -> None:
+        self._source = source
+        self._databases = databases
+        self._tables = dict(tables)
+        self._open_table = open_table
+        self._assembler = assembler
+        self._reports = reports
+        self._settings = settings
+        self._server_clock = server_clock
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._sleep = sleep
+        #: tables bootstrapping while the others stream, until they are handed over
+        self._background = background
+        self._summary = RunSummary()
+        self._rows_at_last_log = 0
+        self._events = 0
+        self._last_flush = clock()
+        self._last_idle_commit = clock()
+        self._last_progress_log = clock()
+
+    def consistent_from(self) -> BinlogPosition:
+        """Where every table is consistent with the source: past the bootstraps' reads."""
+        return self._assembler.held_until() or self._assembler.boundary
+
+    def changelog_identifiers(self) -> list[str]:
+        return sorted(
+            table.identifier for sink, table in self._tables.items() if not is_errors_sink(sink)
+        )
+
+    def run(self, stop: StopWhen) -> RunSummary:
+        if self._background is not None:
+            self._background.start()
+        try:
+            with fewer_collections():
+                return self._run(stop)
+        finally:
+            if self._background is not None:
+                # stopped before the hand-over: the bootstrap stops at its next chunk (the
+                # next run resumes after what it committed); nothing runs behind a run
+                self._background.stop()
+
+    def _run(self, stop: StopWhen) -> RunSummary:
+        started = self._clock()
+        failures = 0
+        while True:
+            events_before = self._events
+            try:
+                reason = self._stream(stop, started)
+            except _HandedOver:
+                continue  # read again from the new tables' positions
+            except StreamInterruptedError as error:
+                # interruptions in a row count; one after a stretch of streaming starts afresh
+                failures = 1 if self._events > events_before else failures + 1
+                if failures > self._settings.max_reconnects:
+                    raise
+                logger.warning(
+                    "%s; committing what is complete and reconnecting at %s (attempt %d of %d)",
+                    error,
+                    self._assembler.boundary,
+                    failures,
+                    self._settings.max_reconnects,
+                )
+                self._commit(self._assembler.flush())
+                self._assembler.abandon_transaction()
+                self._summary.reconnects += 1
+                self._sleep(min(2.0**failures, 30.0))
+                continue
+            except SchemaChangeStopError:
+                self._commit(self._assembler.flush(idle_tables=True))
+                raise
+            break
+        self._commit(self._assembler.flush(idle_tables=True))
+        self._summary.position = self._assembler.boundary
+        self._summary.stopped_because = reason
+        return self._summary
+
+    def _stream(self, stop: StopWhen, started: float) -> str:
+        start = self._assembler.boundary
+        logger.info(
+            "Reading the binlog of %s:%d from %s", self._source.host, self._source.port, start
+        )
+        open_reader = ProcessBinlogReader if self._settings.decode_in_process else BinlogReader
+        with open_reader(
+            self._source,
+            start,
+            follow=True,
+            databases=self._databases,
+            heartbeat_seconds=self._settings.heartbeat_seconds,
+        ) as reader:
+            for event in reader:
+                self._events += 1
+                forced = self._assembler.on_event(event)
+                if forced is not None:
+                    self._commit(forced)
+                elif type(event) is RowsChanged:
+                    # a transaction's row events come together (the binlog has them at its
+                    # commit): what follows waits for its end, or for its next part of
+                    # max_transaction_rows in a large one
+                    continue
+                if isinstance(event, Heartbeat) or self._due():
+                    self._tick()
+                if self._background is not None and self._background.finished.is_set():
+                    self._hand_over()
+                if (
+                    stop.until_position is not None
+                    and self._background is None
+                    and self._assembler.read_through >= stop.until_position
+                ):
+                    return f"reached {stop.until_position}"
+                if stop.max_seconds is not None and self._clock() - started >= stop.max_seconds:
+                    return f"ran {stop.max_seconds:g} s"
+                if stop.requested is not None and stop.requested.is_set():
+                    return "asked to stop"
+        return "the binlog ended"
+
+    def _hand_over(self) -> None:
+        """The background bootstrap finished: at the next transaction boundary, commit what
+        is buffered and read again from the new tables' positions (``_HandedOver``)."""
+        assert self._background is not None
+        if self._assembler.in_transaction:
+            return
+        self._commit(self._assembler.flush())
+        progress = self._background.hand_over()
+        self._background = None
+        start = self._assembler.adopt(progress)
+        logger.info(
+            "Bootstrap of %s done; reading again from %s for them, the other tables skip what "
+            "they hold",
+            ", ".join(sorted(sink for sink in progress if not is_errors_sink(sink))),
+            start,
+        )
+        raise _HandedOver
+
+    def _due(self) -> bool:
+        now = self._clock()
+        return (
+            self._assembler.pending_rows >= self._settings.flush_rows
+            or now - self._last_flush >= self._settings.flush_interval_seconds
+        )
+
+    def _tick(self) -> None:
+        now = self._clock()
+        idle_due = now - self._last_idle_commit >= self._settings.idle_commit_seconds
+        if idle_due:
+            self._observe_server_clock()
+        if self._assembler.pending_rows or idle_due:
+            self._commit(self._assembler.flush(idle_tables=idle_due))
+            self._last_flush = now
+            if idle_due:
+                self._last_idle_commit = now
+        if self._reports is not None:
+            self._reports.tick()
+        if now - self._last_progress_log >= self._settings.progress_log_seconds:
+            self._log_progress(now)
+
+    def _observe_server_clock(self) -> None:
+        try:
+            position, server_time_ms = self._server_clock()
+        except pymysql.MySQLError as error:
+            # only the idle watermark waits; the stream itself reports a lost server
+            logger.warning("Could not read the source's clock for the idle watermark: %s", error)
+            return
+        self._assembler.observe_caught_up(position, server_time_ms)
+
+    def _commit(self, flush: Flush) -> None:
+        for table_flush in flush.tables:
+            table = self._table(table_flush.sink)
+            changes = table_flush.changes
+            snapshot = table.commit(changes.to_arrow(table.schema), table_flush.progress)
+            if is_errors_sink(table_flush.sink):
+                self._summary.errors += len(changes)
+            else:
+                self._summary.rows += len(changes)
+            self._summary.commits += 1
+            self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id
+            if is_errors_sink(table_flush.sink):
+                continue  # the scheduler waits for changelog tables only
+            report = report_from_snapshot(table.identifier, snapshot)
+            if self._reports is not None and report is not None:
+                self._reports.publish(report)
+
+    def _table(self, sink: str) -> ChangelogTable:
+        table = self._tables.get(sink)
+        if table is None:
+            if self._open_table is None:
+                raise KeyError(f"no changelog table for {sink}")
+            table = self._tables[sink] = self._open_table(sink)
+        return table
+
+    def _log_progress(self, now: float) -> None:
+        elapsed = now - self._last_progress_log
+        lag_s = self._wall_clock() - self._assembler.watermark_ms / 1000
+        logger.info(
+            "%d rows in %d commits so far; %.0f rows/s lately; position %s; watermark lag %.1f s",
+            self._summary.rows,
+            self._summary.commits,
+            (self._summary.rows - self._rows_at_last_log) / max(elapsed, 1e-9),
+            self._assembler.boundary,
+            lag_s,
+        )
+        self._rows_at_last_log = self._summary.rows
+        self._last_progress_log = now

@@ -1,0 +1,163 @@
+"""The binlog read in a process of its own (``ingest.binlog.process``) hands on the events,
+structures and errors that reading it here gives, on the real server's binlog."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import threading
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ingest.binlog import event_wire, process
+from ingest.binlog.events import RowsChanged
+from ingest.binlog.process import BATCH_EVENTS, ProcessBinlogReader
+from ingest.binlog.reader import BinlogReader, StreamInterruptedError
+from tests.ingest.binlog.test_row_decoders import _comparable, _write_every_kind_of_event
+from tidemark.source import BinlogPosition, current_position
+from tidemark.stack.endpoints import StackEndpoints
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+SERVER_ID = 4270
+QUIET_DEADLINE_SECONDS = 30
+
+
+def _read(
+    reader_type: type[BinlogReader] | type[ProcessBinlogReader],
+    endpoints: StackEndpoints,
+    database: str,
+    start: BinlogPosition,
+    end: BinlogPosition,
+) -> tuple[list[Any], list[Any]]:
+    """Every event from ``start`` to ``end``, and the structure of each row event."""
+    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    events, structures = [], []
+    with reader_type(source, start, databases=[database]) as reader:
+        for event in reader:
+            if event.position > end:
+                continue  # other tests' transactions
+            events.append(_comparable(event))
+            if isinstance(event, RowsChanged):
+                assert event.structure is not None
+                structures.append(event.structure())
+    return events, structures
+
+
+def test_the_reading_process_hands_on_every_event_and_structure_as_reading_here_does(
+    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+) -> None:
+    start = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+    _write_every_kind_of_event(admin_connection)
+    end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+
+    here = _read(BinlogReader, endpoints, source_database, start, end)
+    in_process = _read(ProcessBinlogReader, endpoints, source_database, start, end)
+
+    events, structures = here
+    assert len(events) > 2 * BATCH_EVENTS  # several batches crossed
+    assert {name for name, _ in events} >= {
+        "TransactionStarted",
+        "RowsChanged",
+        "TransactionCommitted",
+        "StatementExecuted",
+    }
+    assert len({structure for structure in structures if structure is not None}) > 10
+    assert in_process == here
+
+
+def test_a_quiet_stream_hands_on_what_it_has_without_waiting_for_a_full_batch(
+    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+) -> None:
+    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    start = current_position(source)
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
+        cursor.execute("INSERT INTO quiet VALUES (1)")
+    end = current_position(source)
+
+    with ProcessBinlogReader(source, start, follow=True, databases=[source_database]) as reader:
+        # held back, they would never come: the process is stopped after a while instead
+        deadline = threading.Timer(QUIET_DEADLINE_SECONDS, os.kill, (reader.pid, signal.SIGKILL))
+        deadline.start()
+        try:
+            # the stream stays open: the events up to ``end`` come though no batch filled up
+            for event in reader:
+                if event.position >= end:
+                    break
+        finally:
+            deadline.cancel()
+    assert event.position == end
+
+
+def test_a_killed_reading_process_is_a_broken_stream_to_resume(
+    endpoints: StackEndpoints, source_database: str
+) -> None:
+    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    start = current_position(source)
+    with ProcessBinlogReader(
+        source, start, follow=True, databases=[source_database], heartbeat_seconds=0.2
+    ) as reader:
+        events = iter(reader)
+        next(events)  # a heartbeat: the process reads
+        os.kill(reader.pid, signal.SIGKILL)
+        with pytest.raises(StreamInterruptedError, match=r"exit code -9"):
+            for _ in events:
+                pass
+
+
+def test_an_error_in_the_reading_process_is_raised_as_reading_here_raises_it(
+    endpoints: StackEndpoints, source_database: str
+) -> None:
+    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    missing = BinlogPosition("mariadb-bin.999998", 4)
+
+    def error_of(reader_type: type[BinlogReader] | type[ProcessBinlogReader]) -> Exception:
+        with pytest.raises(Exception) as raised:  # noqa: PT011 - compared below
+            with reader_type(source, missing, databases=[source_database]) as reader:
+                list(reader)
+        return raised.value
+
+    here, in_process = error_of(BinlogReader), error_of(ProcessBinlogReader)
+    assert "1236" in str(here)  # the server cannot find the file
+    assert (type(in_process), str(in_process)) == (type(here), str(here))
+    assert "In the binlog reader process" in str(in_process.__cause__)
+
+
+def test_a_batch_of_builtin_values_crosses_with_marshal_and_any_other_with_pickle() -> None:
+    plain = [(1, "db", "t", 0, [(None, {"id": 1, "c": "x", "b": b"\0", "f": 0.5})], "f", 4, 0, 1)]
+    dated = [(1, "db", "t", 0, [(None, {"d": dt.date(2020, 1, 1), "n": Decimal("1.50")})])]
+
+    assert event_wire.pack(plain)[:1] == b"m"
+    assert event_wire.pack(dated)[:1] == b"p"
+    for batch in (plain, dated):
+        assert event_wire.unpack(event_wire.pack(batch)) == batch
+
+
+def test_a_warmed_up_reading_process_serves_the_next_reader_and_a_dead_one_is_replaced(
+    endpoints: StackEndpoints, source_database: str
+) -> None:
+    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    start = current_position(source)
+
+    process.warm()
+    spare = process._spare
+    assert spare is not None
+    with ProcessBinlogReader(source, start, databases=[source_database]) as reader:
+        assert reader.pid == spare[0].pid
+        assert not [event for event in reader if isinstance(event, RowsChanged)]
+
+    process.warm()
+    dead = process._spare
+    assert dead is not None
+    dead[0].kill()
+    dead[0].wait()
+    with ProcessBinlogReader(source, start, databases=[source_database]) as reader:
+        assert reader.pid != dead[0].pid
+        assert not [event for event in reader if isinstance(event, RowsChanged)]

@@ -1,0 +1,603 @@
+"""The bootstrap: existing rows land exactly once, lock-free, while writers keep writing.
+
+The check throughout: the changelog, merged (latest change per key by order, deletes applied),
+equals the source table, read with the same type mapping.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pymysql
+import pytest
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+
+from ingest.bootstrap.display import ProgressDisplay
+from ingest.changelog.table import ChangelogTable
+from ingest.launch import build_runner
+from ingest.settings import IngestSettings
+from ingest.stream.runner import StopWhen
+from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.polling import wait_until
+from tidemark.config import PipelineConfig, load_pipeline
+from tidemark.contracts.bootstrap_state import BootstrapState
+from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.pipeline_file import local_pipeline
+
+if TYPE_CHECKING:
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+Row = dict[str, Any]
+SMALL_CHUNKS = "scan.incremental.snapshot.chunk.size: 100"
+
+
+def _orders(connection: Connection, rows: int, name: str = "orders") -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TABLE {name} (id INT PRIMARY KEY, item VARCHAR(40), qty INT NOT NULL)"
+        )
+        cursor.execute(
+            f"INSERT INTO {name} SELECT seq, CONCAT('item-', seq), seq % 7 FROM seq_1_to_{rows}"
+        )
+
+
+def _ingest_block(flush_rows: int, max_rate: int | None = None) -> str:
+    rate = f"    snapshot-max-rows-per-second: {max_rate}\n" if max_rate else ""
+    return f"tidemark:\n  ingest:\n    flush-rows: {flush_rows}\n{rate}"
+
+
+def _pipeline(
+    path: Path,
+    endpoints: StackEndpoints,
+    database: str,
+    namespace: str,
+    server_id: int,
+    *,
+    tables: str = "orders",
+    source_options: str = SMALL_CHUNKS,
+    extra: str = "",
+) -> Path:
+    return write_pipeline(
+        path,
+        endpoints,
+        database=database,
+        tables=tables,
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+        source_options=source_options,
+        extra=extra,
+    )
+
+
+def _settings(config: PipelineConfig) -> IngestSettings:
+    return IngestSettings.from_options(config.tidemark.ingest)
+
+
+class Workload:
+    """Random single-row inserts, updates (some moving a row to a new key) and deletes: in a
+    background thread inside ``with``, or a step at a time."""
+
+    def __init__(self, endpoints: StackEndpoints, database: str, keys: int, seed: int) -> None:
+        self._connection = pymysql.connect(
+            **endpoints.mariadb.admin_source().pymysql_settings(),
+            database=database,
+            autocommit=True,
+        )
+        self._random = random.Random(seed)
+        self._keys = keys
+        self._next_key = keys * 10
+        self._stop = threading.Event()
+        self.statements = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Workload:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self.close()
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def step(self) -> None:
+        key = self._random.randint(1, self._keys)
+        choice = self._random.random()
+        with self._connection.cursor() as cursor:
+            if choice < 0.5:
+                cursor.execute("UPDATE orders SET qty = qty + 1 WHERE id = %s", (key,))
+            elif choice < 0.65:
+                self._next_key += 1
+                cursor.execute("UPDATE orders SET id = %s WHERE id = %s", (self._next_key, key))
+            elif choice < 0.8:
+                cursor.execute("DELETE FROM orders WHERE id = %s", (key,))
+            else:  # re-inserts a deleted key, or does nothing
+                cursor.execute(
+                    "INSERT IGNORE INTO orders (id, item, qty) VALUES (%s, 'new', 1)", (key,)
+                )
+        self.statements += 1
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.step()
+
+
+def merged(rows: list[Row], key: str = "id") -> dict[Any, Row]:
+    """The changelog applied in order: the latest image per key, deleted keys gone."""
+    state: dict[Any, Row] = {}
+    for row in sorted(rows, key=lambda r: r["_tm_order"]):
+        if row["_tm_op"] == "d":
+            state.pop(row[key], None)
+        else:
+            state[row[key]] = {k: v for k, v in row.items() if not k.startswith("_tm_")}
+    return state
+
+
+def source_rows(connection: Connection, table: str = "orders") -> dict[Any, Row]:
+    with connection.cursor(pymysql.cursors.DictCursor) as cursor:
+        cursor.execute(f"SELECT * FROM {table}")
+        return {row["id"]: dict(row) for row in cursor.fetchall()}
+
+
+def changelog(catalog: Catalog, namespace: str, table: str = "orders") -> list[Row]:
+    return catalog.load_table(f"{namespace}.{table}_changelog").scan().to_arrow().to_pylist()
+
+
+def bootstrap_states(catalog: Catalog, namespace: str, table: str = "orders") -> Iterator[Any]:
+    iceberg = catalog.load_table(f"{namespace}.{table}_changelog")
+    for snapshot in iceberg.snapshots():
+        summary = snapshot.summary.additional_properties if snapshot.summary else {}
+        yield summary
+
+
+def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 3000)
+    config = load_pipeline(
+        _pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            4401,
+            extra=_ingest_block(flush_rows=300, max_rate=2000),
+        )
+    )
+
+    with Workload(endpoints, source_database, keys=3000, seed=1) as workload:
+        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        during_bootstrap = workload.statements
+    run_to_end(runner, endpoints, 4401, max_seconds=120)
+
+    assert during_bootstrap > 20, "the workload must overlap the bootstrap"
+    rows = changelog(catalog, namespace)
+    snapshot_reads = [row["id"] for row in rows if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)), "a row was read twice"
+    assert merged(rows) == source_rows(admin_connection)
+    summaries = list(bootstrap_states(catalog, namespace))
+    bootstrap_commits = [s for s in summaries if "tidemark.bootstrap" in s]
+    assert len(bootstrap_commits) == len(snapshot_reads) // 300 + 1  # every 300 rows, then the rest
+    assert {s["tidemark.watermark"] for s in bootstrap_commits} == {"0"}
+    assert int(summaries[-1]["tidemark.watermark"]) > 0
+
+
+def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exact(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 4000)
+    path = _pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        source_database,
+        namespace,
+        4402,
+        extra=_ingest_block(flush_rows=500, max_rate=1000),
+    )
+    process = _ingest_process(path)
+    try:
+        committed = _wait_for_bootstrap_rows(catalog, f"{namespace}.orders_changelog", 1000)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    workload = Workload(endpoints, source_database, keys=4000, seed=2)
+    for _ in range(300):  # changes in read and unread chunks, before the restart
+        workload.step()
+    workload.close()
+    config = load_pipeline(path)
+
+    runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+    run_to_end(runner, endpoints, 4402, max_seconds=120)
+
+    assert not committed.done
+    rows = changelog(catalog, namespace)
+    snapshot_reads = [row["id"] for row in rows if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)), "a finished chunk was read again"
+    assert merged(rows) == source_rows(admin_connection)
+
+
+def _ingest_process(path: Path) -> subprocess.Popen[bytes]:
+    """``tidemark ingest`` of the pipeline file, in a process a test can kill."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for_bootstrap_rows(catalog: Catalog, identifier: str, rows: int) -> BootstrapState:
+    def committed() -> BootstrapState | None:
+        try:
+            state = ChangelogTable(catalog.load_table(identifier)).bootstrap()
+        except NoSuchTableError:
+            return None
+        return state if state is not None and state.rows >= rows else None
+
+    state = wait_until(f"{identifier} committing {rows} bootstrap rows", committed, 90)
+    assert state is not None
+    return state
+
+
+ADD_TABLES = f"{SMALL_CHUNKS}\nscan.newly-added-table.enabled: true"
+
+
+def _orders_streaming_then_users_added(
+    tmp_path: Path,
+    endpoints: StackEndpoints,
+    database: str,
+    namespace: str,
+    catalog: Catalog,
+    server_id: int,
+    extra: str = "",
+) -> Path:
+    """Runs a pipeline of orders alone to the end; returns the same pipeline with users added."""
+    first = load_pipeline(
+        _pipeline(
+            tmp_path / "a.yaml",
+            endpoints,
+            database,
+            namespace,
+            server_id,
+            source_options=ADD_TABLES,
+        )
+    )
+    run_to_end(build_runner(first, catalog, None, _settings(first)), endpoints, server_id, 60)
+    return _pipeline(
+        tmp_path / "b.yaml",
+        endpoints,
+        database,
+        namespace,
+        server_id,
+        tables=f"orders,{database}.users",
+        source_options=ADD_TABLES,
+        extra=extra,
+    )
+
+
+def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 300)
+    _orders(admin_connection, 1_000, name="users")
+    # users joins; its bootstrap is held to 100 rows a second: ten seconds
+    second = load_pipeline(
+        _orders_streaming_then_users_added(
+            tmp_path,
+            endpoints,
+            source_database,
+            namespace,
+            catalog,
+            4404,
+            extra=_ingest_block(flush_rows=100, max_rate=100),
+        )
+    )
+    runner = build_runner(second, catalog, None, _settings(second))
+    stop = threading.Event()
+    summaries: list[Any] = []
+    ingest = threading.Thread(
+        target=lambda: summaries.append(runner.run(StopWhen(max_seconds=180, requested=stop)))
+    )
+    ingest.start()
+    try:
+
+        def users_state() -> BootstrapState | None:
+            assert ingest.is_alive()
+            return ChangelogTable(catalog.load_table(f"{namespace}.users_changelog")).bootstrap()
+
+        wait_until("the users bootstrap under way", users_state, 60)
+        with admin_connection.cursor() as cursor:  # during it: its snapshot does not see these
+            cursor.execute("UPDATE users SET qty = 100 WHERE id IN (1, 999)")
+            cursor.execute("DELETE FROM users WHERE id = 500")
+            cursor.execute("INSERT INTO users VALUES (5000, 'new', 1)")
+            cursor.execute("INSERT INTO orders VALUES (9999, 'meanwhile', 1)")
+
+        def orders_streamed() -> bool:
+            return any(row["id"] == 9999 for row in changelog(catalog, namespace))
+
+        wait_until("orders streaming on", orders_streamed, 60)
+        state = users_state()
+        assert state is not None and not state.done  # orders did not wait for users
+
+        def both_equal_the_source() -> bool:
+            return merged(changelog(catalog, namespace)) == source_rows(
+                admin_connection
+            ) and merged(changelog(catalog, namespace, "users")) == source_rows(
+                admin_connection, "users"
+            )
+
+        wait_until(
+            "users handed over and both tables equal to the source", both_equal_the_source, 120
+        )
+    finally:
+        stop.set()
+        ingest.join(60)
+    assert not ingest.is_alive() and summaries[0].stopped_because == "asked to stop"
+    users = changelog(catalog, namespace, "users")
+    assert sum(1 for r in users if r["_tm_op"] == "r") == 1_000  # read once
+    assert sum(1 for r in changelog(catalog, namespace) if r["_tm_op"] == "r") == 300
+
+
+def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_resumes(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 100)
+    _orders(admin_connection, 1_000, name="users")
+    path = _orders_streaming_then_users_added(
+        tmp_path,
+        endpoints,
+        source_database,
+        namespace,
+        catalog,
+        4406,
+        extra=_ingest_block(flush_rows=100, max_rate=100),
+    )
+    config = load_pipeline(path)
+    runner = build_runner(config, catalog, None, _settings(config))
+    stop = threading.Event()
+    ingest = threading.Thread(target=lambda: runner.run(StopWhen(max_seconds=180, requested=stop)))
+    ingest.start()
+    _wait_for_bootstrap_rows(catalog, f"{namespace}.users_changelog", 200)
+
+    stop.set()
+    ingest.join(60)
+
+    assert not ingest.is_alive()
+    stopped = _wait_for_bootstrap_rows(catalog, f"{namespace}.users_changelog", 200)
+    assert not stopped.done  # it did not read the table to the end first
+    with admin_connection.cursor() as cursor:
+        cursor.execute("UPDATE users SET qty = 9 WHERE id IN (5, 950)")
+    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, 4406, 120)
+    users = changelog(catalog, namespace, "users")
+    snapshot_reads = [row["id"] for row in users if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)) == 1_000
+    assert merged(users) == source_rows(admin_connection, "users")
+
+
+def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_exact(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 200)
+    _orders(admin_connection, 4000, name="users")
+    path = _orders_streaming_then_users_added(
+        tmp_path,
+        endpoints,
+        source_database,
+        namespace,
+        catalog,
+        4405,
+        extra=_ingest_block(flush_rows=500, max_rate=1000),
+    )
+    process = _ingest_process(path)
+    try:
+        committed = _wait_for_bootstrap_rows(catalog, f"{namespace}.users_changelog", 1000)
+        with admin_connection.cursor() as cursor:  # streamed by the killed run, or the next
+            cursor.execute("UPDATE orders SET qty = 50 WHERE id <= 20")
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    with admin_connection.cursor() as cursor:  # in read and in unread chunks of users
+        cursor.execute("UPDATE users SET qty = 77 WHERE id IN (3, 3000)")
+        cursor.execute("DELETE FROM users WHERE id IN (10, 3500)")
+        cursor.execute("INSERT INTO users VALUES (9000, 'new', 1)")
+        cursor.execute("DELETE FROM orders WHERE id = 7")
+    config = load_pipeline(path)
+
+    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, 4405, 120)
+
+    assert not committed.done
+    users = changelog(catalog, namespace, "users")
+    snapshot_reads = [row["id"] for row in users if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)), "a finished chunk was read again"
+    assert merged(users) == source_rows(admin_connection, "users")
+    assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
+
+
+def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 500)
+    _orders(admin_connection, 700, name="users")
+    path = _orders_streaming_then_users_added(
+        tmp_path, endpoints, source_database, namespace, catalog, 4403
+    )
+    with admin_connection.cursor() as cursor:
+        cursor.execute("UPDATE orders SET qty = 100 WHERE id <= 10")
+        cursor.execute("UPDATE users SET qty = 100 WHERE id <= 10")  # before users is onboarded
+    orders_before = len(changelog(catalog, namespace))
+    second = load_pipeline(path)
+
+    runner = build_runner(second, catalog, reports=None, settings=IngestSettings())
+    with admin_connection.cursor() as cursor:
+        cursor.execute("DELETE FROM users WHERE id = 1")
+        cursor.execute("INSERT INTO orders VALUES (9999, 'late', 1)")
+    run_to_end(runner, endpoints, 4403, max_seconds=60)
+
+    orders = changelog(catalog, namespace)
+    users = changelog(catalog, namespace, "users")
+    assert len(orders) == orders_before + 10 + 1  # the streamed changes, no snapshot read
+    assert sum(1 for r in orders if r["_tm_op"] == "r") == 500  # not read again
+    # users' bootstrap starts with the run, after the delete
+    assert sum(1 for r in users if r["_tm_op"] == "r") == 699
+    assert merged(orders) == source_rows(admin_connection)
+    assert merged(users) == source_rows(admin_connection, "users")
+
+
+def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE events (id INT, note VARCHAR(20))")
+        cursor.execute("INSERT INTO events SELECT seq, 'x' FROM seq_1_to_250")
+    config = load_pipeline(
+        _pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            4404,
+            tables="events",
+            extra=f"tidemark:\n  tables:\n    {namespace}.events:\n      unique-key: id\n",
+        )
+    )
+
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, endpoints, 4404, max_seconds=60)
+
+    assert "has no primary key or NOT NULL unique key" in caplog.text
+    rows = changelog(catalog, namespace, "events")
+    assert sorted(row["id"] for row in rows if row["_tm_op"] == "r") == list(range(1, 251))
+
+
+def test_snapshot_mode_reads_the_existing_rows_and_stops(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 300)
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="orders",
+        namespace=namespace,
+        server_id=4405,
+        startup="snapshot",
+    )
+
+    result = subprocess.run(
+        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
+
+
+def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_line(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _orders(admin_connection, 400, name="orders_1")
+    _orders(admin_connection, 300, name="orders_2")
+    _orders(admin_connection, 500, name="users")
+    with admin_connection.cursor() as cursor:
+        cursor.execute("UPDATE orders_2 SET id = id + 1000")
+    text = local_pipeline(
+        endpoints,
+        database=source_database,
+        tables=f"orders_\\d,{source_database}.users",
+        namespace=namespace,
+        server_id=4406,
+        startup="initial",
+        source_options=SMALL_CHUNKS,
+    )
+    text = text.replace(
+        f"  - source-table: {source_database}.\\.*\n    sink-table: {namespace}.<>\n"
+        "    replace-symbol: <>\n",
+        f"  - source-table: {source_database}.orders_\\.*\n    sink-table: {namespace}.orders\n"
+        f"  - source-table: {source_database}.users\n    sink-table: {namespace}.users\n",
+    ).replace(f"  name: {namespace}\n", f"  name: {namespace}\n  parallelism: 2\n")
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    config = load_pipeline(path)
+    terminal = io.StringIO()
+    display = ProgressDisplay(terminal, interactive=True, clock=iter(range(10_000)).__next__)
+
+    runner = build_runner(
+        config, catalog, reports=None, settings=_settings(config), display=display
+    )
+    run_to_end(runner, endpoints, 4406, max_seconds=60)
+
+    orders = changelog(catalog, namespace)
+    shards = {
+        **source_rows(admin_connection, "orders_1"),
+        **source_rows(admin_connection, "orders_2"),
+    }
+    assert merged(orders) == shards
+    assert {(row["_tm_source_table"], row["_tm_op"]) for row in orders} == {
+        ("orders_1", "r"),
+        ("orders_2", "r"),
+    }
+    assert merged(changelog(catalog, namespace, "users")) == source_rows(admin_connection, "users")
+    assert f"{source_database}.orders_1: 100 rows" in terminal.getvalue()
+    assert "rows/s" in terminal.getvalue()

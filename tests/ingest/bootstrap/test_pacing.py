@@ -1,0 +1,53 @@
+"""The bootstrap's rate cap and progress display, with time injected."""
+
+from __future__ import annotations
+
+import io
+
+from ingest.bootstrap.bootstrapper import Pacer
+from ingest.bootstrap.display import ProgressDisplay
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_a_reader_ahead_of_its_cap_sleeps_until_it_is_back_on_rate() -> None:
+    time = FakeTime()
+    pacer = Pacer(1000.0, time.clock, time.sleep)
+
+    pacer.took(500)  # 500 rows in no time: half a second early
+    time.now += 2.0
+    pacer.took(500)  # 1000 rows in 2.5 s: slower than the cap
+
+    assert time.slept == [0.5]
+
+
+def test_without_a_cap_a_reader_never_sleeps() -> None:
+    time = FakeTime()
+    pacer = Pacer(None, time.clock, time.sleep)
+
+    pacer.took(1_000_000)
+
+    assert time.slept == []
+
+
+def test_the_progress_line_shows_rows_share_rate_and_eta() -> None:
+    time = FakeTime()
+    terminal = io.StringIO()
+    display = ProgressDisplay(terminal, interactive=True, clock=time.clock)
+
+    display.start("shop.orders", rows_done=0, estimated_rows=10_000)
+    time.now = 2.0
+    display.advance("shop.orders", 2_000)
+
+    assert terminal.getvalue().endswith("shop.orders: 2,000 rows (20%), 1,000 rows/s, ETA 8 s")

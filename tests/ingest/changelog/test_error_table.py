@@ -1,0 +1,197 @@
+"""Rows the lake cannot hold go to an error table with their payload; nothing is lost.
+
+Counts reconcile: rows in the changelog plus rows in the error table equal the row images the
+source wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from pyiceberg.catalog import Catalog
+
+from ingest.launch import build_runner
+from ingest.settings import IngestSettings
+from tests.ingest.pipelines import run_to_end, write_pipeline
+from tidemark.cli import main
+from tidemark.config import load_pipeline
+from tidemark.stack.endpoints import StackEndpoints
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+ALLOW_ZERO_DATES = "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'"
+
+
+def _table(connection: Connection) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE visits (id INT PRIMARY KEY, day DATE NOT NULL, note TEXT)")
+        cursor.execute(ALLOW_ZERO_DATES)
+
+
+def _run(
+    statements: list[str],
+    connection: Connection,
+    config_path: Path,
+    catalog: Catalog,
+    endpoints: StackEndpoints,
+    server_id: int,
+) -> None:
+    runner = build_runner(
+        load_pipeline(config_path), catalog, reports=None, settings=IngestSettings()
+    )
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
+
+
+def _rows(catalog: Catalog, identifier: str) -> list[dict[str, Any]]:
+    rows = catalog.load_table(identifier).scan().to_arrow().to_pylist()
+    return sorted(rows, key=lambda row: row["_tm_order"])
+
+
+def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _table(admin_connection)
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="visits",
+        namespace=namespace,
+        server_id=4501,
+    )
+    first = [
+        "INSERT INTO visits VALUES (1, '2024-05-01', 'fine')",
+        "INSERT INTO visits VALUES (2, '0000-00-00', 'no such day')",
+        "UPDATE visits SET note = 'still fine' WHERE id = 1",
+    ]
+    second = [  # after a restart: the error row is not written twice
+        "UPDATE visits SET day = '2024-05-02' WHERE id = 2",
+        "INSERT INTO visits VALUES (3, '0000-00-00', 'again')",
+    ]
+
+    _run(first, admin_connection, path, catalog, endpoints, 4501)
+    _run(second, admin_connection, path, catalog, endpoints, 4501)
+
+    changelog = _rows(catalog, f"{namespace}.visits_changelog")
+    errors = _rows(catalog, f"{namespace}.visits_errors")
+    assert [(r["_tm_op"], r["id"]) for r in changelog] == [("c", 1), ("u", 1), ("u", 2)]
+    assert [(r["_tm_op"], r["column_name"], r["value"]) for r in errors] == [
+        ("c", "day", "InvalidTemporal(text='0000-00-00')"),
+        ("c", "day", "InvalidTemporal(text='0000-00-00')"),
+    ]
+    assert "NOT NULL" in errors[0]["reason"]
+    assert json.loads(errors[1]["payload"])["note"] == "'again'"
+    assert errors[0]["_tm_position"] < errors[1]["_tm_position"]
+    assert len(changelog) + len(errors) == len(first) + len(second)  # every image accounted for
+    assert main(["status", str(path)]) == 0
+    [_, line] = capsys.readouterr().out.splitlines()
+    assert line.split()[-2] == "2"  # the errors column
+
+
+def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _table(admin_connection)
+    with admin_connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO visits SELECT seq, IF(seq % 50 = 0, '0000-00-00', '2024-01-01'), 'x' "
+            "FROM seq_1_to_200"
+        )
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="visits",
+        namespace=namespace,
+        server_id=4502,
+        startup="initial",
+    )
+
+    _run([], admin_connection, path, catalog, endpoints, 4502)
+
+    changelog = _rows(catalog, f"{namespace}.visits_changelog")
+    errors = _rows(catalog, f"{namespace}.visits_errors")
+    assert len(changelog) == 196
+    assert sorted(int(json.loads(r["payload"])["id"]) for r in errors) == [50, 100, 150, 200]
+    assert {r["_tm_op"] for r in errors} == {"r"}
+
+
+class _CrashAfterChunks:
+    """A progress display through which the bootstrap dies after ``chunks`` chunks were read:
+    ``advance`` comes after a chunk's error rows are committed and before the chunk is."""
+
+    def __init__(self, chunks: int) -> None:
+        self.chunks = chunks
+
+    def start(self, table: str, rows_done: int, estimated_rows: int | None) -> None:
+        pass
+
+    def advance(self, table: str, rows: int) -> None:
+        self.chunks -= 1
+        if self.chunks == 0:
+            raise _Crash
+
+    def finish(self, table: str) -> None:
+        pass
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_error_once(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+) -> None:
+    _table(admin_connection)
+    with admin_connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO visits SELECT seq, IF(seq % 50 = 0, '0000-00-00', '2024-01-01'), 'x' "
+            "FROM seq_1_to_200"
+        )
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="visits",
+        namespace=namespace,
+        server_id=4503,
+        startup="initial",
+        source_options="scan.incremental.snapshot.chunk.size: 50",
+    )
+    every_chunk = IngestSettings(flush_rows=40)  # each chunk (49 rows kept) is a commit of its own
+
+    with pytest.raises(_Crash):  # chunk 1 committed; chunk 2's error row committed, not chunk 2
+        build_runner(load_pipeline(path), catalog, None, every_chunk, display=_CrashAfterChunks(2))
+    assert len(_rows(catalog, f"{namespace}.visits_errors")) == 2
+    runner = build_runner(load_pipeline(path), catalog, None, every_chunk)
+    run_to_end(runner, endpoints, 4503, max_seconds=60)
+
+    changelog = _rows(catalog, f"{namespace}.visits_changelog")
+    errors = _rows(catalog, f"{namespace}.visits_errors")
+    assert len(changelog) == 196
+    assert sorted(int(json.loads(r["payload"])["id"]) for r in errors) == [50, 100, 150, 200]

@@ -1,0 +1,652 @@
+"""Start-up checks: against the stack's real MariaDB, and table-driven for MySQL 8 facts.
+
+The bad settings are made for real with ``SET GLOBAL`` on the shared server and put back at once,
+so each window is a few milliseconds; sessions pick global values up only when they connect, and
+the checks read them on a fresh connection.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
+
+import pymysql
+import pytest
+from pydantic import SecretStr
+from pymysql.constants import COMMAND
+
+from ingest.binlog.reader import BinlogReader
+from ingest.errors import StartupCheckError
+from ingest.startup.checks import (
+    REBOOTSTRAP,
+    BinaryLog,
+    DumpThread,
+    Flavor,
+    Refused,
+    Replica,
+    Requirements,
+    ServerFacts,
+    ServerVersion,
+    evaluate,
+    gather_facts,
+    run_startup_checks,
+)
+from tidemark.errors import TerminalError
+from tidemark.source import BinlogPosition, SourceConnection, current_position
+from tidemark.stack.endpoints import StackEndpoints
+
+if TYPE_CHECKING:
+    Connection: TypeAlias = pymysql.connections.Connection[pymysql.cursors.Cursor]
+MakeAccount = Callable[..., SourceConnection]
+
+PROCESS_NOTE = (
+    "binlog readers of accounts other than {} are not visible without the PROCESS privilege"
+)
+
+
+def fresh_server_id() -> int:
+    """Far from the small ids other tests and tools use."""
+    return random.randint(1_000_000, 4_000_000_000)
+
+
+# -- the real MariaDB ------------------------------------------------------------------------
+
+
+@contextmanager
+def global_variables(admin: Connection, **values: str) -> Iterator[None]:
+    """Set global variables for the block and put the previous values back."""
+    with admin.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(f"@@GLOBAL.{name}" for name in values))
+        row = cursor.fetchone()
+        assert row is not None
+        before = dict(zip(values, row, strict=True))
+        try:
+            for name, value in values.items():
+                cursor.execute(f"SET GLOBAL {name} = {value}")
+            yield
+        finally:
+            for name, value in before.items():
+                cursor.execute(f"SET GLOBAL {name} = %s", (value,))
+
+
+@pytest.fixture
+def make_account(endpoints: StackEndpoints, unique_name: str) -> Iterator[MakeAccount]:
+    """``make_account(*grants, server_id=...)``: a real account with exactly these grants."""
+    user, password = unique_name, "checks-password"
+    admin = endpoints.mariadb.admin_source().connect()
+    with admin.cursor() as cursor:
+        cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, password))
+
+    def make(*grants: str, server_id: int) -> SourceConnection:
+        with admin.cursor() as cursor:
+            for grant in grants:
+                escaped = grant.replace("%", "%%")
+                cursor.execute(f"GRANT {escaped} TO %s@'%%'", (user,))
+        return SourceConnection(
+            host=endpoints.mariadb.host,
+            port=endpoints.mariadb.port,
+            user=user,
+            password=SecretStr(password),
+            server_id=server_id,
+        )
+
+    yield make
+    with admin.cursor() as cursor:
+        cursor.execute("DROP USER %s@'%%'", (user,))
+    admin.close()
+
+
+def replicas_note(server_id: int, account: str) -> str:
+    return (
+        f"server-id {server_id} could not be compared with the replicas' ids: SHOW SLAVE HOSTS "
+        "was refused (Access denied; you need (at least one of) the REPLICATION MASTER ADMIN "
+        "privilege(s) for this operation); GRANT REPLICATION MASTER ADMIN ON *.* TO "
+        f"{account} to check it"
+    )
+
+
+def test_the_stacks_configuration_passes(endpoints: StackEndpoints, source_database: str) -> None:
+    server_id = fresh_server_id()
+    source = endpoints.mariadb.cdc_source(server_id)
+
+    result = run_startup_checks(
+        source, databases=[source_database], resume=current_position(source)
+    )
+
+    assert result.problems == ()
+    # the least-privilege account cannot see other replicas: said, not failed
+    account = "'tidemark_cdc'@'%'"
+    assert result.unchecked[0] == replicas_note(server_id, account)
+    assert result.unchecked[-1] == PROCESS_NOTE.format(account)
+
+
+def test_the_server_and_its_version_are_read_with_sql(
+    endpoints: StackEndpoints,
+) -> None:
+    with endpoints.mariadb.cdc_source(fresh_server_id()).connect() as connection:
+        facts = gather_facts(connection)
+
+    assert facts.version.flavor is Flavor.MARIADB
+    assert facts.version.at_least(10, 5)
+    assert facts.account == "tidemark_cdc@%"
+    assert facts.variables["server_id"] == str(endpoints.mariadb.server_id)
+    assert isinstance(facts.binary_logs, tuple) and facts.binary_logs
+    assert facts.replicas == Refused(
+        "SHOW SLAVE HOSTS",
+        "Access denied; you need (at least one of) the REPLICATION MASTER ADMIN privilege(s) "
+        "for this operation",
+    )
+
+
+BAD_SETTINGS = {
+    "binlog_format": (
+        "MIXED",
+        "binlog_format is MIXED, must be ROW: run SET GLOBAL binlog_format = ROW and add "
+        "binlog_format = ROW under [mysqld] in my.cnf; sessions already connected keep MIXED "
+        "until they reconnect",
+    ),
+    "binlog_row_image": (
+        "MINIMAL",
+        "binlog_row_image is MINIMAL, must be FULL: run SET GLOBAL binlog_row_image = FULL and "
+        "add binlog_row_image = FULL under [mysqld] in my.cnf; sessions already connected keep "
+        "MINIMAL until they reconnect",
+    ),
+    "binlog_row_metadata": (
+        "MINIMAL",
+        "binlog_row_metadata is MINIMAL, must be FULL (binlog rows carry no column names "
+        "otherwise): run SET GLOBAL binlog_row_metadata = FULL and add binlog_row_metadata = "
+        "FULL under [mysqld] in my.cnf",
+    ),
+    "log_bin_compress": (
+        "ON",
+        "log_bin_compress is ON: compressed binlog events cannot be decoded and would be "
+        "skipped without a trace; run SET GLOBAL log_bin_compress = OFF and add "
+        "log_bin_compress = OFF under [mysqld] in my.cnf",
+    ),
+}
+
+
+@pytest.mark.parametrize("variable", list(BAD_SETTINGS))
+def test_a_bad_binlog_setting_is_refused_with_its_fix(
+    endpoints: StackEndpoints, admin_connection: Connection, variable: str
+) -> None:
+    value, message = BAD_SETTINGS[variable]
+    source = endpoints.mariadb.cdc_source(fresh_server_id())
+
+    with global_variables(admin_connection, **{variable: value}):
+        with pytest.raises(StartupCheckError) as failure:
+            run_startup_checks(source)
+
+    assert failure.value.problems == (message,)
+    assert isinstance(failure.value, TerminalError)
+
+
+def test_every_problem_is_named_at_once(
+    endpoints: StackEndpoints, admin_connection: Connection
+) -> None:
+    own_id = endpoints.mariadb.server_id
+    source = endpoints.mariadb.cdc_source(own_id)
+    gone = BinlogPosition("mariadb-bin.999999", 4)
+    bad = {variable: value for variable, (value, _) in BAD_SETTINGS.items()}
+
+    with global_variables(admin_connection, **bad):
+        with pytest.raises(StartupCheckError) as failure:
+            run_startup_checks(source, resume=gone)
+
+    oldest, newest = _binlog_range(admin_connection)
+    problems = [
+        *(message for _, message in BAD_SETTINGS.values()),
+        f"server-id {own_id} is the source server's own server_id: choose another source "
+        "server-id in the pipeline file, unique among its replicas",
+        f"the resume position mariadb-bin.999999:4 is not on this server: it has no binlog "
+        f"mariadb-bin.999999 (it has {oldest} to {newest}), so the binlog was reset or this is "
+        f"another server; {REBOOTSTRAP}",
+    ]
+    assert str(failure.value) == (
+        f"the source {source.host}:{source.port} (MariaDB "
+        f"{'.'.join(map(str, _version(admin_connection)))}) is not ready for change data "
+        "capture; fix these 6 problem(s) and start again:\n"
+        + "\n".join(f"- {problem}" for problem in problems)
+    )
+
+
+def test_missing_privileges_are_named_with_the_grant_that_fixes_them(
+    make_account: MakeAccount, source_database: str, unique_name: str
+) -> None:
+    server_id = fresh_server_id()
+    source = make_account(f"SELECT ON `{source_database}`.*", server_id=server_id)
+    elsewhere = f"{source_database}_elsewhere"
+
+    with pytest.raises(StartupCheckError) as failure:
+        run_startup_checks(
+            source,
+            databases=[source_database, elsewhere],
+            resume=BinlogPosition("mariadb-bin.000001", 4),
+        )
+
+    account = f"'{unique_name}'@'%'"
+    assert failure.value.problems == (
+        f"the account {account} lacks REPLICATION SLAVE, BINLOG MONITOR, which streaming the "
+        f"binlog needs: run GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO {account}",
+        f"the account {account} lacks SELECT on `{elsewhere}`, which snapshots need: run "
+        f"GRANT SELECT ON `{elsewhere}`.* TO {account}",
+    )
+
+
+def test_what_cannot_be_seen_is_said_not_failed(
+    make_account: MakeAccount, source_database: str, unique_name: str
+) -> None:
+    server_id = fresh_server_id()
+    source = make_account(f"SELECT ON `{source_database}`.*", server_id=server_id)
+
+    with source.connect() as connection:
+        facts = gather_facts(connection)
+    result = evaluate(
+        facts, Requirements(server_id, resume=BinlogPosition("mariadb-bin.000001", 4))
+    )
+
+    account = f"'{unique_name}'@'%'"
+    assert result.unchecked == (
+        replicas_note(server_id, account),
+        PROCESS_NOTE.format(account),
+        "could not check that the resume position mariadb-bin.000001:4 is still on the server: "
+        "SHOW BINARY LOGS was refused (Access denied; you need (at least one of) the SUPER, "
+        "BINLOG MONITOR privilege(s) for this operation)",
+    )
+
+
+def test_all_privileges_and_database_patterns_count_as_select(
+    make_account: MakeAccount, source_database: str
+) -> None:
+    source = make_account(
+        "REPLICATION SLAVE, REPLICATION CLIENT ON *.*",  # MariaDB shows BINLOG MONITOR
+        f"ALL PRIVILEGES ON `{source_database}`.*",
+        rf"SELECT ON `{source_database}\_shard%`.*",
+        server_id=fresh_server_id(),
+    )
+
+    result = run_startup_checks(source, databases=[source_database, f"{source_database}_shard7"])
+
+    assert result.problems == ()
+
+
+def test_a_purged_resume_position_says_how_to_rebootstrap(
+    endpoints: StackEndpoints, admin_connection: Connection
+) -> None:
+    source = endpoints.mariadb.cdc_source(fresh_server_id())
+    oldest, _ = _binlog_range(admin_connection)
+    purged = BinlogPosition(_previous_file(oldest), 4)
+
+    with pytest.raises(StartupCheckError) as failure:
+        run_startup_checks(source, resume=purged)
+
+    assert failure.value.problems == (
+        f"the resume position {purged} is gone: {purged.file} has been purged (the oldest "
+        f"binlog on the server is {oldest}); {REBOOTSTRAP}; and keep binlogs longer "
+        "(binlog_expire_logs_seconds) so this does not happen again",
+    )
+
+
+def test_a_resume_position_past_the_end_of_its_file_is_refused(
+    endpoints: StackEndpoints,
+) -> None:
+    source = endpoints.mariadb.cdc_source(fresh_server_id())
+    end = current_position(source)
+    beyond = BinlogPosition(end.file, end.offset + 10**12)
+
+    with pytest.raises(StartupCheckError) as failure:
+        run_startup_checks(source, resume=beyond)
+
+    (problem,) = failure.value.problems
+    assert problem.startswith(f"the resume position {beyond} is past the end of {end.file} (")
+    assert problem.endswith(f"the binlog was reset or this is another server; {REBOOTSTRAP}")
+
+
+def test_the_servers_own_server_id_is_refused(endpoints: StackEndpoints) -> None:
+    own_id = endpoints.mariadb.server_id
+    with pytest.raises(StartupCheckError) as failure:
+        run_startup_checks(endpoints.mariadb.cdc_source(own_id))
+
+    assert failure.value.problems == (
+        f"server-id {own_id} is the source server's own server_id: choose another source "
+        "server-id in the pipeline file, unique among its replicas",
+    )
+
+
+def test_a_registered_replica_with_our_server_id_is_refused(endpoints: StackEndpoints) -> None:
+    server_id = fresh_server_id()
+    admin = endpoints.mariadb.admin_source().model_copy(update={"server_id": server_id})
+
+    with _registered_replica(endpoints.mariadb.cdc_source(server_id), "replica-7.example"):
+        with pytest.raises(StartupCheckError) as failure:
+            run_startup_checks(admin)
+
+    assert failure.value.problems == (
+        f"server-id {server_id} is already used by the replica at replica-7.example "
+        "(SHOW SLAVE HOSTS); two readers with one id disconnect each other: choose another "
+        "source server-id in the pipeline file, unique among its replicas",
+    )
+
+
+def test_a_binlog_reader_that_registered_no_id_is_named_as_unchecked(
+    make_account: MakeAccount,
+    admin_connection: Connection,
+    source_database: str,
+    unique_name: str,
+) -> None:
+    """mysql-replication does not register its readers, so their ids cannot be seen: the
+    check names the connected readers instead of guessing."""
+    server_id = fresh_server_id()
+    source = make_account("SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.*", server_id=server_id)
+    with BinlogReader(source, current_position(source), follow=True) as reader:
+        with admin_connection.cursor() as cursor:
+            cursor.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        next(iter(reader))  # the dump connection is open and streaming
+
+        result = run_startup_checks(source, databases=[source_database])
+
+    account = f"'{unique_name}'@'%'"
+    assert result.problems == ()
+    assert result.unchecked[0] == replicas_note(server_id, account)
+    assert re.fullmatch(
+        rf"server-id {server_id} could not be compared with 1 connected binlog reader\(s\) "
+        rf"that registered no server id \(binlog readers connected: "
+        rf"{unique_name}@127\.0\.0\.1:\d+ \(thread \d+\)\)",
+        result.unchecked[1],
+    ), result.unchecked[1]
+    assert result.unchecked[2] == PROCESS_NOTE.format(account)
+
+
+@contextmanager
+def _registered_replica(source: SourceConnection, host: str) -> Iterator[None]:
+    """A connection that registers as a replica (COM_REGISTER_SLAVE), as MySQL and MariaDB
+    replicas do; the server lists it in SHOW SLAVE HOSTS while it stays connected."""
+    connection = cast(Any, source.connect())
+    name = host.encode()
+    payload = (
+        struct.pack("<I", source.server_id)
+        + bytes([len(name)])
+        + name
+        + b"\x00\x00"  # no user, no password
+        + struct.pack("<HII", 3306, 0, 0)
+    )
+    try:
+        connection._execute_command(COMMAND.COM_REGISTER_SLAVE, payload)
+        connection._read_packet()
+        yield
+    finally:
+        connection.close()
+
+
+def _binlog_range(admin: Connection) -> tuple[str, str]:
+    with admin.cursor() as cursor:
+        cursor.execute("SHOW BINARY LOGS")
+        names = [str(row[0]) for row in cursor.fetchall()]
+    return names[0], names[-1]
+
+
+def _previous_file(name: str) -> str:
+    base, number = name.rsplit(".", 1)
+    return f"{base}.{int(number) - 1:0{len(number)}d}"
+
+
+def _version(admin: Connection) -> tuple[int, int, int]:
+    with admin.cursor() as cursor:
+        cursor.execute("SELECT VERSION()")
+        row = cursor.fetchone()
+    assert row is not None
+    return ServerVersion.parse(str(row[0])).number
+
+
+# -- MySQL 8 facts, table-driven -------------------------------------------------------------
+
+UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+MYSQL = ServerFacts(
+    version=ServerVersion(Flavor.MYSQL, (8, 0, 36)),
+    account="cdc@%",
+    variables={
+        "log_bin": "ON",
+        "binlog_format": "ROW",
+        "binlog_row_image": "FULL",
+        "binlog_row_metadata": "FULL",
+        "binlog_transaction_compression": "OFF",
+        "server_id": "1",
+        "gtid_purged": f"{UUID}:1-77",
+    },
+    grants=(
+        "GRANT SELECT, RELOAD, PROCESS, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`",
+        "GRANT BACKUP_ADMIN ON *.* TO `cdc`@`%`",
+    ),
+    replicas=(Replica(2, "replica-1"),),
+    dump_threads=(DumpThread(12, "repl", "10.0.0.2:51000"),),
+    binary_logs=(BinaryLog("binlog.000007", 180), BinaryLog("binlog.000008", 4000)),
+    purged_gtids=f"{UUID}:1-77",
+)
+NEEDS = Requirements(
+    server_id=5400,
+    databases=("shop", "shop_eu"),
+    resume=BinlogPosition("binlog.000008", 1200),
+    resume_gtids=f"{UUID}:1-120",
+)
+FIX_PREFIX = "choose another source server-id in the pipeline file, unique among its replicas"
+
+
+def with_variables(**changes: str | None) -> ServerFacts:
+    variables = {**MYSQL.variables, **changes}
+    return replace(MYSQL, variables={k: v for k, v in variables.items() if v is not None})
+
+
+def with_grants(*grants: str) -> ServerFacts:
+    return replace(MYSQL, grants=grants)
+
+
+MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
+    "a well configured server passes": (MYSQL, NEEDS, []),
+    "the binlog is off": (
+        with_variables(log_bin="OFF"),
+        NEEDS,
+        [
+            "log_bin is OFF: the server writes no binlog; add log_bin = binlog under [mysqld] "
+            "in my.cnf (and remove any skip-log-bin or disable-log-bin) and restart the "
+            "server, it cannot be turned on at runtime"
+        ],
+    ),
+    "statement-based binlog": (
+        with_variables(binlog_format="STATEMENT"),
+        NEEDS,
+        [
+            "binlog_format is STATEMENT, must be ROW: run SET GLOBAL binlog_format = ROW and "
+            "add binlog_format = ROW under [mysqld] in my.cnf; sessions already connected keep "
+            "STATEMENT until they reconnect"
+        ],
+    ),
+    "partial row images": (
+        with_variables(binlog_row_image="NOBLOB"),
+        NEEDS,
+        [
+            "binlog_row_image is NOBLOB, must be FULL: run SET GLOBAL binlog_row_image = FULL "
+            "and add binlog_row_image = FULL under [mysqld] in my.cnf; sessions already "
+            "connected keep NOBLOB until they reconnect"
+        ],
+    ),
+    "no column names in the binlog": (
+        with_variables(binlog_row_metadata="MINIMAL"),
+        NEEDS,
+        [
+            "binlog_row_metadata is MINIMAL, must be FULL (binlog rows carry no column names "
+            "otherwise): run SET GLOBAL binlog_row_metadata = FULL and add "
+            "binlog_row_metadata = FULL under [mysqld] in my.cnf"
+        ],
+    ),
+    "a server too old for binlog_row_metadata": (
+        replace(
+            with_variables(binlog_row_metadata=None),
+            version=ServerVersion(Flavor.MYSQL, (8, 0, 13)),
+        ),
+        NEEDS,
+        [
+            "binlog_row_metadata does not exist in MySQL 8.0.13 (MySQL 8.0.14+ or MariaDB "
+            "10.5+ have it): without it binlog rows carry no column names; upgrade the server"
+        ],
+    ),
+    "compressed transactions": (
+        with_variables(binlog_transaction_compression="ON"),
+        NEEDS,
+        [
+            "binlog_transaction_compression is ON: compressed binlog events cannot be decoded "
+            "and would be skipped without a trace; run SET GLOBAL "
+            "binlog_transaction_compression = OFF and add binlog_transaction_compression = OFF "
+            "under [mysqld] in my.cnf"
+        ],
+    ),
+    "partial JSON updates": (
+        with_variables(binlog_row_value_options="PARTIAL_JSON"),
+        NEEDS,
+        [
+            "binlog_row_value_options is PARTIAL_JSON: partial JSON updates are logged as "
+            "events the binlog library drops without a trace; run SET GLOBAL "
+            "binlog_row_value_options = '' and add binlog_row_value_options = '' under "
+            "[mysqld] in my.cnf"
+        ],
+    ),
+    "ALL PRIVILEGES grants everything": (
+        with_grants("GRANT ALL PRIVILEGES ON *.* TO `cdc`@`%` WITH GRANT OPTION"),
+        NEEDS,
+        [],
+    ),
+    "database grants, a LIKE pattern, a role and a table grant": (
+        with_grants(
+            "GRANT USAGE ON *.* TO `cdc`@`%`",
+            "GRANT SELECT ON `shop`.* TO `cdc`@`%`",
+            r"GRANT SELECT, SHOW VIEW ON `shop\_e%`.* TO `cdc`@`%`",
+            "GRANT SELECT (`id`, `total`) ON `billing`.`invoices` TO `cdc`@`%`",
+            "GRANT `cdc_role`@`%` TO `cdc`@`%`",
+        ),
+        replace(NEEDS, databases=("shop", "shop_eu", "shopxeu", "billing")),
+        [
+            "the account 'cdc'@'%' lacks REPLICATION SLAVE, REPLICATION CLIENT, which "
+            "streaming the binlog needs: run GRANT REPLICATION SLAVE, REPLICATION CLIENT ON "
+            "*.* TO 'cdc'@'%'",
+            "the account 'cdc'@'%' lacks SELECT on `shopxeu`, `billing`, which snapshots need: "
+            "run GRANT SELECT ON `shopxeu`.* TO 'cdc'@'%'; GRANT SELECT ON `billing`.* TO "
+            "'cdc'@'%'",
+        ],
+    ),
+    "ALL at database level covers SELECT there only": (
+        with_grants(
+            "GRANT REPLICATION CLIENT, REPLICATION SLAVE ON *.* TO `cdc`@`%`",
+            "GRANT ALL PRIVILEGES ON `shop`.* TO `cdc`@`%`",
+        ),
+        NEEDS,
+        [
+            "the account 'cdc'@'%' lacks SELECT on `shop_eu`, which snapshots need: run GRANT "
+            "SELECT ON `shop_eu`.* TO 'cdc'@'%'"
+        ],
+    ),
+    "a replica uses our server id": (
+        replace(MYSQL, replicas=(Replica(5400, "10.0.0.9"),)),
+        NEEDS,
+        [
+            "server-id 5400 is already used by the replica at 10.0.0.9 (SHOW SLAVE HOSTS); two "
+            f"readers with one id disconnect each other: {FIX_PREFIX}"
+        ],
+    ),
+    "our server id is the server's": (
+        with_variables(server_id="5400"),
+        NEEDS,
+        [f"server-id 5400 is the source server's own server_id: {FIX_PREFIX}"],
+    ),
+    "the resume file was purged": (
+        MYSQL,
+        replace(NEEDS, resume=BinlogPosition("binlog.000003", 4)),
+        [
+            "the resume position binlog.000003:4 is gone: binlog.000003 has been purged (the "
+            f"oldest binlog on the server is binlog.000007); {REBOOTSTRAP}; and keep binlogs "
+            "longer (binlog_expire_logs_seconds) so this does not happen again"
+        ],
+    ),
+    "the resume GTID set lacks purged transactions": (
+        MYSQL,
+        replace(NEEDS, resume_gtids=f"{UUID}:1-50"),
+        [
+            f"the resume GTID set {UUID}:1-50 is no longer available: gtid_purged is "
+            f"{UUID}:1-77, so transactions it lacks have been purged; {REBOOTSTRAP}"
+        ],
+    ),
+    "a GTID set with intervals and other servers covers what was purged": (
+        replace(MYSQL, purged_gtids=f"{UUID}:1-10:12-77"),
+        replace(
+            NEEDS, resume_gtids=f"{UUID.upper()}:1-100,aaaaaaaa-71ca-11e1-9e33-c80aa9429562:1-5"
+        ),
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("facts", "needs", "problems"), MYSQL_CASES.values(), ids=list(MYSQL_CASES)
+)
+def test_mysql_8_facts(facts: ServerFacts, needs: Requirements, problems: list[str]) -> None:
+    assert list(evaluate(facts, needs).problems) == problems
+
+
+def test_mysql_readers_that_did_not_register_are_named() -> None:
+    facts = replace(
+        MYSQL,
+        replicas=(),
+        grants=("GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`",),
+    )
+
+    assert evaluate(facts, NEEDS).unchecked == (
+        "server-id 5400 could not be compared with 1 connected binlog reader(s) that registered "
+        "no server id (binlog readers connected: repl@10.0.0.2:51000 (thread 12))",
+        PROCESS_NOTE.format("'cdc'@'%'"),
+    )
+
+
+def test_mysql_without_show_replicas_says_which_privilege_would_check_it() -> None:
+    facts = replace(MYSQL, replicas=Refused("SHOW REPLICAS", "Access denied"), dump_threads=())
+
+    assert evaluate(facts, NEEDS).unchecked == (
+        "server-id 5400 could not be compared with the replicas' ids: SHOW REPLICAS was refused "
+        "(Access denied); GRANT REPLICATION SLAVE ON *.* TO 'cdc'@'%' to check it",
+    )
+
+
+@pytest.mark.parametrize(
+    ("resume", "purged", "gone"),
+    [("0-1-120", "0-1-80", False), ("0-1-50", "0-1-80", True), ("1-2-5", "0-1-80", False)],
+)
+def test_mariadb_gtid_positions_are_compared_per_domain(
+    resume: str, purged: str, gone: bool
+) -> None:
+    facts = replace(
+        MYSQL,
+        version=ServerVersion(Flavor.MARIADB, (10, 11, 6)),
+        grants=("GRANT ALL PRIVILEGES ON *.* TO `cdc`@`%`",),
+        purged_gtids=purged,
+    )
+
+    problems = evaluate(facts, replace(NEEDS, resume_gtids=resume)).problems
+
+    expected = (
+        f"the resume GTID set {resume} is no longer available: the oldest binlog starts after "
+        f"GTID {purged}, so transactions it lacks have been purged; {REBOOTSTRAP}"
+    )
+    assert problems == ((expected,) if gone else ())
+
+
+@pytest.mark.parametrize(
+    ("text", "flavor", "number"),
+    [
+        ("8.0.36-0ubuntu0.22.04.1", Flavor.MYSQL, (8, 0, 36)),
+        ("10.11.19-MariaDB-0+deb12u1-log", Flavor.MARIADB, (10, 11, 19)),
+    ],
+)
+def test_versions_are_told_apart(text: str, flavor: Flavor, number: tuple[int, int, int]) -> None:
+    assert ServerVersion.parse(text) == ServerVersion(flavor, number)
