@@ -24,9 +24,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from spark_jobs.arguments import SparkTarget, WindowRequest, add_window_arguments
 from spark_jobs.session import SparkSettings, build_session
 from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs, plan_from_source
-from tidemark.commands.window import add_arguments
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.config.model import reveal
 from tidemark.errors import ConfigError, TidemarkError
@@ -46,16 +46,14 @@ def task_window(config: PipelineConfig, task: WindowTask) -> timedelta:
     raise ConfigError(f"{config.path} has no job {task.name!r} (its jobs: {known})")
 
 
-def session_for(config: PipelineConfig, args: argparse.Namespace, app_name: str) -> SparkSession:
+def session_for(config: PipelineConfig, target: SparkTarget, app_name: str) -> SparkSession:
     """The pipeline's Spark session: its catalog, under its name, as the default catalog."""
-    master = args.master
+    master = target.master
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process
     if master is None and not under_submit:
         master = "local[*]"
-    jars: Sequence[Path] = ()
-    if args.jars:
-        jars = [Path(jar) for jar in args.jars.split(",") if jar]
-    elif not under_submit:
+    jars: Sequence[Path] = target.jars
+    if not jars and not under_submit:
         jars = _local_stack_jars()
     settings = SparkSettings(
         app_name=app_name,
@@ -98,27 +96,30 @@ def outcome_json(outcome: MergeOutcome | JobOutcome) -> dict[str, Any]:
     return {"version": 1, "kind": type(outcome).__name__, **plain(outcome)}
 
 
-def run(args: argparse.Namespace) -> int:
-    config = load_pipeline(args.file)
-    task: WindowTask = args.task
-    start = args.start or args.end - task_window(config, task)
-    window = Window(start, args.end)
-    session = session_for(config, args, app_name=f"tidemark {task} {window}")
+def run_window(
+    config: PipelineConfig, request: WindowRequest, target: SparkTarget
+) -> MergeOutcome | JobOutcome:
+    """Run the window ``request`` names, on a Spark session ``target`` says where to run."""
+    task = request.task
+    window = Window(request.start or request.end - task_window(config, task), request.end)
+    session = session_for(config, target, app_name=f"tidemark {task} {window}")
     jobs = WindowJobs(config, plan_from_source(config), session)
-    outcome = run_task(jobs, task, window, args.up_to_order)
-    sys.stdout.write(json.dumps(outcome_json(outcome)) + "\n")
-    return 0
+    return run_task(jobs, task, window, request.up_to_order)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run_window", description=__doc__.splitlines()[0])
-    add_arguments(parser)
+    add_window_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        return run(args)
+        config = load_pipeline(args.file)
+        request = WindowRequest.from_arguments(args)
+        outcome = run_window(config, request, SparkTarget.from_arguments(args))
+        sys.stdout.write(json.dumps(outcome_json(outcome)) + "\n")
+        return 0
     except TidemarkError as error:
         sys.stderr.write(f"run_window: error: {error}\n")
         return 2 if isinstance(error, ConfigError) else 1

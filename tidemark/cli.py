@@ -9,10 +9,44 @@ import traceback
 from collections.abc import Sequence
 
 from tidemark import __version__
-from tidemark.commands import COMMANDS
+from tidemark.commands import (
+    backfill,
+    demo,
+    export_flink_cdc,
+    ingest,
+    maintain,
+    plan,
+    release,
+    run,
+    schedule,
+    stack,
+    status,
+    validate,
+    verify,
+    window,
+)
+from tidemark.commands.command import Command
 from tidemark.errors import ConfigError, TidemarkError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+#: in the order of ``--help``
+COMMANDS: list[Command] = [
+    stack.COMMAND,
+    demo.COMMAND,
+    validate.COMMAND,
+    plan.COMMAND,
+    ingest.COMMAND,
+    schedule.COMMAND,
+    run.COMMAND,
+    status.COMMAND,
+    release.COMMAND,
+    window.COMMAND,
+    backfill.COMMAND,
+    maintain.COMMAND,
+    verify.COMMAND,
+    export_flink_cdc.COMMAND,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

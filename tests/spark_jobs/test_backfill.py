@@ -21,8 +21,8 @@ from tests.spark_jobs.sources import (
     tick_past_now,
 )
 from tidemark.cli import main
-from tidemark.commands.backfill import Progress
 from tidemark.contracts.mirror import MirrorKey
+from tidemark.output.progress import Progress
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window
 

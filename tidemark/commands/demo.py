@@ -8,7 +8,7 @@ import threading
 from datetime import timedelta
 from pathlib import Path
 
-from tidemark.commands import Command
+from tidemark.commands.command import Command, stop_on_signals
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +39,6 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from tidemark.commands.schedule import stop_on_signals
     from tidemark.demo.runner import DemoSettings, run_demo
     from tidemark.demo.workload import WorkloadSettings
 

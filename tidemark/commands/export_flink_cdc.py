@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from tidemark.commands import Command
+from tidemark.commands.command import Command
 from tidemark.config import load_pipeline
 from tidemark.config.document import read_text
 from tidemark.config.flink_export import export_flink_cdc

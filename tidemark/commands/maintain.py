@@ -8,16 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tidemark.commands import Command
+from tidemark.commands.command import Command, add_file_argument
 from tidemark.errors import ConfigError, TerminalError, TransientError
 
 if TYPE_CHECKING:
-    from spark_jobs.maintenance import TableResult
     from tidemark.config.plan import SinkTable
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, metavar="FILE", help="the pipeline YAML file")
+    add_file_argument(parser)
     parser.add_argument(
         "--table",
         metavar="T",
@@ -32,20 +31,16 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _maintain(args: argparse.Namespace) -> int:
-    from tidemark.config import load_pipeline
-    from tidemark.config.inventory import read_tables
-    from tidemark.config.plan import build_plan
-
-    config = load_pipeline(args.file)
-    plan = build_plan(config, read_tables(config.source.connection(), config.source.captures))
-    sinks = _selected(plan.sinks, args.table)
     from spark_jobs.maintenance import maintain_tables
-    from tidemark.config.model import reveal
+    from tidemark.output.maintenance import render
+    from tidemark.pipeline import Pipeline
 
+    pipeline = Pipeline.open(args.file)
+    sinks = _selected(pipeline.plan.sinks, args.table)
     results = maintain_tables(
         sinks,
-        config.tidemark.catalog_name,
-        reveal(config.sink.catalog_properties),
+        pipeline.config.tidemark.catalog_name,
+        pipeline.catalog_properties,
         _spark_jars(),
         dry_run=args.dry_run,
         only=args.table,
@@ -87,38 +82,6 @@ def _spark_jars() -> list[Path]:
             "(or point TIDEMARK_HOME at the stack that has them)"
         )
     return runtime.jars()
-
-
-def render(result: TableResult) -> str:
-    """Two lines per table: what changed, and what history stays and why."""
-    head = f"{result.table} ({result.kind})"
-    if not result.exists:
-        return f"{head}: no such table yet\n"
-    before, after = result.files_before, result.files_after
-    files = f"{before.data_files} data + {before.delete_files} delete files" if before else ""
-    if result.error is not None:
-        return f"{head}: {files}; FAILED: {result.error}\n"
-    if after is not None and not result.dry_run:
-        files += f" -> {after.data_files} + {after.delete_files}"
-    verb = "would expire" if result.dry_run else "expired"
-    line = (
-        f"{head}: {files}; {result.snapshots_before} snapshots, {verb} {result.snapshots_expired}"
-    )
-    if not result.dry_run:
-        line += f"; {result.compact_seconds + result.expire_seconds:.1f} s"
-    return f"{line}\n    keeps: {_kept(result)}\n"
-
-
-def _kept(result: TableResult) -> str:
-    from tidemark.windows import from_epoch_ms
-
-    retention = result.retention
-    if retention is None:
-        return "-"
-    if retention.expire_before_ms is None:
-        return f"every snapshot ({retention.reason})"
-    since = from_epoch_ms(retention.expire_before_ms).isoformat(timespec="milliseconds")
-    return f"snapshots from {since} on ({retention.reason})"
 
 
 COMMAND = Command(

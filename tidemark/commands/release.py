@@ -11,14 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
-from tidemark.commands import Command
-from tidemark.commands.state_options import add_state_arguments, state_settings
+from tidemark.commands.command import Command, add_file_argument, add_state_arguments
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, metavar="FILE", help="the pipeline YAML file")
+    add_file_argument(parser)
     task = parser.add_mutually_exclusive_group(required=True)
     task.add_argument("--job", metavar="NAME", help="a job of the file's tidemark.jobs")
     task.add_argument("--mirror", metavar="TABLE", help="a sink table, whose mirror merge is held")
@@ -28,12 +26,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 def _release(args: argparse.Namespace) -> int:
     from scheduler.gate import job_task, mirror_task
-    from scheduler.state import StateStore
-    from tidemark.config import load_pipeline
     from tidemark.errors import ConfigError, TidemarkError
+    from tidemark.pipeline import Pipeline, StateLocation
 
-    config = load_pipeline(args.file)
-    pipeline = config.pipeline.name
+    opened = Pipeline.open(args.file)
+    config = opened.config
+    pipeline = opened.name
     jobs = sorted(job.name for job in config.tidemark.jobs)
     if args.job is not None and args.job not in jobs:
         raise ConfigError(
@@ -41,7 +39,7 @@ def _release(args: argparse.Namespace) -> int:
             f"{', '.join(jobs) or 'none'}"
         )
     task = job_task(args.job) if args.job is not None else mirror_task(args.mirror)
-    store = StateStore(state_settings(args, config))
+    store = opened.state_store(StateLocation(args.state_dsn, args.state_schema))
     released = store.release(pipeline, task, datetime.now(UTC))
     if released is None:
         held = sorted(str(run.task) for run in store.runs(pipeline) if run.held)

@@ -13,35 +13,28 @@ import logging
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
-from tidemark.commands import Command
-from tidemark.commands.window import add_session_arguments
+from spark_jobs.arguments import SparkTarget, add_spark_arguments
+from tidemark.commands.command import Command, add_file_argument, stop_on_signals
 
 logger = logging.getLogger(__name__)
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, metavar="FILE", help="the pipeline YAML file")
+    add_file_argument(parser)
     parser.add_argument("--max-workers", type=int, default=4, help="windows running at once")
     parser.add_argument(
         "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
     )
-    add_session_arguments(parser)
+    add_spark_arguments(parser)
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.service import ServiceSettings, run
-    from scheduler.state import StateSettings, StateStore
-    from spark_jobs.executor import SparkWindowExecutor
-    from spark_jobs.run_window import session_for
-    from tidemark.commands.schedule import pipeline_run, stop_on_signals
-    from tidemark.config import load_pipeline
-    from tidemark.config.model import reveal
+    from tidemark.pipeline import Pipeline, SchedulerOptions, run_scheduler
 
-    config = load_pipeline(args.file)
-    schedule = pipeline_run(config)  # refuses a file without tidemark.reports, before starting
+    pipeline = Pipeline.open(args.file)
+    pipeline.schedule()  # refuses a file without tidemark.reports, before ingest starts
     command = [sys.executable, "-m", "tidemark.cli", "ingest", str(args.file)]
     if args.max_seconds is not None:
         command += ["--max-seconds", str(args.max_seconds)]
@@ -51,16 +44,10 @@ def _run(args: argparse.Namespace) -> int:
     watcher = threading.Thread(target=_stop_when_done, args=(ingest, stop), daemon=True)
     watcher.start()
     try:
-        executor = SparkWindowExecutor([config], session_for(config, args, "tidemark-run"))
-        store = StateStore(StateSettings.from_catalog(reveal(config.sink.catalog_properties)))
-        run(
-            [schedule],
-            store,
-            executor,
-            settings=ServiceSettings(max_workers=args.max_workers),
-            stop=stop,
-            max_seconds=args.max_seconds,
+        options = SchedulerOptions(
+            max_workers=args.max_workers, max_seconds=args.max_seconds, app_name="tidemark-run"
         )
+        run_scheduler([pipeline], SparkTarget.from_arguments(args), stop, options)
     finally:
         if ingest.poll() is None:
             ingest.terminate()

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from tidemark.commands import Command
+from tidemark.commands.command import Command
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 

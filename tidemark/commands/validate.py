@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tidemark.commands import Command
+from tidemark.commands.command import Command
 from tidemark.config import PipelineConfig, PipelineConfigError, Problem, Severity, load_pipeline
 from tidemark.config.values import format_duration
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,8 +33,7 @@ from tidemark.demo.workload import ShopWorkload, WorkloadSettings
 from tidemark.errors import TidemarkError
 
 if TYPE_CHECKING:
-    from tidemark.config.model import PipelineConfig
-    from tidemark.config.plan import SinkTable
+    from tidemark.pipeline import Pipeline
     from tidemark.source import SourceConnection
 
 logger = logging.getLogger(__name__)
@@ -110,28 +109,25 @@ class _Demo:
         out: TextIO,
         clocks: Clocks,
     ) -> None:
-        from tidemark.catalog import load_catalog
-        from tidemark.config import load_pipeline
-        from tidemark.config.model import reveal
+        from tidemark.pipeline import Pipeline
 
         self._settings = settings
         self._admin = admin
         self._logs = logs
         self._out = out
         self._clocks = clocks
-        self._config = load_pipeline(settings.pipeline_file)
-        self._catalog = load_catalog(
-            self._config.tidemark.catalog_name, reveal(self._config.sink.catalog_properties)
-        )
+        self._pipeline = Pipeline.open(settings.pipeline_file)
+        self._config = self._pipeline.config
+        self._catalog = self._pipeline.catalog
 
     def run(self, interactive: bool, interrupted: threading.Event) -> int:
-        from tidemark.commands.verify import verify_pipeline
+        from tidemark.output.verify import verification_lines
 
         _say(self._out, "creating the shop and clearing the lake of earlier demo runs")
-        sinks = self._reset()
+        self._reset()
         ingest = self._start_ingest()
         shoppers_stop, scheduler_stop = threading.Event(), threading.Event()
-        scheduler = _SchedulerThread(self._config, self._settings, scheduler_stop)
+        scheduler = _SchedulerThread(self._pipeline, self._settings, scheduler_stop)
         workload = ShopWorkload(self._admin, self._settings.workload, self._clocks.elapsed)
         shoppers = threading.Thread(
             target=workload.run, args=(shoppers_stop,), name="demo-shoppers", daemon=True
@@ -143,7 +139,7 @@ class _Demo:
             shoppers.start()
             started = self._clocks.elapsed()
             show = _Screen(
-                lambda phase: self.frame(sinks, workload, phase, started),
+                lambda phase: self.frame(workload, phase, started),
                 LiveView(self._out, interactive),
             )
             end = self._clocks.elapsed() + self._settings.duration.total_seconds()
@@ -161,7 +157,7 @@ class _Demo:
             show.phase = f"shoppers stopped at {last_write:%H:%M:%S}; the last windows run"
             patience = self._catch_up_seconds()
             deadline = self._clocks.elapsed() + patience
-            while not self._windows_cover(sinks, last_write):
+            while not self._windows_cover(last_write):
                 if self._clocks.elapsed() > deadline:
                     raise DemoFailedError(
                         f"the windows did not pass {last_write:%H:%M:%S} within {patience:.0f} s "
@@ -180,7 +176,9 @@ class _Demo:
             scheduler_stop.set()
             _stop(ingest)
             scheduler.join()
-        failures = verify_pipeline(self._config, self._out)
+        results = self._pipeline.verify()
+        self._out.write("".join(line + "\n" for line in verification_lines(results)))
+        failures = sum(result.failed for result in results)
         _say(
             self._out,
             "every mirror equals its source table"
@@ -189,23 +187,20 @@ class _Demo:
         )
         return 0 if failures == 0 else 1
 
-    def frame(
-        self, sinks: Sequence[SinkTable], workload: ShopWorkload, phase: str, started: float
-    ) -> DemoFrame:
-        from tidemark.commands.status import status_lines
+    def frame(self, workload: ShopWorkload, phase: str, started: float) -> DemoFrame:
+        from tidemark.output.status import status_lines
 
+        now = self._clocks.now()
         return DemoFrame(
             elapsed=timedelta(seconds=self._clocks.elapsed() - started),
             duration=self._settings.duration,
             phase=phase,
             workload=workload.counts,
-            status=status_lines(self._config, sinks, self._catalog, self._clocks.now()),
+            status=status_lines(self._pipeline.status(now), now),
             report=latest_report(self._catalog),
         )
 
-    def _reset(self) -> Sequence[SinkTable]:
-        from tidemark.config.inventory import read_tables
-        from tidemark.config.plan import build_plan
+    def _reset(self) -> None:
         from tidemark.demo.reset import forget_pipeline
 
         conn = self._admin.connect()
@@ -214,7 +209,7 @@ class _Demo:
         finally:
             conn.close()
         config = self._config
-        plan = build_plan(config, read_tables(config.source.connection(), config.source.captures))
+        plan = self._pipeline.plan  # first read here, of the shop just created
         if not plan.ok:
             raise DemoFailedError(
                 f"{config.path} does not plan against the shop; run `tidemark plan {config.path}`"
@@ -222,7 +217,6 @@ class _Demo:
         namespaces = {sink.name.partition(".")[0] for sink in plan.sinks}
         namespaces.add(REPORT_TABLE.partition(".")[0])
         forget_pipeline(config, plan.sinks, self._catalog, sorted(namespaces))
-        return plan.sinks
 
     def _start_ingest(self) -> subprocess.Popen[bytes]:
         command = [
@@ -250,14 +244,10 @@ class _Demo:
         """Two windows (the open one and the next, in case a merge retries) and two minutes."""
         return 2 * self._config.tidemark.window.total_seconds() + 120.0
 
-    def _windows_cover(self, sinks: Sequence[SinkTable], instant: datetime) -> bool:
+    def _windows_cover(self, instant: datetime) -> bool:
         """Whether every mirror and job has a succeeded window ending after ``instant``."""
-        from scheduler.state import StateMissingError
-        from scheduler.status import describe_pipeline
-
-        try:
-            rows = describe_pipeline(self._config, sinks, self._clocks.now())
-        except StateMissingError:
+        rows = self._pipeline.status(self._clocks.now()).windows
+        if rows is None:
             return False
         return all(row.last_succeeded and row.last_succeeded.end > instant for row in rows)
 
@@ -278,39 +268,26 @@ class _SchedulerThread(threading.Thread):
     """``tidemark schedule`` for the demo's pipeline, on its own Spark session; an error ends
     the thread and is kept for the demo to report."""
 
-    def __init__(
-        self, config: PipelineConfig, settings: DemoSettings, stop: threading.Event
-    ) -> None:
+    def __init__(self, pipeline: Pipeline, settings: DemoSettings, stop: threading.Event) -> None:
         super().__init__(name="demo-scheduler", daemon=True)
-        self._config = config
+        self._pipeline = pipeline
         self._settings = settings
         self._stop_event = stop
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        import argparse
-
-        from scheduler.service import ServiceSettings, run
-        from scheduler.state import StateSettings, StateStore
-        from spark_jobs.executor import SparkWindowExecutor
-        from spark_jobs.run_window import session_for
-        from tidemark.commands.schedule import pipeline_run
-        from tidemark.config.model import reveal
+        from spark_jobs.arguments import SparkTarget
+        from tidemark.pipeline import SchedulerOptions, run_scheduler
 
         try:
-            spark = argparse.Namespace(master=self._settings.spark_master, jars=None)
-            executor = SparkWindowExecutor(
-                [self._config], session_for(self._config, spark, "tidemark-demo")
+            options = SchedulerOptions(
+                max_workers=self._settings.max_workers, app_name="tidemark-demo"
             )
-            store = StateStore(
-                StateSettings.from_catalog(reveal(self._config.sink.catalog_properties))
-            )
-            run(
-                [pipeline_run(self._config)],
-                store,
-                executor,
-                settings=ServiceSettings(max_workers=self._settings.max_workers),
-                stop=self._stop_event,
+            run_scheduler(
+                [self._pipeline],
+                SparkTarget(self._settings.spark_master),
+                self._stop_event,
+                options,
             )
         except Exception as error:  # reported by the demo, which then fails
             logger.exception("The demo's scheduler stopped")

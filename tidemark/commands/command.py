@@ -1,0 +1,44 @@
+"""What a subcommand module declares, and the arguments several of them share."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+
+
+def add_file_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE", help="the pipeline YAML file")
+
+
+def add_state_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the scheduler's state lives: read back with ``state_location``."""
+    parser.add_argument(
+        "--state-dsn",
+        help="libpq connection string of the state database "
+        "(default: the catalog's PostgreSQL database, from the first file's sink)",
+    )
+    parser.add_argument(
+        "--state-schema", default="tidemark_scheduler", help="schema of the scheduler's tables"
+    )
+
+
+def stop_on_signals(stop: threading.Event) -> None:
+    """SIGINT and SIGTERM set ``stop``: the run ends at its next safe point."""
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)

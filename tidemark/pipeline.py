@@ -1,0 +1,322 @@
+"""A pipeline file, opened once: everything a command, the demo or a script needs from it.
+
+``Pipeline.open(path)`` reads and validates the file; the rest is made on first use and kept:
+the catalog, the plan (which needs the source), the scheduler's state store, a Spark session.
+The runs are here too, so each door (``tidemark ingest``/``schedule``/``run``/``status``/...,
+the demo, the benchmarks) wires them the same way: a command parses its arguments, opens the
+pipeline, calls one method and prints what it returns (``tidemark.output``).
+
+Stages are imported inside the methods: ``tidemark validate`` must not pay for pyspark, pyarrow
+or the binlog library.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tidemark.config import PipelineConfig, load_pipeline
+from tidemark.config.model import reveal
+from tidemark.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyspark.sql import SparkSession
+
+    from ingest.changelog.status import TableStatus
+    from ingest.stream.runner import RunSummary, StopWhen
+    from ingest.verify import TableVerdict
+    from scheduler.service import PipelineRun
+    from scheduler.state import StateSettings, StateStore
+    from scheduler.status import TaskStatus
+    from spark_jobs.arguments import SparkTarget
+    from spark_jobs.window_jobs import WindowJobs
+    from tidemark.config.plan import Plan
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StateLocation:
+    """Where the scheduler keeps its state: by default in the catalog's PostgreSQL database."""
+
+    #: libpq connection string of another database; None: the catalog's
+    dsn: str | None = None
+    schema: str = "tidemark_scheduler"
+
+
+@dataclass(frozen=True)
+class PipelineStatus:
+    """What ``tidemark status`` shows: per sink table its changelog's progress, then per mirror
+    and job its windows (``windows`` None: no scheduler has run for the pipeline yet)."""
+
+    tables: Sequence[TableStatus]
+    #: whether the pipeline publishes commit reports, and so has windows at all
+    scheduled: bool
+    windows: Sequence[TaskStatus] | None
+
+
+@dataclass(frozen=True)
+class MirrorVerification:
+    """One mirror compared with its source: a verdict, or why there is none."""
+
+    sink: str
+    verdict: TableVerdict | None = None
+    #: why the mirror could not be verified (it does not exist yet)
+    unavailable: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict is None or self.verdict.mismatches > 0
+
+
+class Pipeline:
+    """One pipeline file, opened."""
+
+    def __init__(self, config: PipelineConfig) -> None:
+        self.config = config
+
+    @classmethod
+    def open(cls, path: Path) -> Pipeline:
+        return cls(load_pipeline(path))
+
+    @property
+    def name(self) -> str:
+        return self.config.pipeline.name
+
+    @property
+    def path(self) -> Path:
+        return self.config.path
+
+    @cached_property
+    def catalog_properties(self) -> dict[str, str]:
+        """The sink's catalog properties, secrets revealed: for the clients, never for logs."""
+        return dict(reveal(self.config.sink.catalog_properties))
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        from tidemark.catalog import load_catalog
+
+        return load_catalog(self.config.tidemark.catalog_name, self.catalog_properties)
+
+    @cached_property
+    def plan(self) -> Plan:
+        """Which source tables go where, as the source has them now (``tidemark plan``)."""
+        return self.current_plan()
+
+    def current_plan(self) -> Plan:
+        """The plan read afresh from the source: tables created since join it."""
+        from tidemark.config.inventory import read_tables
+        from tidemark.config.plan import build_plan
+
+        source = self.config.source
+        return build_plan(self.config, read_tables(source.connection(), source.captures))
+
+    # --- ingest -------------------------------------------------------------------------------
+
+    def ingest(self, stop: StopWhen) -> RunSummary:
+        """Stream the binlog into the changelog tables until ``stop`` says (``tidemark
+        ingest``), publishing a commit report after each commit when the file has
+        ``tidemark.reports``."""
+        from ingest.changelog.reports import CommitReportPublisher, KafkaReports, PublisherSettings
+        from ingest.launch import build_runner
+        from ingest.settings import IngestSettings
+        from ingest.stream.runner import StopWhen
+        from tidemark.config.model import StartupMode
+
+        config = self.config
+        reports = None
+        if config.tidemark.reports is None:
+            logger.warning(
+                "The pipeline has no tidemark.reports block: commit reports are not published, "
+                "and the scheduler cannot see this pipeline's progress"
+            )
+        else:
+            publisher = CommitReportPublisher(
+                PublisherSettings.from_reports(config.tidemark.reports)
+            )
+            reports = KafkaReports(publisher, self.catalog)
+        settings = IngestSettings.from_options(config.tidemark.ingest)
+        runner = build_runner(config, self.catalog, reports=reports, settings=settings)
+        if reports is not None:
+            reports.start(runner.changelog_identifiers())
+        if config.source.startup.mode is StartupMode.SNAPSHOT:
+            # only the existing rows: stream just far enough to make the bootstrap consistent
+            consistent = runner.consistent_from()
+            until = min(stop.until_position or consistent, consistent)
+            stop = StopWhen(stop.max_seconds, until, stop.requested)
+        try:
+            return runner.run(stop)
+        finally:
+            if reports is not None:
+                reports.close()
+
+    # --- scheduler ----------------------------------------------------------------------------
+
+    def schedule(self) -> PipelineRun:
+        """What the scheduler runs for this file: its tasks, planned from the source, and where
+        its commit reports come from. Refuses a file without ``tidemark.reports``."""
+        from scheduler.reports_consumer import ConsumerSettings
+        from scheduler.service import PipelineRun
+        from scheduler.spec import PipelineSchedule
+
+        reports_block = self.config.tidemark.reports
+        if reports_block is None:
+            raise ConfigError(
+                f"{self.path}: tidemark.reports is missing; the scheduler learns watermarks "
+                "from the commit reports ingest publishes there (add tidemark.reports with "
+                "kafka.bootstrap.servers)"
+            )
+
+        def planned() -> PipelineSchedule:
+            return PipelineSchedule.from_config(self.config, self.current_plan().sinks)
+
+        schedule = PipelineSchedule.from_config(self.config, self.plan.sinks)
+        reports = ConsumerSettings.from_reports(reports_block, schedule.pipeline)
+        return PipelineRun(schedule, reports, replan=planned)
+
+    def state_settings(self, location: StateLocation = StateLocation()) -> StateSettings:  # noqa: B008 - frozen
+        from scheduler.state import StateSettings
+
+        if location.dsn:
+            return StateSettings.from_dsn(location.dsn, location.schema)
+        return StateSettings.from_catalog(self.catalog_properties, location.schema)
+
+    def state_store(self, location: StateLocation = StateLocation()) -> StateStore:  # noqa: B008 - frozen
+        from scheduler.state import StateStore
+
+        return StateStore(self.state_settings(location))
+
+    # --- Spark --------------------------------------------------------------------------------
+
+    def spark_session(self, target: SparkTarget, app_name: str) -> SparkSession:
+        """A Spark session on this pipeline's catalog, where ``target`` says."""
+        from spark_jobs.run_window import session_for
+
+        return session_for(self.config, target, app_name)
+
+    def window_jobs(self, session: SparkSession) -> WindowJobs:
+        """The mirror merges and jobs of this file, on ``session``."""
+        from spark_jobs.window_jobs import WindowJobs
+
+        return WindowJobs(self.config, self.plan, session)
+
+    # --- reading what the pipeline reached ----------------------------------------------------
+
+    def status(self, now: datetime) -> PipelineStatus:
+        from ingest.changelog.status import table_status
+        from scheduler.state import StateMissingError
+        from scheduler.status import describe_pipeline
+
+        sinks = self.plan.sinks
+        tables = [table_status(self.catalog, sink.name, sink.changelog) for sink in sinks]
+        scheduled = self.config.tidemark.reports is not None
+        windows: Sequence[TaskStatus] | None = None
+        if scheduled:
+            try:
+                windows = describe_pipeline(self.config, sinks, now)
+            except StateMissingError:
+                windows = None
+        return PipelineStatus(tables, scheduled, windows)
+
+    def verify(self, table: str | None = None, page_rows: int = 10_000) -> list[MirrorVerification]:
+        """Compare every mirror (or only ``table``'s) with its source, page by page."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        from ingest.schema.source_tables import read_source_tables
+        from ingest.verify import MirrorUnderTest, verify_mirror
+
+        source = self.config.source.connection()
+        results = []
+        for sink in self.plan.sinks:
+            if sink.mirror is None or (table and table != sink.name):
+                continue
+            try:
+                mirror = self.catalog.load_table(sink.mirror)
+                changelog = self.catalog.load_table(sink.changelog)
+            except NoSuchTableError as error:
+                results.append(MirrorVerification(sink.name, unavailable=str(error)))
+                continue
+            names = [_database_and_table(name) for name in sink.sources]
+            with source.connect() as conn:
+                members = read_source_tables(conn, names)
+            verdict = verify_mirror(
+                source,
+                MirrorUnderTest(mirror, changelog, sink.key, list(members.values())),
+                page_rows=page_rows,
+                server_time_zone=self.config.source.server_time_zone,
+                tinyint1_as_boolean=self.config.source.treat_tinyint1_as_boolean,
+            )
+            results.append(MirrorVerification(sink.name, verdict))
+        return results
+
+
+def open_pipelines(paths: Sequence[Path]) -> list[Pipeline]:
+    """Several files for one scheduler: refused when two share a ``pipeline.name``."""
+    pipelines = [Pipeline.open(path) for path in paths]
+    names = [pipeline.name for pipeline in pipelines]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ConfigError(
+            f"pipeline.name {', '.join(duplicates)} is used by more than one file; the scheduler "
+            "keeps each pipeline's windows under its name: give each file its own pipeline.name"
+        )
+    return pipelines
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    """How a scheduler runs, whoever starts it (``tidemark schedule``, ``run``, the demo)."""
+
+    #: windows running at once, across all pipelines
+    max_workers: int = 4
+    #: an ERROR when a table's watermark has not moved for this long
+    stall_after: timedelta = timedelta(minutes=10)
+    #: serve Prometheus metrics at http://127.0.0.1:PORT/metrics
+    metrics_port: int | None = None
+    #: stop after this many seconds (for scripts and tests); None: until ``stop`` is set
+    max_seconds: float | None = None
+    #: the Spark application's name
+    app_name: str = "tidemark-scheduler"
+
+
+def run_scheduler(
+    pipelines: Sequence[Pipeline],
+    spark: SparkTarget,
+    stop: threading.Event,
+    options: SchedulerOptions = SchedulerOptions(),  # noqa: B008 - frozen
+    state: StateLocation = StateLocation(),  # noqa: B008 - frozen
+) -> None:
+    """Fire each pipeline's windows as their inputs complete, on one Spark session, until
+    ``stop`` is set. The state lives where ``state`` says, relative to the first pipeline."""
+    from scheduler.engine import EngineSettings
+    from scheduler.service import ServiceSettings, run
+    from spark_jobs.executor import SparkWindowExecutor
+
+    runs = [pipeline.schedule() for pipeline in pipelines]  # refused before Spark starts
+    store = pipelines[0].state_store(state)
+    # APScheduler logs two INFO lines per job run: every tick, every second
+    logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
+    session = pipelines[0].spark_session(spark, options.app_name)
+    executor = SparkWindowExecutor([pipeline.config for pipeline in pipelines], session)
+    run(
+        runs,
+        store,
+        executor,
+        settings=ServiceSettings(max_workers=options.max_workers),
+        engine_settings=EngineSettings(stall_after=options.stall_after),
+        stop=stop,
+        max_seconds=options.max_seconds,
+        metrics_port=options.metrics_port,
+    )
+
+
+def _database_and_table(table_id: str) -> tuple[str, str]:
+    database, table = table_id.split(".", 1)
+    return database, table
