@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from tidemark.config import load_pipeline
+from tidemark.config.inventory import Column, PhysicalTable
 from tidemark.config.patterns import (
     PatternError,
     Route,
@@ -13,6 +17,7 @@ from tidemark.config.patterns import (
     route_table,
     selectors_match,
 )
+from tidemark.config.plan import build_plan
 
 
 @pytest.mark.parametrize(
@@ -98,3 +103,43 @@ def test_route_modes_and_unrouted_tables() -> None:
     assert route_table(routes, RouteMode.ALL_MATCH, "db", "orders_1") == ["ods.orders", "ods.all"]
     assert route_table(routes, RouteMode.FIRST_MATCH, "db", "orders_1") == ["ods.orders"]
     assert route_table(routes, RouteMode.ALL_MATCH, "other", "t") == ["other.t"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "shown"),
+    [
+        (r"hold_trade.\.*", r"hold_trade.\.*"),
+        (r" shop.t{1\,2} ", r"shop.t{1\,2}"),  # trimmed, as upstream trims it
+    ],
+)
+def test_a_selector_is_shown_as_the_user_wrote_it(expression: str, shown: str) -> None:
+    (selector,) = parse_selectors(expression)
+    assert str(selector) == shown
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        (r"shop.orders_\..v2", r"pattern 'shop.orders_\..v2' has 3 parts"),
+        (r"orders_\.*", r"pattern 'orders_\.*' has no database part"),
+    ],
+)
+def test_pattern_problems_quote_the_pattern_as_written(expression: str, message: str) -> None:
+    with pytest.raises(PatternError) as caught:
+        parse_selectors(expression)
+    assert str(caught.value).startswith(message)
+
+
+def test_plan_notes_show_a_pattern_that_matches_nothing_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        "source:\n  type: mysql\n  hostname: db\n  username: cdc\n  password: pw\n"
+        "  tables: shop.orders, hold_trade.\\.*\n"
+        "sink:\n  type: iceberg\n  catalog.properties.type: rest\n"
+        "  catalog.properties.uri: http://catalog:8181\n"
+    )
+    orders = PhysicalTable("shop", "orders", (Column("id", "int", "int"),), ("id",))
+
+    plan = build_plan(load_pipeline(path, {}), [orders])
+
+    assert plan.notes == ("source.tables pattern 'hold_trade.\\.*' matches no table",)

@@ -34,6 +34,11 @@ class PatternError(ValueError):
 def split_unescaped(text: str, separator: str) -> list[str]:
     """Upstream's ``RegExSplitterBy{Comma,Dot}``: split on unescaped ``separator``, drop empty
     parts, trim each, and turn ``\\<separator>`` into ``<separator>``."""
+    return [part.replace("\\" + separator, separator) for part in split_as_written(text, separator)]
+
+
+def split_as_written(text: str, separator: str) -> list[str]:
+    """``split_unescaped`` with each part's escapes kept, to show the user what they wrote."""
     parts: list[str] = []
     start = index = 0
     while index < len(text):
@@ -48,7 +53,7 @@ def split_unescaped(text: str, separator: str) -> list[str]:
             start = index + 1
         index += 1
     parts.append(text[start:])
-    return [_java_trim(p).replace("\\" + separator, separator) for p in parts if p]
+    return [_java_trim(p) for p in parts if p]
 
 
 def _java_trim(text: str) -> str:
@@ -76,10 +81,12 @@ def compile_regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class Selector:
-    """One ``database.table`` pattern of a selector list."""
+    """One ``database.table`` pattern of a selector list: its two regular expressions, and the
+    pattern as the user wrote it (``shop.orders_\\.*``), which is what messages show."""
 
     database: str
     table: str
+    written: str
 
     def matches(self, database: str, table: str) -> bool:
         return bool(
@@ -88,7 +95,7 @@ class Selector:
         )
 
     def __str__(self) -> str:
-        return f"{self.database}.{self.table}"
+        return self.written
 
 
 def parse_selectors(expression: str) -> tuple[Selector, ...]:
@@ -97,23 +104,24 @@ def parse_selectors(expression: str) -> tuple[Selector, ...]:
     if not expression.strip():
         raise PatternError("is empty: give at least one database.table pattern")
     selectors = []
-    for item in split_unescaped(expression, ","):
-        parts = split_unescaped(item, ".")
+    for written in split_as_written(expression, ","):
+        parts = split_unescaped(written.replace("\\,", ","), ".")
         if not parts:
             raise PatternError("has an empty pattern between commas: remove the extra comma")
+        # quoted by hand: repr() would double each backslash the user wrote
         if len(parts) == 1:
             raise PatternError(
-                f"pattern {item!r} has no database part, so it matches no MySQL table: "
-                f"write '<database>.{item}', or '\\.*.{item}' for every database"
+                f"pattern '{written}' has no database part, so it matches no MySQL table: "
+                f"write '<database>.{written}', or '\\.*.{written}' for every database"
             )
         if len(parts) != 2:
             raise PatternError(
-                f"pattern {item!r} has {len(parts)} parts; MySQL tables are database.table "
+                f"pattern '{written}' has {len(parts)} parts; MySQL tables are database.table "
                 "(an unescaped '.' separates them; write '\\.' for the regex 'any character')"
             )
         for part in parts:
             compile_regex(part, True)
-        selectors.append(Selector(parts[0], parts[1]))
+        selectors.append(Selector(parts[0], parts[1], written))
     return tuple(selectors)
 
 

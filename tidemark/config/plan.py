@@ -256,7 +256,7 @@ def _notes(
     notes = []
     for selector in config.source.table_selectors:
         if not any(selector.matches(t.database, t.table) for t in captured):
-            notes.append(f"source.tables pattern {str(selector)!r} matches no table")
+            notes.append(f"source.tables pattern '{selector}' matches no table")
     for index, rule in enumerate(config.routes):
         if not any(rule.route.matches(t.table_id) for t in captured):
             notes.append(f"route[{index}] ({rule.source_table}) matches no table")
