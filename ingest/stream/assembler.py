@@ -3,7 +3,8 @@
 Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to commit. Rules:
 
 - Rows are buffered per transaction and reach a flush only when the transaction has committed,
-  so a flush's position is always a transaction boundary (DESIGN.md 3.2). A transaction larger
+  so a flush's position is always a transaction boundary
+  (docs/architecture.md#data-and-position-in-one-commit). A transaction larger
   than ``max_transaction_rows`` is flushed in parts, each recording how many of its rows the
   table already holds (``partial_rows``), and the position stays at the transaction's start.
 - On resume from the smallest position of all tables, each table skips what its own progress
@@ -19,8 +20,9 @@ Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to comm
   Watermarks only ever grow.
 - A row with a value the lake cannot hold goes, with its payload and the reason, to the sink's
   error table (``ingest.changelog.error_table``), a sink of its own with its own progress.
-- A statement that changes the structure of an onboarded table stops the assembler: rows after
-  it would be decoded with the wrong schema.
+- What a statement (DDL) does is ``ingest.stream.statements``' decision; the assembler applies
+  it: a stop before the statement, everything earlier committed, or truncate markers and the
+  statement as a transaction of its own.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from ingest.binlog.events import (
     BinlogEvent,
@@ -42,16 +44,9 @@ from ingest.binlog.events import (
 from ingest.changelog.error_table import ERROR_COLUMNS, error_values, errors_sink
 from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
 from ingest.schema.conversion import AS_READ, SCHEMA_VERSION, Conversion
-from ingest.schema.ddl import (
-    ChangedTable,
-    TableChange,
-    changed_tables,
-    online_ddl_base,
-    online_swap,
-    renamed_pairs,
-)
-from ingest.schema.structure_changes import StructureChanges, Truncation
+from ingest.schema.structure_changes import StructureChanges
 from ingest.stream.change_rows import ChangeRows, Run
+from ingest.stream.statements import StatementPolicy, Stop, StopOnEveryChange, TruncatedTable
 from tidemark.contracts.changelog import TRUNCATE_SCHEMA_VERSION, Operation
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.source_tables import SourceTable
@@ -61,27 +56,6 @@ logger = logging.getLogger(__name__)
 
 #: what each operation is in the changelog's operation column (an enum's .value is a lookup)
 _OPERATION_VALUES = {operation: operation.value for operation in Operation}
-_CANNOT_FOLLOW = (
-    "Tidemark cannot follow this change yet: re-bootstrap the table (drop its changelog table, "
-    "start with scan.startup.mode: initial), or remove it from 'tables'"
-)
-_RESTART_TO_ONBOARD = (
-    "Start ingest again: it onboards the table and reads it from this point, losing nothing"
-)
-
-
-class _StopOnEveryChange:
-    def altered(self, database: str, table: str, statement: str) -> None:
-        raise SchemaChangeStopError(f"the binlog changes the structure of {database}.{table}")
-
-    def dropped(self, database: str, table: str) -> bool:
-        return True
-
-    def truncated(self, database: str, table: str) -> Truncation:
-        return Truncation.STOP
-
-    def created(self, database: str, table: str) -> bool:
-        return False
 
 
 @dataclass(frozen=True)
@@ -159,9 +133,12 @@ class ChangeAssembler:
         follow_online_schema_changes: bool = False,
     ) -> None:
         self._router = router
-        self._structure = structure or _StopOnEveryChange()
-        self._follow_online = follow_online_schema_changes
-        self._captures = captures
+        self._statements = StatementPolicy(
+            sink_of=self._sink_of,
+            captures=captures,
+            structure=structure or StopOnEveryChange(),
+            follow_online_schema_changes=follow_online_schema_changes,
+        )
         self._progress = dict(progress)
         # What each table held when reading (re)started: rows of the transactions before
         # these positions are skipped. Live progress moves on; this only on a re-read.
@@ -472,37 +449,21 @@ class ChangeAssembler:
         )
 
     def _on_statement(self, event: StatementExecuted) -> None:
-        swap = self._online_swap(event)
-        truncated: list[ChangedTable] = []
-        if swap is False:
-            pairs = renamed_pairs(event.statement, event.database)
-            if pairs:
-                stop = self._renamed(pairs)
-            else:
-                changes = changed_tables(event.statement, event.database)
-                stop = self._stop_reason(changes, truncated, event.statement)
-        else:
-            stop = swap
-        if stop is not None:
-            reason, fix = stop
-            self._stopped = SchemaChangeStopError(
-                f"{reason} at {event.position}: {event.statement.strip()[:300]!r}. Ingest "
-                f"stopped before it, with everything earlier committed. {fix}"
-            )
+        decision = self._statements.decide(event)
+        if isinstance(decision, Stop):
+            self._stopped = decision.error(event)
             return
-        for table in truncated:
+        for table in decision.truncated:
             self._mark_truncated(table, event)
         if not any(self._transaction.values()):
             # DDL and other standalone statements are transactions of their own
             self._boundary = event.position
             self._reset_transaction()
 
-    def _mark_truncated(self, table: ChangedTable, event: StatementExecuted) -> None:
+    def _mark_truncated(self, table: TruncatedTable, event: StatementExecuted) -> None:
         """A truncate marker for the table's sink, committed like a transaction of its own
         (TRUNCATE commits implicitly); skipped when the sink already holds it."""
-        binding = self._router(table.database, table.table)
-        assert binding is not None
-        sink = binding.sink
+        sink = table.sink
         if self._may_hold(sink) and self._already_held(sink):
             return
         marker = ChangeRows()
@@ -527,123 +488,10 @@ class ChangeAssembler:
             sink,
         )
 
-    def _online_swap(self, event: StatementExecuted) -> tuple[str, str] | None | Literal[False]:
-        """The cut-over of gh-ost or pt-osc on an onboarded table: followed like an ALTER when
-        scan.parse.online.schema.changes.enabled, else a stop; False for other statements."""
-        swap = online_swap(event.statement, event.database)
-        if swap is None or self._router(swap.database, swap.table) is None:
-            return False
-        name = f"{swap.database}.{swap.table}"
-        if not self._follow_online:
-            return (
-                f"an online schema change (gh-ost or pt-osc) swapped a new {name} in",
-                "set scan.parse.online.schema.changes.enabled: true to follow such changes",
-            )
-        logger.info("Online schema change of %s: following its new structure", name)
-        try:
-            # the helper table was altered, under its own name: the swap itself renames nothing
-            self._structure.altered(swap.database, swap.table, "")
-        except SchemaChangeStopError as error:
-            return str(error), _CANNOT_FOLLOW
-        return None
-
-    def _renamed(self, pairs: list[tuple[ChangedTable, ChangedTable]]) -> tuple[str, str] | None:
-        """RENAME TABLE (not an online schema change's cut-over). Flink CDC has no rename
-        event: the old name leaves the pipeline like a dropped table, and a new name the
-        patterns select is a table whose rows were never read under it: a restart bootstraps
-        it. None to go on."""
-        for old, new in pairs:
-            old_name = f"{old.database}.{old.table}"
-            new_name = f"{new.database}.{new.table}"
-            onboarded = self._router(old.database, old.table) is not None
-            if self._captures(new.database, new.table) and online_ddl_base(new.table) is None:
-                where = f"onboarded table {old_name}" if onboarded else old_name
-                fix = (
-                    "Start ingest again with scan.newly-added-table.enabled: true: it "
-                    f"bootstraps {new_name}, losing nothing"
-                )
-                if onboarded:
-                    fix += f"; the changelog of {old_name} keeps its history"
-                return (
-                    f"{where} was renamed to {new_name}, which 'tables' selects: its rows were "
-                    "never read under that name",
-                    fix,
-                )
-            if not onboarded:
-                continue
-            if self._structure.dropped(old.database, old.table):
-                return (
-                    f"onboarded table {old_name} was renamed to {new_name}, which 'tables' does "
-                    "not select: it leaves the pipeline",
-                    _CANNOT_FOLLOW,
-                )
-            logger.warning(
-                "%s was renamed to %s, which 'tables' does not select: it leaves the pipeline "
-                "like a dropped table; its changelog table keeps what it holds",
-                old_name,
-                new_name,
-            )
-        return None
-
-    def _stop_reason(
-        self,
-        changes: list[ChangedTable],
-        truncated: list[ChangedTable],
-        statement: str,
-    ) -> tuple[str, str] | None:
-        """Why the statement stops ingest, and what the user should do; None to go on.
-        Onboarded tables it truncates whose sink records truncations go to ``truncated``."""
-        for change in changes:
-            name = f"{change.database}.{change.table}"
-            onboarded = self._router(change.database, change.table) is not None
-            if change.change is TableChange.CREATE:
-                # A known table's creation is history the current schema already covers (rows
-                # are checked against it); a new table the patterns select must be onboarded.
-                if onboarded or not self._captures(change.database, change.table):
-                    continue
-                base = online_ddl_base(change.table)
-                if base is not None and self._router(change.database, base) is not None:
-                    continue  # a helper of an online schema change: its rows are not ours
-                try:
-                    onboarded_now = self._structure.created(change.database, change.table)
-                except SchemaChangeStopError as error:
-                    return str(error), "fix the table, or leave it out with tables.exclude"
-                if not onboarded_now:
-                    return f"new table {name} matches 'tables'", _RESTART_TO_ONBOARD
-            elif not onboarded:
-                continue
-            elif change.change is TableChange.ALTER:
-                try:
-                    self._structure.altered(change.database, change.table, statement)
-                except SchemaChangeStopError as error:
-                    return str(error), _CANNOT_FOLLOW
-            elif change.change is TableChange.DROP:
-                if self._structure.dropped(change.database, change.table):
-                    return f"onboarded table {name} was dropped", _CANNOT_FOLLOW
-                logger.warning("%s was dropped; its changelog table keeps what it holds", name)
-            elif change.change is TableChange.TRUNCATE:
-                truncation = self._structure.truncated(change.database, change.table)
-                if truncation is Truncation.STOP:
-                    return (
-                        f"onboarded table {name} was truncated and "
-                        "pipeline.schema.change.behavior is exception",
-                        "Set the behavior to try_evolve (or lenient with the sink's "
-                        "exclude.schema.changes listed) to empty the table's mirror rows, or "
-                        f"re-bootstrap {name}",
-                    )
-                if truncation is Truncation.MARK:
-                    truncated.append(change)
-                else:
-                    logger.warning(
-                        "%s was truncated; the lake keeps its rows because the sink leaves "
-                        "truncate.table out (lenient does unless the sink lists "
-                        "exclude.schema.changes): use try_evolve, or list the sink's "
-                        "exclusions, to follow truncations",
-                        name,
-                    )
-            else:
-                return f"onboarded table {name} was renamed", _CANNOT_FOLLOW
-        return None
+    def _sink_of(self, database: str, table: str) -> str | None:
+        """The sink a table's rows go to, None if it is not onboarded (``StatementPolicy``)."""
+        binding = self._router(database, table)
+        return None if binding is None else binding.sink
 
     def _flush_transaction_part(self) -> Flush:
         for sink, changes in self._transaction.items():
