@@ -1,7 +1,8 @@
 """Maintenance benchmark: an ingest commit's time before and after compaction and expiry.
 
 PyIceberg writes a new manifest list and metadata file per commit, and both grow with the
-table's history, so commits slow down as snapshots pile up (DESIGN.md). Against the local
+table's history, so commits slow down as snapshots pile up
+(docs/architecture.md#history-outside-the-table). Against the local
 stack this builds a changelog of ``--commits`` one-row commits carrying Tidemark progress,
 times ``--sample`` further commits, runs ``spark_jobs.maintenance`` on it (no mirror, no
 minimum age: only ingest's newest progress holds history back), and times ``--sample``

@@ -5,7 +5,7 @@ newest window its mirror holds) it computes the instant before which snapshots m
 and why. *Running* calls Iceberg's Spark procedures through one SparkSession and reports, per
 table, what it rewrote and expired.
 
-What must survive (DESIGN.md 3.5, docs/maintenance.md):
+What must survive (docs/architecture.md#history-outside-the-table, docs/maintenance.md):
 
 - the newest snapshot carrying ingest's progress (``tidemark.position``). Compaction commits
   (``replace``) carry no summary keys: Iceberg's procedures take no snapshot properties, and the

@@ -3,7 +3,8 @@
 Users describe the catalog once, with the property names of Iceberg's Java catalogs (as Flink
 CDC's Iceberg sink takes them under ``catalog.properties.*``). This module turns that description
 into a PyIceberg catalog; ``spark_jobs.session`` hands the same properties to Spark. Both sides
-must use the same catalog *name*: the JDBC catalog stores it in every row (DESIGN.md 3.6).
+must use the same catalog *name*: the JDBC catalog stores it in every row
+(docs/architecture.md#one-catalog-two-clients).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 -- The accounts of the local stack's MariaDB (tidemark/stack/mariadb.py), for docker-compose.yml.
--- tidemark_cdc is the least-privilege account ingest uses (DESIGN.md section 5): read rows and
--- stream the binlog, nothing else. tidemark_admin is for workloads, the demo and `tidemark verify`.
+-- tidemark_cdc is the least-privilege account ingest uses (docs/architecture.md#source-facts):
+-- read rows and stream the binlog, nothing else. tidemark_admin is for workloads, the demo and
+-- `tidemark verify`.
 CREATE USER IF NOT EXISTS 'tidemark_admin'@'%' IDENTIFIED BY 'tidemark-admin';
 GRANT ALL PRIVILEGES ON *.* TO 'tidemark_admin'@'%' WITH GRANT OPTION;
 CREATE USER IF NOT EXISTS 'tidemark_cdc'@'%' IDENTIFIED BY 'tidemark-cdc';

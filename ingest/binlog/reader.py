@@ -55,10 +55,11 @@ class StreamInterruptedError(TransientError):
 class BinlogReader:
     """Reads the binlog from ``start`` on; stops at the current end unless ``follow``.
 
-    MariaDB trap (DESIGN.md section 5): with ``is_mariadb=True`` and no GTID the library ignores
-    the file and offset and streams from the first binlog, and without ``resume_stream`` it
-    restarts at offset 4. So a file/offset start is always a plain ``COM_BINLOG_DUMP`` with
-    ``resume_stream``, which MariaDB serves like MySQL (GTID events included).
+    MariaDB trap (docs/architecture.md#source-facts): with ``is_mariadb=True`` and no GTID the
+    library ignores the file and offset and streams from the first binlog, and without
+    ``resume_stream`` it restarts at offset 4. So a file/offset start is always a plain
+    ``COM_BINLOG_DUMP`` with ``resume_stream``, which MariaDB serves like MySQL (GTID events
+    included).
 
     The library reconnects by itself in the middle of a transaction; Tidemark resumes only at
     transaction boundaries, so a second stream connection raises ``StreamInterruptedError``
@@ -260,10 +261,11 @@ class _SingleStreamConnection:
 
 
 # --- Decoding corrections and speed-ups ----------------------------------------------------
-# mysql-replication 1.0.17 decodes several column types wrongly (DESIGN.md section 5);
-# ingest/binlog/corrections.py replaces its per-column decoder. Row values then follow
-# ingest/schema/values.py. ingest/binlog/table_map_cache.py parses a repeated TABLE_MAP once, and
-# ingest/binlog/row_decoders.py decodes row images with a function compiled per table map.
+# mysql-replication 1.0.17 decodes several column types wrongly
+# (docs/architecture.md#source-facts); ingest/binlog/corrections.py replaces its per-column
+# decoder. Row values then follow ingest/schema/values.py. ingest/binlog/table_map_cache.py parses
+# a repeated TABLE_MAP once, and ingest/binlog/row_decoders.py decodes row images with a function
+# compiled per table map.
 corrections.install()
 table_map_cache.install()
 row_decoders.install()

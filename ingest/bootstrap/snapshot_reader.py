@@ -2,9 +2,9 @@
 
 ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` opens an InnoDB read view; on MariaDB (and
 Percona Server) the status variables ``binlog_snapshot_file``/``binlog_snapshot_position`` then
-give the binlog position that matches it exactly (DESIGN.md section 5): every transaction
-committed before that position is visible, none after. No table lock is taken; the server only
-keeps the old row versions the view needs.
+give the binlog position that matches it exactly (docs/architecture.md#source-facts): every
+transaction committed before that position is visible, none after. No table lock is taken; the
+server only keeps the old row versions the view needs.
 
 Chunks are keyset pages (``WHERE key > last ORDER BY key LIMIT n``), each fetched whole: a page
 is small, and a query result left open while the caller commits to Iceberg could hit the

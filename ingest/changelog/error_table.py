@@ -3,8 +3,8 @@
 A row with a value that has no Iceberg representation (``UnconvertibleValueError``: a zero date
 in a NOT NULL column, a TINYINT(1) of 7 read as a boolean, text not valid in its charset) goes
 to the sink table's error table, ``<sink table>_errors``, and ingest goes on (DBEvents' error
-tables, DESIGN.md section 4). Every row event is thus accounted for: rows in the changelog plus
-rows in the error table equal the row images read.
+tables, docs/architecture.md#error-tables). Every row event is thus accounted for: rows in the
+changelog plus rows in the error table equal the row images read.
 
 The error table is created on the first error. It is written exactly like a changelog table,
 through the same assembler, as a sink of its own (``errors_sink``): its commits carry their own

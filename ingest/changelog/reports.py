@@ -19,10 +19,10 @@ memory for long, and a report it could not send is never lost:
 
 ``recover`` runs ``catch_up`` for the tables that are behind in a background thread, so the
 ingest loop never waits for Kafka; call it on every tick. Consumers deduplicate by table and
-snapshot id (DESIGN.md 3.4): a report may arrive twice. On first arrival the reports of a table
-come in commit order, with one exception: when the broker refuses a report for good (the topic
-was deleted, the message is too large), reports of that table already sent after it stay on the
-topic, and the refused one follows them when it is republished.
+snapshot id (docs/architecture.md#commit-report): a report may arrive twice. On first arrival
+the reports of a table come in commit order, with one exception: when the broker refuses a
+report for good (the topic was deleted, the message is too large), reports of that table already
+sent after it stay on the topic, and the refused one follows them when it is republished.
 """
 
 from __future__ import annotations

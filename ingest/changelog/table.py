@@ -1,8 +1,9 @@
 """Changelog tables: append-only Iceberg tables holding every change of one sink table.
 
 Each row is a source row image (the after image; the before image for a delete) plus the
-metadata columns of DESIGN.md section 4. Tables are created on first use, format v2,
-partitioned by day of event time. Ingest only ever appends (DESIGN.md 3.1).
+metadata columns of docs/architecture.md#changelog-rows. Tables are created on first use,
+format v2, partitioned by day of event time. Ingest only ever appends
+(docs/architecture.md#append-only-changelogs-spark-does-the-merge).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """What a source table's change of structure does to its changelog table: a pure decision.
 
-``pipeline.schema.change.behavior`` (Flink CDC's meanings, DESIGN.md section 6) and the sink's
+``pipeline.schema.change.behavior`` (Flink CDC's meanings,
+docs/architecture.md#pipeline-file-facts) and the sink's
 ``include.schema.changes``/``exclude.schema.changes`` decide; Iceberg decides what is safe:
 
 - ``exception``: any change stops ingest, naming it.

@@ -35,7 +35,7 @@ def position_at_time(source: SourceConnection, timestamp_ms: int) -> BinlogPosit
     after ``timestamp_ms``; the binlog's end when there is none yet.
 
     Binlog timestamps are whole seconds and are when a transaction's first statement started,
-    not when it committed (DESIGN.md section 5).
+    not when it committed (docs/architecture.md#source-facts).
     """
     end = current_position(source)
     files = binlog_files(source)

@@ -1,9 +1,10 @@
 """Start-up checks: refuse to stream from a source that would lose or garble changes.
 
-DESIGN.md section 5 lists what a binlog reader relies on. ``gather_facts`` asks the server
-(MySQL 8 or MariaDB) with plain SQL and never fails for want of a privilege: what it may not see
-it records as refused. ``evaluate`` is a pure function from those facts to every problem at
-once, one line each with the setting, its value and the fix, plus what could not be checked.
+docs/architecture.md#source-facts lists what a binlog reader relies on. ``gather_facts`` asks
+the server (MySQL 8 or MariaDB) with plain SQL and never fails for want of a privilege: what it
+may not see it records as refused. ``evaluate`` is a pure function from those facts to every
+problem at once, one line each with the setting, its value and the fix, plus what could not be
+checked.
 ``run_startup_checks`` does both and raises one ``StartupCheckError``.
 """
 

@@ -1,4 +1,4 @@
-"""Flink CDC's two pattern syntaxes, case by case (DESIGN.md section 6)."""
+"""Flink CDC's two pattern syntaxes, case by case (docs/architecture.md#pipeline-file-facts)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Pipeline files: Flink CDC 3.x YAML plus Tidemark's ``tidemark:`` block, read into typed models.
 
 ``load_pipeline(path)`` is the one entry point; everything else in Tidemark takes the
-``PipelineConfig`` it returns. DESIGN.md section 6 lists the format's facts.
+``PipelineConfig`` it returns. docs/architecture.md#pipeline-file-facts lists the format's facts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Flink CDC's table patterns, reproduced exactly (DESIGN.md section 6).
+"""Flink CDC's table patterns, reproduced exactly (docs/architecture.md#pipeline-file-facts).
 
 Two different syntaxes, as upstream has them:
 

@@ -1,7 +1,8 @@
 """What a changelog table knows about itself, stored in each commit's snapshot summary.
 
 The rows and this record are one Iceberg commit, so after any crash a table's last commit says
-exactly which source transactions it holds (DESIGN.md 3.2). Keys (DESIGN.md section 4):
+exactly which source transactions it holds (docs/architecture.md#data-and-position-in-one-commit).
+Keys (docs/architecture.md#changelog-snapshot-summary):
 
 - ``tidemark.watermark``: epoch ms; every source change committed at or before it is in the table.
 - ``tidemark.position``: JSON ``{"v": 1, "file", "pos", "gtid", "partial_rows"}``. ``file``/``pos``

@@ -1,4 +1,4 @@
-"""MariaDB from Debian's package, configured as a CDC source (DESIGN.md section 5)."""
+"""MariaDB from Debian's package, configured as a CDC source (docs/architecture.md#source-facts)."""
 
 from __future__ import annotations
 
