@@ -1,7 +1,8 @@
 """mysql-replication reads MariaDB's binlog from a saved position, and only from there.
 
-The MariaDB trap (DESIGN.md section 5): a reader that ignores the saved position streams from the
-first binlog and sees the rows written before it, so the test writes some before saving.
+The MariaDB trap (docs/architecture.md#source-facts): a reader that ignores the saved position
+streams from the first binlog and sees the rows written before it, so the test writes some
+before saving.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Each decoding defect of mysql-replication 1.0.17 (DESIGN.md section 5), and its correction.
+"""Each decoding defect of mysql-replication 1.0.17, and its correction
+(docs/architecture.md#source-facts).
 
 These tests read rows through ``ingest.binlog`` and look at the decoded values themselves
 (``ingest.schema.values``), before any type mapping: they show that no information the binlog holds
