@@ -244,7 +244,7 @@ def _value(index: int, column: Any, constants: dict[str, Any]) -> list[str]:
 
 
 def _text_length_size(column: Any) -> int | None:
-    """Bytes of the length before a string's bytes, as ``binlog_decoding`` reads them; None
+    """Bytes of the length before a string's bytes, as ``corrections`` reads them; None
     for a column that is not read as a string there."""
     if column.type in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
         return 2 if column.max_length > 255 else 1
