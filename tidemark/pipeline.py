@@ -220,7 +220,7 @@ class Pipeline:
         windows: Sequence[TaskStatus] | None = None
         if scheduled:
             try:
-                windows = describe_pipeline(self.config, sinks, now)
+                windows = describe_pipeline(self.config, sinks, now, self.state_settings())
             except StateMissingError:
                 windows = None
         return PipelineStatus(tables, scheduled, windows)

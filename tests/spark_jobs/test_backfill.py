@@ -29,7 +29,6 @@ from tidemark.windows import Window
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
 
-SERVER_ID = 4751
 FIVE_MINUTES = timedelta(minutes=5)
 
 
@@ -70,7 +69,7 @@ def test_progress_elsewhere_is_a_log_line_at_most_every_interval(
     now = [0.0]
     progress = Progress(4, "job:gmv", io.StringIO(), clock=lambda: now[0], interval=10)
     window = Window.ending_at(datetime(2026, 3, 1, 12, 5, tzinfo=UTC), FIVE_MINUTES)
-    caplog.set_level(logging.INFO, logger="tidemark.commands.backfill")
+    caplog.set_level(logging.INFO, logger="tidemark.output.progress")
 
     for done, at in enumerate([1.0, 11.0, 12.0, 13.0], start=1):
         now[0] = at
@@ -91,6 +90,7 @@ def test_a_mirror_backfill_merges_each_window_once(
     spark: SparkSession,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    server_id: int,
 ) -> None:
     create_shards(admin_connection, 1)
     config = orders_pipeline(
@@ -98,11 +98,11 @@ def test_a_mirror_backfill_merges_each_window_once(
         endpoints,
         database=source_database,
         namespace=namespace,
-        server_id=SERVER_ID,
+        server_id=server_id,
     )
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
     tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
     last_end = Window.containing(
         changelog_watermark(catalog, f"{namespace}.orders_changelog"), FIVE_MINUTES
     ).start

@@ -4,22 +4,16 @@ windows and the reports on its topic, so every run starts from the same state.""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-
-from pyiceberg.catalog import Catalog
+from collections.abc import Iterable
 
 from scheduler.reports_consumer import ConsumerSettings, forget_reports
-from scheduler.state import StateSettings, StateStore
 from tidemark.catalog import purge_namespace
-from tidemark.config.model import PipelineConfig, reveal
-from tidemark.config.plan import SinkTable
+from tidemark.pipeline import Pipeline
 
 logger = logging.getLogger(__name__)
 
 
-def forget_pipeline(
-    config: PipelineConfig, sinks: Sequence[SinkTable], catalog: Catalog, namespaces: Iterable[str]
-) -> None:
+def forget_pipeline(pipeline: Pipeline, namespaces: Iterable[str]) -> None:
     """Drop every lake table in ``namespaces`` (changelogs, mirrors, error and report tables),
     the scheduler's windows of the pipeline, and its commit report topic.
 
@@ -27,11 +21,12 @@ def forget_pipeline(
     changelog reusing a name must not meet a window or report of the old one.
     """
     for namespace in namespaces:
-        for table in purge_namespace(catalog, namespace):
+        for table in purge_namespace(pipeline.catalog, namespace):
             logger.info("Dropped %s", table)
-    store = StateStore(StateSettings.from_catalog(reveal(config.sink.catalog_properties)))
+    config = pipeline.config
+    store = pipeline.state_store()
     try:
-        store.forget(config.pipeline.name, [sink.changelog for sink in sinks])
+        store.forget(config.pipeline.name, [sink.changelog for sink in pipeline.plan.sinks])
     finally:
         store.close()
     if config.tidemark.reports is not None:

@@ -216,7 +216,7 @@ class _Demo:
             )
         namespaces = {sink.name.partition(".")[0] for sink in plan.sinks}
         namespaces.add(REPORT_TABLE.partition(".")[0])
-        forget_pipeline(config, plan.sinks, self._catalog, sorted(namespaces))
+        forget_pipeline(self._pipeline, sorted(namespaces))
 
     def _start_ingest(self) -> subprocess.Popen[bytes]:
         command = [
