@@ -327,7 +327,7 @@ def test_reports_beyond_the_memory_bound_are_rebuilt_from_iceberg_history(
 CHILD = """
 import json, sys
 from ingest.changelog.reports import CommitReportPublisher, PublisherSettings
-from tidemark.contracts import CommitReport
+from tidemark.contracts.reports import CommitReport
 
 publisher = CommitReportPublisher(PublisherSettings(**json.loads(sys.argv[1])))
 publisher.ensure_topic()
