@@ -14,6 +14,7 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from spark_jobs.session import SparkSettings, build_session
+from tests.server_ids import ServerIds
 from tidemark.catalog import load_catalog
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.settings import StackSettings
@@ -36,6 +37,21 @@ def endpoints(stack: Stack) -> StackEndpoints:
         return stack.endpoints()
     except StackNotHealthyError as error:
         pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def server_ids(endpoints: StackEndpoints) -> Iterator[ServerIds]:
+    """``server_ids()``: a replica id for a binlog reader that no other reader of this run, or
+    of a concurrent run on the same stack, uses (see ``tests.server_ids``)."""
+    with ServerIds.reserved(endpoints.mariadb.admin_source()) as ids:
+        yield ids
+
+
+@pytest.fixture
+def server_id(server_ids: ServerIds) -> int:
+    """The test's own replica id, for the binlog readers of its pipeline; a test that needs
+    more than one reader at a time takes more from ``server_ids``."""
+    return server_ids()
 
 
 @pytest.fixture

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-SERVER_ID = 4801
-
 
 @pytest.fixture
 def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
@@ -97,6 +95,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     reports_topic: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    server_id: int,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
@@ -108,7 +107,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
             database=source_database,
             tables="orders\\w*",
             namespace=namespace,
-            server_id=SERVER_ID,
+            server_id=server_id,
             startup="initial",
             extra=_one_minute_windows(endpoints, reports_topic)
             + "  maintenance:\n    interval: 1 min\n",
@@ -177,6 +176,7 @@ def test_a_change_arriving_late_for_a_window_makes_a_job_that_asks_run_that_wind
     admin_connection: Connection,
     reports_topic: str,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, placed_at DATETIME(3))")
@@ -189,7 +189,7 @@ def test_a_change_arriving_late_for_a_window_makes_a_job_that_asks_run_that_wind
             database=source_database,
             tables="orders",
             namespace=namespace,
-            server_id=SERVER_ID + 1,
+            server_id=server_id,
             startup="initial",
             extra=_one_minute_windows(endpoints, reports_topic)
             + (

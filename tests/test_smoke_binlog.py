@@ -15,18 +15,17 @@ from tidemark.contracts.changelog import Operation
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 
-READER_SERVER_ID = 4001
-
 
 def test_reading_from_a_saved_position_sees_only_later_rows(
     endpoints: StackEndpoints,
     source_database: str,
     admin_connection: pymysql.connections.Connection[pymysql.cursors.Cursor],
+    server_id: int,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE people (id INT PRIMARY KEY, name VARCHAR(40))")
         cursor.execute("INSERT INTO people VALUES (1, 'before the saved position')")
-    source = endpoints.mariadb.cdc_source(READER_SERVER_ID)
+    source = endpoints.mariadb.cdc_source(server_id)
     saved = current_position(source)
     with admin_connection.cursor() as cursor:
         cursor.execute("INSERT INTO people VALUES (2, 'after the saved position')")

@@ -8,13 +8,11 @@ from typing import Any
 from tidemark.source import open_connection
 from tidemark.stack.endpoints import StackEndpoints
 
-SERVER_ID = 4002
-
 
 def test_a_connection_given_no_tls_setting_prefers_tls_without_loading_ca_certificates(
-    endpoints: StackEndpoints,
+    endpoints: StackEndpoints, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    source = endpoints.mariadb.cdc_source(server_id)
     with source.connect() as first, source.connect() as second:
         for connection in (first, second):
             with connection.cursor() as cursor:
@@ -30,8 +28,10 @@ def test_a_connection_given_no_tls_setting_prefers_tls_without_loading_ca_certif
         assert context.cert_store_stats()["x509_ca"] == 0
 
 
-def test_explicit_tls_settings_keep_pymysqls_own_context(endpoints: StackEndpoints) -> None:
-    settings = endpoints.mariadb.cdc_source(SERVER_ID).pymysql_settings()
+def test_explicit_tls_settings_keep_pymysqls_own_context(
+    endpoints: StackEndpoints, server_id: int
+) -> None:
+    settings = endpoints.mariadb.cdc_source(server_id).pymysql_settings()
     _, required, context = tls_of(
         open_connection(**settings, ssl_verify_cert=True, defer_connect=True)
     )

@@ -75,14 +75,14 @@ def second_home(stack_settings: StackSettings, unique_name: str) -> Iterator[Pat
 
 
 def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first(
-    stack: Stack, second_home: Path
+    stack: Stack, second_home: Path, server_id: int
 ) -> None:
     second, ports = stack_on_free_ports(second_home)
 
     second.up()
     assert second.status()["healthy"] is True
     endpoints = second.endpoints()
-    with endpoints.mariadb.cdc_source(server_id=9).connect() as conn, conn.cursor() as cursor:
+    with endpoints.mariadb.cdc_source(server_id).connect() as conn, conn.cursor() as cursor:
         cursor.execute("SELECT @@binlog_format, @@binlog_row_image, @@binlog_row_metadata")
         assert cursor.fetchone() == ("ROW", "FULL", "FULL")
 

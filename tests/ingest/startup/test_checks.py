@@ -7,7 +7,6 @@ the checks read them on a fresh connection.
 
 from __future__ import annotations
 
-import random
 import re
 import struct
 from collections.abc import Callable, Iterator
@@ -47,11 +46,6 @@ MakeAccount = Callable[..., SourceConnection]
 PROCESS_NOTE = (
     "binlog readers of accounts other than {} are not visible without the PROCESS privilege"
 )
-
-
-def fresh_server_id() -> int:
-    """Far from the small ids other tests and tools use."""
-    return random.randint(1_000_000, 4_000_000_000)
 
 
 # -- the real MariaDB ------------------------------------------------------------------------
@@ -110,8 +104,9 @@ def replicas_note(server_id: int, account: str) -> str:
     )
 
 
-def test_the_stacks_configuration_passes(endpoints: StackEndpoints, source_database: str) -> None:
-    server_id = fresh_server_id()
+def test_the_stacks_configuration_passes(
+    endpoints: StackEndpoints, source_database: str, server_id: int
+) -> None:
     source = endpoints.mariadb.cdc_source(server_id)
 
     result = run_startup_checks(
@@ -126,9 +121,9 @@ def test_the_stacks_configuration_passes(endpoints: StackEndpoints, source_datab
 
 
 def test_the_server_and_its_version_are_read_with_sql(
-    endpoints: StackEndpoints,
+    endpoints: StackEndpoints, server_id: int
 ) -> None:
-    with endpoints.mariadb.cdc_source(fresh_server_id()).connect() as connection:
+    with endpoints.mariadb.cdc_source(server_id).connect() as connection:
         facts = gather_facts(connection)
 
     assert facts.version.flavor is Flavor.MARIADB
@@ -173,10 +168,10 @@ BAD_SETTINGS = {
 
 @pytest.mark.parametrize("variable", list(BAD_SETTINGS))
 def test_a_bad_binlog_setting_is_refused_with_its_fix(
-    endpoints: StackEndpoints, admin_connection: Connection, variable: str
+    endpoints: StackEndpoints, admin_connection: Connection, variable: str, server_id: int
 ) -> None:
     value, message = BAD_SETTINGS[variable]
-    source = endpoints.mariadb.cdc_source(fresh_server_id())
+    source = endpoints.mariadb.cdc_source(server_id)
 
     with global_variables(admin_connection, **{variable: value}):
         with pytest.raises(StartupCheckError) as failure:
@@ -216,9 +211,8 @@ def test_every_problem_is_named_at_once(
 
 
 def test_missing_privileges_are_named_with_the_grant_that_fixes_them(
-    make_account: MakeAccount, source_database: str, unique_name: str
+    make_account: MakeAccount, source_database: str, unique_name: str, server_id: int
 ) -> None:
-    server_id = fresh_server_id()
     source = make_account(f"SELECT ON `{source_database}`.*", server_id=server_id)
     elsewhere = f"{source_database}_elsewhere"
 
@@ -239,9 +233,8 @@ def test_missing_privileges_are_named_with_the_grant_that_fixes_them(
 
 
 def test_what_cannot_be_seen_is_said_not_failed(
-    make_account: MakeAccount, source_database: str, unique_name: str
+    make_account: MakeAccount, source_database: str, unique_name: str, server_id: int
 ) -> None:
-    server_id = fresh_server_id()
     source = make_account(f"SELECT ON `{source_database}`.*", server_id=server_id)
 
     with source.connect() as connection:
@@ -261,13 +254,13 @@ def test_what_cannot_be_seen_is_said_not_failed(
 
 
 def test_all_privileges_and_database_patterns_count_as_select(
-    make_account: MakeAccount, source_database: str
+    make_account: MakeAccount, source_database: str, server_id: int
 ) -> None:
     source = make_account(
         "REPLICATION SLAVE, REPLICATION CLIENT ON *.*",  # MariaDB shows BINLOG MONITOR
         f"ALL PRIVILEGES ON `{source_database}`.*",
         rf"SELECT ON `{source_database}\_shard%`.*",
-        server_id=fresh_server_id(),
+        server_id=server_id,
     )
 
     result = run_startup_checks(source, databases=[source_database, f"{source_database}_shard7"])
@@ -276,9 +269,9 @@ def test_all_privileges_and_database_patterns_count_as_select(
 
 
 def test_a_purged_resume_position_says_how_to_rebootstrap(
-    endpoints: StackEndpoints, admin_connection: Connection
+    endpoints: StackEndpoints, admin_connection: Connection, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(fresh_server_id())
+    source = endpoints.mariadb.cdc_source(server_id)
     oldest, _ = _binlog_range(admin_connection)
     purged = BinlogPosition(_previous_file(oldest), 4)
 
@@ -293,9 +286,9 @@ def test_a_purged_resume_position_says_how_to_rebootstrap(
 
 
 def test_a_resume_position_past_the_end_of_its_file_is_refused(
-    endpoints: StackEndpoints,
+    endpoints: StackEndpoints, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(fresh_server_id())
+    source = endpoints.mariadb.cdc_source(server_id)
     end = current_position(source)
     beyond = BinlogPosition(end.file, end.offset + 10**12)
 
@@ -318,8 +311,9 @@ def test_the_servers_own_server_id_is_refused(endpoints: StackEndpoints) -> None
     )
 
 
-def test_a_registered_replica_with_our_server_id_is_refused(endpoints: StackEndpoints) -> None:
-    server_id = fresh_server_id()
+def test_a_registered_replica_with_our_server_id_is_refused(
+    endpoints: StackEndpoints, server_id: int
+) -> None:
     admin = endpoints.mariadb.admin_source().model_copy(update={"server_id": server_id})
 
     with _registered_replica(endpoints.mariadb.cdc_source(server_id), "replica-7.example"):
@@ -338,10 +332,10 @@ def test_a_binlog_reader_that_registered_no_id_is_named_as_unchecked(
     admin_connection: Connection,
     source_database: str,
     unique_name: str,
+    server_id: int,
 ) -> None:
     """mysql-replication does not register its readers, so their ids cannot be seen: the
     check names the connected readers instead of guessing."""
-    server_id = fresh_server_id()
     source = make_account("SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.*", server_id=server_id)
     with BinlogReader(source, current_position(source), follow=True) as reader:
         with admin_connection.cursor() as cursor:

@@ -8,6 +8,7 @@ from the named point on.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,36 +29,44 @@ if TYPE_CHECKING:
 
     Cursor = pymysql.cursors.Cursor
 
-SERVER_ID = 4311
 #: binlog timestamps the test sets itself: a day ahead, after anything the server wrote on its own
 DAY_AHEAD = int(time.time()) + 86_400
 
 
-def _ordered_ids(
+OrderedIds = Callable[[tuple[str, str]], list[int]]
+
+
+@pytest.fixture
+def ordered_ids(
     private_mariadb: StackEndpoints,
     namespace: str,
     catalog: Catalog,
     tmp_path: Path,
-    start: tuple[str, str],
-) -> list[int]:
-    """Start a pipeline over shop.orders at ``start`` (a mode and its option line) and read to
-    the end: the ids the changelog received, in order."""
-    mode, option = start
-    path = write_pipeline(
-        tmp_path / "p.yaml",
-        private_mariadb,
-        database="shop",
-        tables="orders",
-        namespace=namespace,
-        server_id=SERVER_ID,
-        startup=mode,
-        source_options=option,
-    )
-    runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, private_mariadb, SERVER_ID, max_seconds=120)
-    table = catalog.load_table(f"{namespace}.orders_changelog")
-    rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda row: row["_tm_order"])
-    return [row["id"] for row in rows]
+    server_id: int,
+) -> OrderedIds:
+    """``ordered_ids(start)``: start a pipeline over shop.orders at ``start`` (a mode and its
+    option line) and read to the end; the ids the changelog received, in order."""
+
+    def read(start: tuple[str, str]) -> list[int]:
+        mode, option = start
+        path = write_pipeline(
+            tmp_path / "p.yaml",
+            private_mariadb,
+            database="shop",
+            tables="orders",
+            namespace=namespace,
+            server_id=server_id,
+            startup=mode,
+            source_options=option,
+        )
+        config = load_pipeline(path)
+        runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+        run_to_end(runner, private_mariadb, server_id, max_seconds=120)
+        table = catalog.load_table(f"{namespace}.orders_changelog")
+        rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda row: row["_tm_order"])
+        return [row["id"] for row in rows]
+
+    return read
 
 
 def _shop(private_mariadb: StackEndpoints) -> pymysql.connections.Connection[Cursor]:
@@ -92,28 +101,22 @@ def _timestamp(seconds: int) -> tuple[str, str]:
 
 
 @pytest.mark.usefixtures("orders_at_times")
-def test_timestamp_starts_at_the_first_transaction_at_or_after_it(
-    private_mariadb: StackEndpoints, namespace: str, catalog: Catalog, tmp_path: Path
-) -> None:
-    ids = _ordered_ids(private_mariadb, namespace, catalog, tmp_path, _timestamp(DAY_AHEAD + 300))
+def test_timestamp_starts_at_the_first_transaction_at_or_after_it(ordered_ids: OrderedIds) -> None:
+    ids = ordered_ids(_timestamp(DAY_AHEAD + 300))
 
     assert ids == [3, 4, 5, 6]
 
 
 @pytest.mark.usefixtures("orders_at_times")
-def test_timestamp_between_transactions_starts_at_the_next_one(
-    private_mariadb: StackEndpoints, namespace: str, catalog: Catalog, tmp_path: Path
-) -> None:
-    ids = _ordered_ids(private_mariadb, namespace, catalog, tmp_path, _timestamp(DAY_AHEAD + 450))
+def test_timestamp_between_transactions_starts_at_the_next_one(ordered_ids: OrderedIds) -> None:
+    ids = ordered_ids(_timestamp(DAY_AHEAD + 450))
 
     assert ids == [5, 6]
 
 
 @pytest.mark.usefixtures("orders_at_times")
-def test_timestamp_after_every_transaction_starts_at_the_end(
-    private_mariadb: StackEndpoints, namespace: str, catalog: Catalog, tmp_path: Path
-) -> None:
-    ids = _ordered_ids(private_mariadb, namespace, catalog, tmp_path, _timestamp(DAY_AHEAD + 900))
+def test_timestamp_after_every_transaction_starts_at_the_end(ordered_ids: OrderedIds) -> None:
+    ids = ordered_ids(_timestamp(DAY_AHEAD + 900))
 
     assert ids == []
 
@@ -123,7 +126,7 @@ def _gtid_set(text: str) -> tuple[str, str]:
 
 
 def test_a_gtid_set_starts_right_after_the_transactions_it_names(
-    private_mariadb: StackEndpoints, namespace: str, catalog: Catalog, tmp_path: Path
+    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
 ) -> None:
     with _shop(private_mariadb) as conn, conn.cursor() as cursor:
         gtids = []
@@ -131,13 +134,13 @@ def test_a_gtid_set_starts_right_after_the_transactions_it_names(
             gtids.append(_order(cursor, order_id))
             cursor.execute("FLUSH BINARY LOGS")
 
-    ids = _ordered_ids(private_mariadb, namespace, catalog, tmp_path, _gtid_set(gtids[2]))
+    ids = ordered_ids(_gtid_set(gtids[2]))
 
     assert ids == [4, 5]
 
 
 def test_a_gtid_set_over_two_domains_covers_each_domain_up_to_its_own_sequence(
-    private_mariadb: StackEndpoints, namespace: str, catalog: Catalog, tmp_path: Path
+    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
 ) -> None:
     with _shop(private_mariadb) as conn, conn.cursor() as cursor:
         first = _order(cursor, 1)
@@ -148,15 +151,13 @@ def test_a_gtid_set_over_two_domains_covers_each_domain_up_to_its_own_sequence(
         cursor.execute("SET gtid_domain_id = 7")
         _order(cursor, 4)
 
-    ids = _ordered_ids(
-        private_mariadb, namespace, catalog, tmp_path, _gtid_set(f"{first},{second}")
-    )
+    ids = ordered_ids(_gtid_set(f"{first},{second}"))
 
     assert ids == [3, 4]
 
 
 def test_a_gtid_set_with_a_hole_is_refused_with_the_file_and_position_alternative(
-    private_mariadb: StackEndpoints, namespace: str, catalog: Catalog, tmp_path: Path
+    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
 ) -> None:
     with _shop(private_mariadb) as conn, conn.cursor() as cursor:
         _order(cursor, 1)
@@ -166,7 +167,7 @@ def test_a_gtid_set_with_a_hole_is_refused_with_the_file_and_position_alternativ
         later = _order(cursor, 3)
 
     with pytest.raises(ConfigError) as refused:
-        _ordered_ids(private_mariadb, namespace, catalog, tmp_path, _gtid_set(later))
+        ordered_ids(_gtid_set(later))
 
     assert str(refused.value) == (
         f"scan.startup.specific-offset.gtid-set '{later}' does not name one point in the "
@@ -177,7 +178,7 @@ def test_a_gtid_set_with_a_hole_is_refused_with_the_file_and_position_alternativ
 
 
 def test_a_gtid_set_whose_next_transaction_was_purged_says_to_re_bootstrap(
-    private_mariadb: StackEndpoints, namespace: str, catalog: Catalog, tmp_path: Path
+    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
 ) -> None:
     with _shop(private_mariadb) as conn, conn.cursor() as cursor:
         applied = _order(cursor, 1)
@@ -193,7 +194,7 @@ def test_a_gtid_set_whose_next_transaction_was_purged_says_to_re_bootstrap(
         )
 
     with pytest.raises(ConfigError) as refused:
-        _ordered_ids(private_mariadb, namespace, catalog, tmp_path, _gtid_set(applied))
+        ordered_ids(_gtid_set(applied))
 
     assert str(refused.value) == (
         f"the transactions right after scan.startup.specific-offset.gtid-set '{applied}' were "
@@ -212,14 +213,14 @@ def _purged_to(cursor: Cursor, file: str) -> bool:
 
 
 def test_a_mysql_gtid_set_on_mariadb_is_refused_naming_the_servers_form(
-    private_mariadb: StackEndpoints, namespace: str, catalog: Catalog, tmp_path: Path
+    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
 ) -> None:
     with _shop(private_mariadb) as conn, conn.cursor() as cursor:
         gtid = _order(cursor, 1)
     mysql_set = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"
 
     with pytest.raises(ConfigError) as refused:
-        _ordered_ids(private_mariadb, namespace, catalog, tmp_path, _gtid_set(mysql_set))
+        ordered_ids(_gtid_set(mysql_set))
 
     assert f"its binlog has GTIDs like {gtid.split('-')[0]}-" in str(refused.value)
     assert "@@gtid_binlog_pos on MariaDB" in str(refused.value)
