@@ -21,7 +21,6 @@ from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.process import wait_for
 
 KILLS = 10
-SERVER_ID = 4311
 Change = tuple[str, int | None]  # (operation, qty after the change; None for a delete)
 
 
@@ -114,6 +113,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     namespace: str,
     catalog: Catalog,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     admin = endpoints.mariadb.admin_source()
     with admin.connect() as conn, conn.cursor() as cursor:
@@ -124,7 +124,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
         database=source_database,
         tables="stock",
         namespace=namespace,
-        server_id=SERVER_ID,
+        server_id=server_id,
         extra=extra,
     )
     changelog = f"{namespace}.stock_changelog"
@@ -149,7 +149,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
         writer.join()
     process.send_signal(signal.SIGKILL)
     process.wait()
-    end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+    end = current_position(endpoints.mariadb.cdc_source(server_id))
     final = ingest(pipeline, "--until-position", f"{end}", "--max-seconds", "300")
     output, _ = final.communicate(timeout=400)
     assert final.returncode == 0, output

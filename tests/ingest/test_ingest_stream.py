@@ -38,6 +38,7 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
     catalog: Catalog,
     orders: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     config = load_pipeline(
         write_pipeline(
@@ -46,7 +47,7 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
             database=source_database,
             tables="orders",
             namespace=namespace,
-            server_id=4301,
+            server_id=server_id,
         )
     )
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
@@ -55,7 +56,7 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
         cursor.execute("UPDATE orders SET qty = 5 WHERE id = 1")
         cursor.execute("UPDATE orders SET id = 3 WHERE id = 2")
         cursor.execute("DELETE FROM orders WHERE id = 1")
-    end = current_position(endpoints.mariadb.cdc_source(4301))
+    end = current_position(endpoints.mariadb.cdc_source(server_id))
 
     summary = runner.run(StopWhen(until_position=end, max_seconds=60))
 
@@ -82,7 +83,12 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
 
 
 def _pipeline(
-    tmp_path: Path, endpoints: StackEndpoints, database: str, namespace: str, **options: str
+    tmp_path: Path,
+    endpoints: StackEndpoints,
+    database: str,
+    namespace: str,
+    server_id: int,
+    **options: str,
 ) -> PipelineConfig:
     return load_pipeline(
         write_pipeline(
@@ -91,7 +97,7 @@ def _pipeline(
             database=database,
             tables="orders",
             namespace=namespace,
-            server_id=4302,
+            server_id=server_id,
             **options,
         )
     )
@@ -102,14 +108,17 @@ def test_earliest_offset_replays_the_binlog_the_server_still_has(
     namespace: str,
     catalog: Catalog,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     with private_mariadb.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute("CREATE DATABASE shop")
         cursor.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, item TEXT, qty INT)")
         cursor.execute("INSERT INTO shop.orders VALUES (1, 'written before the pipeline', 1)")
-    config = _pipeline(tmp_path, private_mariadb, "shop", namespace, startup="earliest-offset")
+    config = _pipeline(
+        tmp_path, private_mariadb, "shop", namespace, server_id, startup="earliest-offset"
+    )
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, private_mariadb, 4302, max_seconds=120)
+    run_to_end(runner, private_mariadb, server_id, max_seconds=120)
 
     rows = changelog_rows(catalog, namespace)
     assert [(row["_tm_op"], row["id"]) for row in rows] == [("c", 1)]
@@ -122,13 +131,14 @@ def test_status_shows_each_tables_watermark_and_position(
     catalog: Catalog,
     orders: Connection,
     tmp_path: Path,
+    server_id: int,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace)
+    config = _pipeline(tmp_path, endpoints, source_database, namespace, server_id)
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
-    end = run_to_end(runner, endpoints, 4302, max_seconds=60)
+    end = run_to_end(runner, endpoints, server_id, max_seconds=60)
 
     assert main(["status", str(config.path)]) == 0
 
@@ -154,13 +164,14 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
     catalog: Catalog,
     orders: Connection,
     tmp_path: Path,
+    server_id: int,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace)
+    config = _pipeline(tmp_path, endpoints, source_database, namespace, server_id)
     runner = build_runner(config, catalog, None, IngestSettings())
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'on time', 1)")
-    run_to_end(runner, endpoints, 4302, 60)  # publishes a watermark of about now
+    run_to_end(runner, endpoints, server_id, 60)  # publishes a watermark of about now
     with orders.cursor() as cursor:  # the source's clock steps back an hour for two commits
         cursor.execute("SET timestamp = UNIX_TIMESTAMP() - 3600")
         cursor.execute("INSERT INTO orders VALUES (2, 'late', 1)")
@@ -168,7 +179,7 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
         cursor.execute("SET timestamp = DEFAULT")
         cursor.execute("INSERT INTO orders VALUES (3, 'on time', 1)")
 
-    run_to_end(build_runner(config, catalog, None, IngestSettings()), endpoints, 4302, 60)
+    run_to_end(build_runner(config, catalog, None, IngestSettings()), endpoints, server_id, 60)
 
     progress = ChangelogTable(catalog.load_table(f"{namespace}.orders_changelog")).progress()
     assert progress is not None and progress.late_rows == 2
@@ -188,6 +199,7 @@ def test_each_commit_is_reported_to_kafka_in_order(
     catalog: Catalog,
     orders: Connection,
     tmp_path: Path,
+    server_id: int,
     unique_name: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -199,13 +211,15 @@ def test_each_commit_is_reported_to_kafka_in_order(
         "  ingest:\n"
         "    flush-rows: 2\n"
     )
-    config = _pipeline(tmp_path, endpoints, source_database, namespace, extra=reports_block)
+    config = _pipeline(
+        tmp_path, endpoints, source_database, namespace, server_id, extra=reports_block
+    )
     # a first short run fixes the start (latest-offset) before the writes; the second resumes
     assert main(["ingest", str(config.path), "--max-seconds", "0"]) == 0
     with orders.cursor() as cursor:
         for key in range(1, 7):
             cursor.execute(f"INSERT INTO orders VALUES ({key}, 'item', {key})")
-    end = current_position(endpoints.mariadb.cdc_source(4302))
+    end = current_position(endpoints.mariadb.cdc_source(server_id))
 
     assert main(["ingest", str(config.path), "--until-position", str(end)]) == 0
 
@@ -249,6 +263,7 @@ def test_an_idle_tables_watermark_keeps_moving(
     catalog: Catalog,
     orders: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     with orders.cursor() as cursor:
         cursor.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
@@ -259,7 +274,7 @@ def test_an_idle_tables_watermark_keeps_moving(
             database=source_database,
             tables="\\.*",
             namespace=namespace,
-            server_id=4303,
+            server_id=server_id,
         )
     )
     settings = IngestSettings(idle_commit_seconds=0.5, flush_interval_seconds=0.5)
@@ -286,6 +301,7 @@ def test_sharded_tables_routed_together_keep_their_source(
     catalog: Catalog,
     orders: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     with orders.cursor() as cursor:
         cursor.execute("CREATE TABLE orders_2 LIKE orders")
@@ -294,7 +310,7 @@ def test_sharded_tables_routed_together_keep_their_source(
         database=source_database,
         tables="orders\\.*",
         namespace=namespace,
-        server_id=4304,
+        server_id=server_id,
     ).replace(
         f"  - source-table: {source_database}.\\.*\n    sink-table: {namespace}.<>\n"
         "    replace-symbol: <>\n",
@@ -305,7 +321,7 @@ def test_sharded_tables_routed_together_keep_their_source(
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'from the first shard', 1)")
         cursor.execute("INSERT INTO orders_2 VALUES (2, 'from the second shard', 2)")
-    run_to_end(runner, endpoints, 4304, max_seconds=60)
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
 
     rows = changelog_rows(catalog, namespace)
     assert sorted((row["id"], row["_tm_source_table"]) for row in rows) == [
@@ -337,8 +353,9 @@ def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_du
     orders: Connection,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace)
+    config = _pipeline(tmp_path, endpoints, source_database, namespace, server_id)
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
     with orders.cursor() as cursor:
         for key in range(1, 201):

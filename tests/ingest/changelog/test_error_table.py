@@ -63,6 +63,7 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _table(admin_connection)
@@ -72,7 +73,7 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
         database=source_database,
         tables="visits",
         namespace=namespace,
-        server_id=4501,
+        server_id=server_id,
     )
     first = [
         "INSERT INTO visits VALUES (1, '2024-05-01', 'fine')",
@@ -84,8 +85,8 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
         "INSERT INTO visits VALUES (3, '0000-00-00', 'again')",
     ]
 
-    _run(first, admin_connection, path, catalog, endpoints, 4501)
-    _run(second, admin_connection, path, catalog, endpoints, 4501)
+    _run(first, admin_connection, path, catalog, endpoints, server_id)
+    _run(second, admin_connection, path, catalog, endpoints, server_id)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     errors = _rows(catalog, f"{namespace}.visits_errors")
@@ -110,6 +111,7 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _table(admin_connection)
     with admin_connection.cursor() as cursor:
@@ -123,11 +125,11 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
         database=source_database,
         tables="visits",
         namespace=namespace,
-        server_id=4502,
+        server_id=server_id,
         startup="initial",
     )
 
-    _run([], admin_connection, path, catalog, endpoints, 4502)
+    _run([], admin_connection, path, catalog, endpoints, server_id)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     errors = _rows(catalog, f"{namespace}.visits_errors")
@@ -166,6 +168,7 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _table(admin_connection)
     with admin_connection.cursor() as cursor:
@@ -179,7 +182,7 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
         database=source_database,
         tables="visits",
         namespace=namespace,
-        server_id=4503,
+        server_id=server_id,
         startup="initial",
         source_options="scan.incremental.snapshot.chunk.size: 50",
     )
@@ -189,7 +192,7 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
         build_runner(load_pipeline(path), catalog, None, every_chunk, display=_CrashAfterChunks(2))
     assert len(_rows(catalog, f"{namespace}.visits_errors")) == 2
     runner = build_runner(load_pipeline(path), catalog, None, every_chunk)
-    run_to_end(runner, endpoints, 4503, max_seconds=60)
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     errors = _rows(catalog, f"{namespace}.visits_errors")
