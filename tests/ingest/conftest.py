@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.ingest.source_rows import SourceBinlog
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
 from tidemark.stack.mariadb import MariaDB
@@ -24,6 +25,14 @@ def orders(admin_connection: Connection) -> Connection:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
     return admin_connection
+
+
+@pytest.fixture
+def source_binlog(
+    endpoints: StackEndpoints, admin_connection: Connection, source_database: str, server_id: int
+) -> SourceBinlog:
+    """Statements run in the test's database, and the row changes the binlog carries for them."""
+    return SourceBinlog(endpoints, admin_connection, source_database, server_id)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ingest.binlog.events import RowsChanged
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
 Row = dict[str, Any]
+Image = tuple[Operation, Row | None, Row | None]
 
 
 def binlog_images(
@@ -25,7 +27,7 @@ def binlog_images(
     database: str,
     server_id: int,
     statements: Sequence[str],
-) -> list[tuple[Operation, Row | None, Row | None]]:
+) -> list[Image]:
     """Run ``statements`` and return every row change they logged in ``database``, in order, as
     (operation, before image, after image) decoded by ``ingest.binlog``."""
     source = endpoints.mariadb.cdc_source(server_id)
@@ -52,6 +54,35 @@ def inserted_rows(
     """The after images of the rows ``statements`` inserted in ``database``."""
     images = binlog_images(endpoints, connection, database, server_id, statements)
     return [after for operation, _, after in images if operation is Operation.INSERT and after]
+
+
+@dataclass(frozen=True)
+class SourceBinlog:
+    """The test's database, written through its admin connection and read back from the binlog
+    by a reader with the test's own server id."""
+
+    endpoints: StackEndpoints
+    connection: Connection
+    database: str
+    server_id: int
+
+    def images(self, statements: Sequence[str]) -> list[Image]:
+        """``binlog_images`` of ``statements``."""
+        return binlog_images(
+            self.endpoints, self.connection, self.database, self.server_id, statements
+        )
+
+    def inserted(self, statements: Sequence[str]) -> list[Row]:
+        """``inserted_rows`` of ``statements``."""
+        return inserted_rows(
+            self.endpoints, self.connection, self.database, self.server_id, statements
+        )
+
+
+def execute(connection: Connection, *statements: str) -> None:
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
 
 
 def select(connection: Connection, query: str) -> list[tuple[Any, ...]]:

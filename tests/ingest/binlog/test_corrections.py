@@ -16,54 +16,45 @@ import pytest
 
 from ingest.binlog.corrections import mysql_json_document
 from ingest.schema.values import InvalidTemporal
-from tests.ingest.source_rows import binlog_images, inserted_rows, select
+from tests.ingest.source_rows import SourceBinlog, select
 from tidemark.contracts.changelog import Operation
-from tidemark.stack.endpoints import StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-SERVER_ID = 4250
 NON_STRICT = "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'"
 
 
 def _decoded(
-    endpoints: StackEndpoints,
-    connection: Connection,
-    database: str,
-    columns: str,
-    rows: list[str],
-    session: tuple[str, ...] = (),
+    binlog: SourceBinlog, columns: str, rows: list[str], session: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
-    with connection.cursor() as cursor:
+    """The rows of a table ``t (id INT PRIMARY KEY, <columns>)`` as the binlog decodes their
+    inserts, without their ids."""
+    with binlog.connection.cursor() as cursor:
         cursor.execute(f"CREATE TABLE t (id INT PRIMARY KEY, {columns})")
     inserts = [f"INSERT INTO t VALUES ({i}, {values})" for i, values in enumerate(rows, 1)]
-    images = inserted_rows(endpoints, connection, database, SERVER_ID, [*session, *inserts])
+    images = binlog.inserted([*session, *inserts])
     return [{k: v for k, v in image.items() if k != "id"} for image in images]
 
 
-def test_year_0000_is_0(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
-) -> None:
+def test_year_0000_is_0(source_binlog: SourceBinlog, admin_connection: Connection) -> None:
     """The library adds 1900 to the stored byte, so YEAR 0000 (stored 0) becomes 1900."""
-    rows = _decoded(endpoints, admin_connection, source_database, "y YEAR", ["0", "1901", "2155"])
+    rows = _decoded(source_binlog, "y YEAR", ["0", "1901", "2155"])
 
     assert rows == [{"y": 0}, {"y": 1901}, {"y": 2155}]
     assert [value for (value,) in select(admin_connection, "SELECT y FROM t")] == [0, 1901, 2155]
 
 
 def test_negative_time_with_a_fraction_is_exact(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    source_binlog: SourceBinlog, admin_connection: Connection
 ) -> None:
     """The library reads -00:00:00.000001 as -00:00:00.999999 and -12:34:56.000001 as
     -12:34:56.999999: MySQL stores a negative TIME's fraction complemented, and the library
     takes it as the fraction itself (only x.5 comes out right)."""
     rows = _decoded(
-        endpoints,
-        admin_connection,
-        source_database,
+        source_binlog,
         "t1 TIME(1), t3 TIME(3), t6 TIME(6)",
         [
             "'-00:00:00.1', '-00:00:01.001', '-00:00:00.000001'",
@@ -86,15 +77,13 @@ def test_negative_time_with_a_fraction_is_exact(
 
 
 def test_zero_and_impossible_dates_keep_the_servers_text_instead_of_becoming_none(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    source_binlog: SourceBinlog, admin_connection: Connection
 ) -> None:
     """The library returns None (as for NULL) for 0000-00-00 and 2020-00-15, stops the stream
     with ValueError on 2020-02-30 (ALLOW_INVALID_DATES), and returns 1970-01-01 00:00:00 for
     the zero TIMESTAMP."""
     rows = _decoded(
-        endpoints,
-        admin_connection,
-        source_database,
+        source_binlog,
         "d DATE, dt DATETIME(3), ts TIMESTAMP(2) NULL",
         [
             "'0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00'",
@@ -124,13 +113,11 @@ def test_zero_and_impossible_dates_keep_the_servers_text_instead_of_becoming_non
 
 
 def test_timestamp_is_a_utc_datetime_whatever_the_writers_time_zone(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    source_binlog: SourceBinlog, admin_connection: Connection
 ) -> None:
     """The library returns a naive datetime that happens to be UTC."""
     rows = _decoded(
-        endpoints,
-        admin_connection,
-        source_database,
+        source_binlog,
         "ts TIMESTAMP(6) NULL",
         ["'2021-06-01 12:00:00.123456'", "'1970-01-01 05:30:01'"],
         session=("SET SESSION time_zone = '+05:30'",),
@@ -144,14 +131,10 @@ def test_timestamp_is_a_utc_datetime_whatever_the_writers_time_zone(
     assert [row["ts"].timestamp() for row in rows] == [float(value) for (value,) in epochs]
 
 
-def test_bit_is_a_number(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
-) -> None:
+def test_bit_is_a_number(source_binlog: SourceBinlog) -> None:
     """The library returns BIT as a string of '0' and '1' ('0000000101')."""
     rows = _decoded(
-        endpoints,
-        admin_connection,
-        source_database,
+        source_binlog,
         "b1 BIT(1), b10 BIT(10), b64 BIT(64)",
         ["b'1', b'1000000101', b'1' << 63", "b'0', 0, 18446744073709551615"],
     )
@@ -163,17 +146,13 @@ def test_bit_is_a_number(
 
 
 def test_empty_set_is_told_apart_from_null_in_before_and_after_images(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    source_binlog: SourceBinlog, admin_connection: Connection
 ) -> None:
     """The library returns None for the empty SET, so an update from '' to NULL looks like no
     change at all. A SET is its member bitmask here (names come from information_schema)."""
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE t (id INT PRIMARY KEY, s SET('a', 'b', 'c'))")
-    images = binlog_images(
-        endpoints,
-        admin_connection,
-        source_database,
-        SERVER_ID,
+    images = source_binlog.images(
         [
             "INSERT INTO t VALUES (1, '')",
             "UPDATE t SET s = NULL WHERE id = 1",
@@ -191,15 +170,13 @@ def test_empty_set_is_told_apart_from_null_in_before_and_after_images(
 
 
 def test_enum_and_set_members_that_are_not_utf8_are_not_blanked(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    source_binlog: SourceBinlog,
 ) -> None:
     """The library names members from the table map decoded as UTF-8, and blanks the rest: a
     latin1 ENUM 'é' comes back as '' (like the invalid value) and SET('é','x') as {'', 'x'}.
     Here ENUM is its 1-based index and SET its bitmask."""
     rows = _decoded(
-        endpoints,
-        admin_connection,
-        source_database,
+        source_binlog,
         "e ENUM('é', 'b') CHARACTER SET latin1, s SET('é', 'ü', 'x') CHARACTER SET latin1",
         ["'é', 'é,x'", "'b', 'ü'"],
     )
@@ -208,15 +185,13 @@ def test_enum_and_set_members_that_are_not_utf8_are_not_blanked(
 
 
 def test_text_is_decoded_in_its_own_charset(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    source_binlog: SourceBinlog, admin_connection: Connection
 ) -> None:
     """The library stops the stream with UnicodeDecodeError on latin1 byte 0x81 (it decodes
     latin1 as Python's cp1252, which leaves five bytes undefined), decodes utf16 and utf32 as
     little-endian (garbage or an error), and returns ucs2 and utf16le text as bytes."""
     rows = _decoded(
-        endpoints,
-        admin_connection,
-        source_database,
+        source_binlog,
         "l1 VARCHAR(5) CHARACTER SET latin1, u16 VARCHAR(5) CHARACTER SET utf16, "
         "uc2 VARCHAR(5) CHARACTER SET ucs2, u32 VARCHAR(5) CHARACTER SET utf32, "
         "u16le VARCHAR(5) CHARACTER SET utf16le",
@@ -229,15 +204,13 @@ def test_text_is_decoded_in_its_own_charset(
 
 
 def test_binary_strings_are_bytes_without_the_padding_the_binlog_drops(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    source_binlog: SourceBinlog,
 ) -> None:
     """The binlog itself leaves out BINARY(n)'s trailing 0x00 bytes (``ingest.schema.types`` pads
     them back), and MariaDB's UUID and INET6 are such binary values. The library returns an empty
     one as the str '' (Python never looks up the 'binary' codec for empty input)."""
     rows = _decoded(
-        endpoints,
-        admin_connection,
-        source_database,
+        source_binlog,
         "b BINARY(4), vb VARBINARY(4), u UUID, i6 INET6",
         [
             "x'01000000', x'0100', '6ccd780c-baba-1026-9564-5b8c656024db', '::ffff:1.2.3.4'",

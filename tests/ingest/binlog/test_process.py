@@ -16,8 +16,8 @@ from ingest.binlog import event_wire, process
 from ingest.binlog.events import RowsChanged
 from ingest.binlog.process import BATCH_EVENTS, ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
-from tests.ingest.binlog.test_row_decoders import _comparable, _write_every_kind_of_event
-from tidemark.source import BinlogPosition, current_position
+from tests.ingest.binlog.every_event import comparable, write_every_kind_of_event
+from tidemark.source import BinlogPosition, SourceConnection, current_position
 from tidemark.stack.endpoints import StackEndpoints
 
 if TYPE_CHECKING:
@@ -25,25 +25,23 @@ if TYPE_CHECKING:
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-SERVER_ID = 4270
 QUIET_DEADLINE_SECONDS = 30
 
 
 def _read(
     reader_type: type[BinlogReader] | type[ProcessBinlogReader],
-    endpoints: StackEndpoints,
+    source: SourceConnection,
     database: str,
     start: BinlogPosition,
     end: BinlogPosition,
 ) -> tuple[list[Any], list[Any]]:
     """Every event from ``start`` to ``end``, and the structure of each row event."""
-    source = endpoints.mariadb.cdc_source(SERVER_ID)
     events, structures = [], []
     with reader_type(source, start, databases=[database]) as reader:
         for event in reader:
             if event.position > end:
                 continue  # other tests' transactions
-            events.append(_comparable(event))
+            events.append(comparable(event))
             if isinstance(event, RowsChanged):
                 assert event.structure is not None
                 structures.append(event.structure())
@@ -51,14 +49,15 @@ def _read(
 
 
 def test_the_reading_process_hands_on_every_event_and_structure_as_reading_here_does(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    endpoints: StackEndpoints, source_database: str, admin_connection: Connection, server_id: int
 ) -> None:
-    start = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
-    _write_every_kind_of_event(admin_connection)
-    end = current_position(endpoints.mariadb.cdc_source(SERVER_ID))
+    source = endpoints.mariadb.cdc_source(server_id)
+    start = current_position(source)
+    write_every_kind_of_event(admin_connection)
+    end = current_position(source)
 
-    here = _read(BinlogReader, endpoints, source_database, start, end)
-    in_process = _read(ProcessBinlogReader, endpoints, source_database, start, end)
+    here = _read(BinlogReader, source, source_database, start, end)
+    in_process = _read(ProcessBinlogReader, source, source_database, start, end)
 
     events, structures = here
     assert len(events) > 2 * BATCH_EVENTS  # several batches crossed
@@ -73,9 +72,9 @@ def test_the_reading_process_hands_on_every_event_and_structure_as_reading_here_
 
 
 def test_a_quiet_stream_hands_on_what_it_has_without_waiting_for_a_full_batch(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    endpoints: StackEndpoints, source_database: str, admin_connection: Connection, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    source = endpoints.mariadb.cdc_source(server_id)
     start = current_position(source)
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
@@ -97,9 +96,9 @@ def test_a_quiet_stream_hands_on_what_it_has_without_waiting_for_a_full_batch(
 
 
 def test_a_killed_reading_process_is_a_broken_stream_to_resume(
-    endpoints: StackEndpoints, source_database: str
+    endpoints: StackEndpoints, source_database: str, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    source = endpoints.mariadb.cdc_source(server_id)
     start = current_position(source)
     with ProcessBinlogReader(
         source, start, follow=True, databases=[source_database], heartbeat_seconds=0.2
@@ -113,9 +112,9 @@ def test_a_killed_reading_process_is_a_broken_stream_to_resume(
 
 
 def test_an_error_in_the_reading_process_is_raised_as_reading_here_raises_it(
-    endpoints: StackEndpoints, source_database: str
+    endpoints: StackEndpoints, source_database: str, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    source = endpoints.mariadb.cdc_source(server_id)
     missing = BinlogPosition("mariadb-bin.999998", 4)
 
     def error_of(reader_type: type[BinlogReader] | type[ProcessBinlogReader]) -> Exception:
@@ -141,9 +140,9 @@ def test_a_batch_of_builtin_values_crosses_with_marshal_and_any_other_with_pickl
 
 
 def test_a_warmed_up_reading_process_serves_the_next_reader_and_a_dead_one_is_replaced(
-    endpoints: StackEndpoints, source_database: str
+    endpoints: StackEndpoints, source_database: str, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(SERVER_ID)
+    source = endpoints.mariadb.cdc_source(server_id)
     start = current_position(source)
 
     process.warm()

@@ -5,30 +5,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tests.ingest.source_rows import binlog_images
+from tests.ingest.source_rows import SourceBinlog
 from tidemark.contracts.changelog import Operation
-from tidemark.stack.endpoints import StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-SERVER_ID = 4255
-
 
 def test_rows_between_structure_changes_decode_with_the_structure_they_were_written_with(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    source_binlog: SourceBinlog, admin_connection: Connection
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10))")
         cursor.execute("CREATE TABLE b (id INT PRIMARY KEY, w INT)")
 
-    images = binlog_images(
-        endpoints,
-        admin_connection,
-        source_database,
-        SERVER_ID,
+    images = source_binlog.images(
         [
             "INSERT INTO a VALUES (1, 'one')",
             "INSERT INTO b VALUES (1, 10)",

@@ -1,6 +1,6 @@
 """A snapshot's SELECT gives every type the same lake values as the binlog does.
 
-Each type family of ``test_types`` (edge values, NULLs, zero dates, values the binlog library
+Each type family of ``type_families`` (edge values, NULLs, zero dates, values the binlog library
 gets wrong) is read back through a consistent snapshot and converted column at a time; the
 result must be exactly what the family expects from the binlog.
 """
@@ -16,7 +16,7 @@ from ingest.bootstrap.snapshot_reader import ConsistentSnapshot
 from ingest.schema.select_values import page_converter
 from ingest.schema.source_tables import read_source_tables
 from ingest.schema.types import arrow_schema
-from tests.ingest.schema.test_types import FAMILIES, Family
+from tests.ingest.schema.type_families import FAMILIES, Family
 from tests.ingest.source_rows import select
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.source import current_position
@@ -34,6 +34,7 @@ def test_snapshot_values_equal_the_binlogs_for_every_type_family(
     endpoints: StackEndpoints,
     source_database: str,
     admin_connection: Connection,
+    server_id: int,
 ) -> None:
     for statement in family.session:
         select(admin_connection, statement)
@@ -47,7 +48,7 @@ def test_snapshot_values_equal_the_binlogs_for_every_type_family(
         tinyint1_as_boolean=family.options.get("tinyint1_as_boolean", True),
     )
 
-    with ConsistentSnapshot(endpoints.mariadb.cdc_source(4300)) as snapshot:
+    with ConsistentSnapshot(endpoints.mariadb.cdc_source(server_id)) as snapshot:
         chunks = list(snapshot.chunks(table, ("id",), after=None, chunk_size=4))
     rows = [row for chunk in chunks for row in chunk.rows]
     landed = pa.Table.from_arrays(convert(rows), schema=arrow_schema(table)).to_pylist()
@@ -57,10 +58,10 @@ def test_snapshot_values_equal_the_binlogs_for_every_type_family(
 
 
 def test_the_snapshot_position_is_where_the_binlog_stood_when_the_read_view_opened(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection
+    endpoints: StackEndpoints, source_database: str, admin_connection: Connection, server_id: int
 ) -> None:
     select(admin_connection, "CREATE TABLE t (id INT PRIMARY KEY)")
-    source = endpoints.mariadb.cdc_source(4301)
+    source = endpoints.mariadb.cdc_source(server_id)
     before = current_position(source)
 
     table = _table(admin_connection, source_database)
