@@ -12,7 +12,7 @@ from pyiceberg.catalog import Catalog
 
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
-from tests.ingest.bootstrap.test_bootstrap import changelog, merged
+from tests.ingest.changelog_checks import changelog, merged
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.cli import main
 from tidemark.config import load_pipeline
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
-
-SERVER_ID = 4701
 
 
 def _mirror_from_changelog(catalog: Catalog, namespace: str) -> None:
@@ -49,6 +47,7 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
     admin_connection: Connection,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    server_id: int,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
@@ -59,11 +58,11 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
         database=source_database,
         tables="orders",
         namespace=namespace,
-        server_id=SERVER_ID,
+        server_id=server_id,
         startup="initial",
     )
     runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
     _mirror_from_changelog(catalog, namespace)
 
     assert main(["verify", str(path), "--page-rows", "100"]) == 0
@@ -76,7 +75,7 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
         cursor.execute("DELETE FROM orders WHERE id = 43")
         cursor.execute("SET SESSION sql_log_bin = 1")
     runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, SERVER_ID, max_seconds=60)
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
 
     assert main(["verify", str(path), "--page-rows", "100"]) == 1
     out = capsys.readouterr().out

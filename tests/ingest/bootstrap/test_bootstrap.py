@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -17,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pymysql
 import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
@@ -27,6 +25,7 @@ from ingest.changelog.table import ChangelogTable
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
+from tests.ingest.changelog_checks import Workload, changelog, merged, source_rows
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.polling import wait_until
 from tidemark.config import PipelineConfig, load_pipeline
@@ -35,9 +34,10 @@ from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
 if TYPE_CHECKING:
+    import pymysql
+
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-Row = dict[str, Any]
 SMALL_CHUNKS = "scan.incremental.snapshot.chunk.size: 100"
 
 
@@ -84,78 +84,6 @@ def _settings(config: PipelineConfig) -> IngestSettings:
     return IngestSettings.from_options(config.tidemark.ingest)
 
 
-class Workload:
-    """Random single-row inserts, updates (some moving a row to a new key) and deletes: in a
-    background thread inside ``with``, or a step at a time."""
-
-    def __init__(self, endpoints: StackEndpoints, database: str, keys: int, seed: int) -> None:
-        self._connection = pymysql.connect(
-            **endpoints.mariadb.admin_source().pymysql_settings(),
-            database=database,
-            autocommit=True,
-        )
-        self._random = random.Random(seed)
-        self._keys = keys
-        self._next_key = keys * 10
-        self._stop = threading.Event()
-        self.statements = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Workload:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-        self.close()
-
-    def close(self) -> None:
-        self._connection.close()
-
-    def step(self) -> None:
-        key = self._random.randint(1, self._keys)
-        choice = self._random.random()
-        with self._connection.cursor() as cursor:
-            if choice < 0.5:
-                cursor.execute("UPDATE orders SET qty = qty + 1 WHERE id = %s", (key,))
-            elif choice < 0.65:
-                self._next_key += 1
-                cursor.execute("UPDATE orders SET id = %s WHERE id = %s", (self._next_key, key))
-            elif choice < 0.8:
-                cursor.execute("DELETE FROM orders WHERE id = %s", (key,))
-            else:  # re-inserts a deleted key, or does nothing
-                cursor.execute(
-                    "INSERT IGNORE INTO orders (id, item, qty) VALUES (%s, 'new', 1)", (key,)
-                )
-        self.statements += 1
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.step()
-
-
-def merged(rows: list[Row], key: str = "id") -> dict[Any, Row]:
-    """The changelog applied in order: the latest image per key, deleted keys gone."""
-    state: dict[Any, Row] = {}
-    for row in sorted(rows, key=lambda r: r["_tm_order"]):
-        if row["_tm_op"] == "d":
-            state.pop(row[key], None)
-        else:
-            state[row[key]] = {k: v for k, v in row.items() if not k.startswith("_tm_")}
-    return state
-
-
-def source_rows(connection: Connection, table: str = "orders") -> dict[Any, Row]:
-    with connection.cursor(pymysql.cursors.DictCursor) as cursor:
-        cursor.execute(f"SELECT * FROM {table}")
-        return {row["id"]: dict(row) for row in cursor.fetchall()}
-
-
-def changelog(catalog: Catalog, namespace: str, table: str = "orders") -> list[Row]:
-    return catalog.load_table(f"{namespace}.{table}_changelog").scan().to_arrow().to_pylist()
-
-
 def bootstrap_states(catalog: Catalog, namespace: str, table: str = "orders") -> Iterator[Any]:
     iceberg = catalog.load_table(f"{namespace}.{table}_changelog")
     for snapshot in iceberg.snapshots():
@@ -170,6 +98,7 @@ def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _orders(admin_connection, 3000)
     config = load_pipeline(
@@ -178,7 +107,7 @@ def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
             endpoints,
             source_database,
             namespace,
-            4401,
+            server_id,
             extra=_ingest_block(flush_rows=300, max_rate=2000),
         )
     )
@@ -186,7 +115,7 @@ def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
     with Workload(endpoints, source_database, keys=3000, seed=1) as workload:
         runner = build_runner(config, catalog, reports=None, settings=_settings(config))
         during_bootstrap = workload.statements
-    run_to_end(runner, endpoints, 4401, max_seconds=120)
+    run_to_end(runner, endpoints, server_id, max_seconds=120)
 
     assert during_bootstrap > 20, "the workload must overlap the bootstrap"
     rows = changelog(catalog, namespace)
@@ -207,6 +136,7 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _orders(admin_connection, 4000)
     path = _pipeline(
@@ -214,7 +144,7 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
         endpoints,
         source_database,
         namespace,
-        4402,
+        server_id,
         extra=_ingest_block(flush_rows=500, max_rate=1000),
     )
     process = _ingest_process(path)
@@ -230,7 +160,7 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     config = load_pipeline(path)
 
     runner = build_runner(config, catalog, reports=None, settings=_settings(config))
-    run_to_end(runner, endpoints, 4402, max_seconds=120)
+    run_to_end(runner, endpoints, server_id, max_seconds=120)
 
     assert not committed.done
     rows = changelog(catalog, namespace)
@@ -305,6 +235,7 @@ def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _orders(admin_connection, 300)
     _orders(admin_connection, 1_000, name="users")
@@ -316,7 +247,7 @@ def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
             source_database,
             namespace,
             catalog,
-            4404,
+            server_id,
             extra=_ingest_block(flush_rows=100, max_rate=100),
         )
     )
@@ -373,6 +304,7 @@ def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_r
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _orders(admin_connection, 100)
     _orders(admin_connection, 1_000, name="users")
@@ -382,7 +314,7 @@ def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_r
         source_database,
         namespace,
         catalog,
-        4406,
+        server_id,
         extra=_ingest_block(flush_rows=100, max_rate=100),
     )
     config = load_pipeline(path)
@@ -400,7 +332,7 @@ def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_r
     assert not stopped.done  # it did not read the table to the end first
     with admin_connection.cursor() as cursor:
         cursor.execute("UPDATE users SET qty = 9 WHERE id IN (5, 950)")
-    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, 4406, 120)
+    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, server_id, 120)
     users = changelog(catalog, namespace, "users")
     snapshot_reads = [row["id"] for row in users if row["_tm_op"] == "r"]
     assert len(snapshot_reads) == len(set(snapshot_reads)) == 1_000
@@ -414,6 +346,7 @@ def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_e
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _orders(admin_connection, 200)
     _orders(admin_connection, 4000, name="users")
@@ -423,7 +356,7 @@ def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_e
         source_database,
         namespace,
         catalog,
-        4405,
+        server_id,
         extra=_ingest_block(flush_rows=500, max_rate=1000),
     )
     process = _ingest_process(path)
@@ -441,7 +374,7 @@ def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_e
         cursor.execute("DELETE FROM orders WHERE id = 7")
     config = load_pipeline(path)
 
-    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, 4405, 120)
+    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, server_id, 120)
 
     assert not committed.done
     users = changelog(catalog, namespace, "users")
@@ -458,11 +391,12 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _orders(admin_connection, 500)
     _orders(admin_connection, 700, name="users")
     path = _orders_streaming_then_users_added(
-        tmp_path, endpoints, source_database, namespace, catalog, 4403
+        tmp_path, endpoints, source_database, namespace, catalog, server_id
     )
     with admin_connection.cursor() as cursor:
         cursor.execute("UPDATE orders SET qty = 100 WHERE id <= 10")
@@ -474,7 +408,7 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     with admin_connection.cursor() as cursor:
         cursor.execute("DELETE FROM users WHERE id = 1")
         cursor.execute("INSERT INTO orders VALUES (9999, 'late', 1)")
-    run_to_end(runner, endpoints, 4403, max_seconds=60)
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
 
     orders = changelog(catalog, namespace)
     users = changelog(catalog, namespace, "users")
@@ -494,6 +428,7 @@ def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
     admin_connection: Connection,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    server_id: int,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE events (id INT, note VARCHAR(20))")
@@ -504,14 +439,14 @@ def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
             endpoints,
             source_database,
             namespace,
-            4404,
+            server_id,
             tables="events",
             extra=f"tidemark:\n  tables:\n    {namespace}.events:\n      unique-key: id\n",
         )
     )
 
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, 4404, max_seconds=60)
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
 
     assert "has no primary key or NOT NULL unique key" in caplog.text
     rows = changelog(catalog, namespace, "events")
@@ -525,6 +460,7 @@ def test_snapshot_mode_reads_the_existing_rows_and_stops(
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _orders(admin_connection, 300)
     path = write_pipeline(
@@ -533,7 +469,7 @@ def test_snapshot_mode_reads_the_existing_rows_and_stops(
         database=source_database,
         tables="orders",
         namespace=namespace,
-        server_id=4405,
+        server_id=server_id,
         startup="snapshot",
     )
 
@@ -556,6 +492,7 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
     catalog: Catalog,
     admin_connection: Connection,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     _orders(admin_connection, 400, name="orders_1")
     _orders(admin_connection, 300, name="orders_2")
@@ -567,7 +504,7 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
         database=source_database,
         tables=f"orders_\\d,{source_database}.users",
         namespace=namespace,
-        server_id=4406,
+        server_id=server_id,
         startup="initial",
         source_options=SMALL_CHUNKS,
     )
@@ -586,7 +523,7 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
     runner = build_runner(
         config, catalog, reports=None, settings=_settings(config), display=display
     )
-    run_to_end(runner, endpoints, 4406, max_seconds=60)
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
 
     orders = changelog(catalog, namespace)
     shards = {
