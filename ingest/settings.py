@@ -1,4 +1,8 @@
-"""How ingest paces itself. Defaults keep the lake within seconds of the source."""
+"""How ingest paces itself. Defaults keep the lake within seconds of the source.
+
+The settings a pipeline file can change (``tidemark.ingest``) start from the defaults their
+options declare (``IngestOptions``, where each is explained); the others are ingest's own.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,19 @@ from dataclasses import dataclass
 
 from tidemark.config.model import IngestOptions
 
+_FILE_DEFAULTS = IngestOptions()
+
 
 @dataclass(frozen=True)
 class IngestSettings:
-    #: commit what is buffered at least this often
-    flush_interval_seconds: float = 2.0
-    #: ... or as soon as this many rows wait
-    flush_rows: int = 50_000
-    #: a transaction with more rows than this is committed in parts (memory stays bounded)
-    max_transaction_rows: int = 100_000
-    #: tables without changes get an empty commit this often, so their watermark moves
-    idle_commit_seconds: float = 10.0
+    #: tidemark.ingest.flush-interval
+    flush_interval_seconds: float = _FILE_DEFAULTS.flush_interval.total_seconds()
+    #: tidemark.ingest.flush-rows
+    flush_rows: int = _FILE_DEFAULTS.flush_rows
+    #: tidemark.ingest.max-transaction-rows
+    max_transaction_rows: int = _FILE_DEFAULTS.max_transaction_rows
+    #: tidemark.ingest.idle-commit-interval
+    idle_commit_seconds: float = _FILE_DEFAULTS.idle_commit_interval.total_seconds()
     #: the server sends a heartbeat when the binlog has been idle this long
     heartbeat_seconds: float = 1.0
     #: reconnect attempts in a row before giving up
@@ -25,8 +31,8 @@ class IngestSettings:
     #: decode the binlog in a process of its own (``ingest.binlog.process``): a second core
     #: decodes while this one assembles and commits; False reads it in this process
     decode_in_process: bool = True
-    #: caps each bootstrap reader; None: as fast as it goes
-    snapshot_max_rows_per_second: int | None = None
+    #: tidemark.ingest.snapshot-max-rows-per-second
+    snapshot_max_rows_per_second: int | None = _FILE_DEFAULTS.snapshot_max_rows_per_second
 
     @classmethod
     def from_options(cls, options: IngestOptions) -> IngestSettings:

@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from tidemark.config.declaration import default_of
+from tidemark.config.model import JobConfig
 from tidemark.windows import EPOCH, TaskKind, Window, WindowTask, from_epoch_ms
 
 
@@ -68,12 +70,13 @@ class TaskSpec:
     #: sink tables whose watermarks gate the task
     inputs: tuple[str, ...]
     window: timedelta
-    retries: int = 2
-    retry_delay: timedelta = timedelta(minutes=1)
+    # the defaults are a job's: what its options declare when the file leaves them out
+    retries: int = default_of(JobConfig, "retries")
+    retry_delay: timedelta = default_of(JobConfig, "retry_delay")
     #: a job that is behind runs every complete window it missed as one ``[start, end)``
-    coalesce: bool = False
+    coalesce: bool = default_of(JobConfig, "coalesce")
     #: a job runs its earlier windows again when late changes for them reach its mirrors
-    rerun_late_windows: bool = False
+    rerun_late_windows: bool = default_of(JobConfig, "rerun_late_windows")
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from scheduler.gate import TaskSpec, job_task, mirror_task
-from tidemark.config.model import PipelineConfig
+from tidemark.config.declaration import default_of
+from tidemark.config.model import JobConfig, PipelineConfig
 from tidemark.config.plan import SinkTable
 from tidemark.errors import ConfigError
 
-#: the retry policy of mirror merges, which have no job block to say otherwise
-MIRROR_RETRIES = 2
-MIRROR_RETRY_DELAY = timedelta(minutes=1)
+#: the retry policy of mirror merges, which have no job block to say otherwise: a job's default
+MIRROR_RETRIES: int = default_of(JobConfig, "retries")
+MIRROR_RETRY_DELAY: timedelta = default_of(JobConfig, "retry_delay")
 
 
 @dataclass(frozen=True)

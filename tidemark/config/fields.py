@@ -6,14 +6,13 @@ problems at once.
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from tidemark.config.errors import Problems
 from tidemark.config.loader import ListNode, MapNode, Node, Scalar
 from tidemark.config.secrets import is_secret_key
-from tidemark.config.values import BadValue
+from tidemark.config.values import BadValue, closest
 
 T = TypeVar("T")
 
@@ -25,11 +24,6 @@ def child(path: str, name: str, *, quote: bool = False) -> str:
     """The key path of ``name`` under ``path``; ``quote`` for names that contain dots."""
     shown = f'"{name}"' if quote and "." in name else name
     return f"{path}.{shown}" if path else shown
-
-
-def closest(name: str, candidates: Iterable[str]) -> str | None:
-    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return matches[0] if matches else None
 
 
 def unknown_key_message(name: str, what: str, allowed: Sequence[str], guess: str | None) -> str:
@@ -117,27 +111,6 @@ class Reader:
             message = f"{bad.message}, got: {quoted}"
             self.error(node, path, f"{message}; {bad.hint}" if bad.hint else message)
             return None
-
-    def choice(
-        self,
-        node: Node | None,
-        path: str,
-        choices: Sequence[str],
-        *,
-        case_sensitive: bool = False,
-    ) -> str | None:
-        """One of ``choices``, returned as spelled in ``choices``."""
-
-        def parse(text: str) -> str:
-            for option in choices:
-                if option == text or (not case_sensitive and option.lower() == text.lower()):
-                    return option
-            lowered = [option.lower() for option in choices]
-            guess = closest(text.lower(), lowered)
-            hint = f"did you mean '{choices[lowered.index(guess)]}'?" if guess else ""
-            raise BadValue(f"must be one of {', '.join(choices)}", hint)
-
-        return self.value(node, path, parse)
 
     def text_list(self, node: Node | None, path: str, example: str) -> tuple[str, ...] | None:
         """A YAML list of values, or one comma-separated value (``a, b``)."""

@@ -1,7 +1,9 @@
 """The typed, frozen result of reading a pipeline file: what every other part of Tidemark uses.
 
 Built only by ``tidemark.config.document`` after the file has been checked, so these models hold
-values that are already valid; they are the contract, not the validator. Secrets are
+values that are already valid. Each field that is an option of the file is also that option's one
+declaration (``tidemark.config.declaration.option``): its key, type, default, meaning and how its
+text is checked; the readers and docs/configuration.md's reference follow from it. Secrets are
 ``SecretStr``: their ``repr`` and ``str`` are masked; ``reveal`` is for the one place that connects.
 """
 
@@ -11,18 +13,41 @@ from collections.abc import Mapping
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
 
+from tidemark.config.compound import (
+    Properties,
+    read_columns,
+    read_properties,
+    read_spark_settings,
+    read_tables,
+    read_variables,
+)
+from tidemark.config.declaration import option
 from tidemark.config.errors import Problem
 from tidemark.config.patterns import Route, RouteMode, Selector, route_table, selectors_match
+from tidemark.config.values import (
+    LONG_RANGE,
+    at_least_one,
+    duration_with_unit,
+    identifier,
+    one_of,
+    parse_bool,
+    parse_columns,
+    parse_duration,
+    parse_local_zone,
+    parse_server_id,
+    parse_window,
+    parse_zone,
+    positive_duration,
+    table_id,
+    text,
+    whole_number,
+)
 from tidemark.source import SourceConnection
 
-Properties = dict[str, str | SecretStr]
-
-DEFAULT_WINDOW = timedelta(minutes=5)
-DEFAULT_CATALOG_NAME = "tidemark"
 #: Flink CDC's default range for ``server-id`` is random in 5400-6400; we pick its start.
 DEFAULT_SERVER_ID = 5400
 
@@ -55,6 +80,11 @@ class ServerIdRange(_Frozen):
     start: int
     end: int
 
+    @classmethod
+    def from_text(cls, text: str) -> ServerIdRange:
+        start, end = parse_server_id(text)
+        return cls(start=start, end=end)
+
     @property
     def size(self) -> int:
         return self.end - self.start + 1
@@ -63,41 +93,152 @@ class ServerIdRange(_Frozen):
         return str(self.start) if self.start == self.end else f"{self.start}-{self.end}"
 
 
+#: upstream's LONG options: Java longs
+_LONG = whole_number(LONG_RANGE)
+
+
 class Startup(_Frozen):
-    mode: StartupMode = StartupMode.INITIAL
-    specific_offset_file: str | None = None
-    specific_offset_pos: int | None = None
-    specific_offset_gtid_set: str | None = None
-    specific_offset_skip_events: int | None = None
-    specific_offset_skip_rows: int | None = None
-    timestamp_millis: int | None = None
+    """Where reading starts: the source's ``scan.startup.*`` options."""
+
+    mode: StartupMode = option(
+        StartupMode.INITIAL,
+        key="scan.startup.mode",
+        parse=one_of(tuple(mode.value for mode in StartupMode)),
+        doc="initial: bootstrap the existing rows, then stream; snapshot: bootstrap and stop; "
+        "or stream from the binlog's end, its start, a position or a time",
+    )
+    specific_offset_file: str | None = option(
+        None,
+        key="scan.startup.specific-offset.file",
+        parse=text,
+        doc="specific-offset: the binlog file to start in",
+    )
+    specific_offset_pos: int | None = option(
+        None,
+        key="scan.startup.specific-offset.pos",
+        parse=_LONG,
+        doc="specific-offset: the position in that file, a transaction's start",
+    )
+    specific_offset_gtid_set: str | None = option(
+        None,
+        key="scan.startup.specific-offset.gtid-set",
+        parse=text,
+        doc="specific-offset: start at the first transaction the set does not cover; wins over "
+        "a file and position",
+    )
+    specific_offset_skip_events: int | None = option(
+        None,
+        key="scan.startup.specific-offset.skip-events",
+        parse=_LONG,
+        doc="specific-offset: only 0, as Tidemark starts at transaction boundaries",
+    )
+    specific_offset_skip_rows: int | None = option(
+        None,
+        key="scan.startup.specific-offset.skip-rows",
+        parse=_LONG,
+        doc="specific-offset: only 0, as Tidemark starts at transaction boundaries",
+    )
+    timestamp_millis: int | None = option(
+        None,
+        key="scan.startup.timestamp-millis",
+        parse=_LONG,
+        doc="timestamp: start at the first transaction at or after this time (ms since 1970)",
+    )
 
 
 class MySqlSource(_Frozen):
     """``source:`` with ``type: mysql`` (MySQL and MariaDB)."""
 
     name: str | None = None
-    hostname: str
-    port: int = 3306
-    username: str
-    password: SecretStr
-    tables: str
+    hostname: str = option(parse=text, doc="the server's host name or address")
+    port: int = option(3306, parse=whole_number(), doc="the server's port, 1 to 65535")
+    username: str = option(parse=text, doc="the account ingest reads with")
+    password: SecretStr = option(parse=text, doc="the account's password")
+    tables: str = option(
+        parse=text, doc="the tables to capture: comma-separated database.table patterns"
+    )
+    #: ``tables`` as patterns
     table_selectors: tuple[Selector, ...]
-    tables_exclude: str | None = None
+    tables_exclude: str | None = option(
+        None, key="tables.exclude", parse=text, doc="tables to leave out, as patterns like tables"
+    )
+    #: ``tables.exclude`` as patterns
     exclude_selectors: tuple[Selector, ...] = ()
-    server_id: ServerIdRange | None = None
-    server_time_zone: str | None = None
+    server_id: ServerIdRange | None = option(
+        None,
+        key="server-id",
+        parse=ServerIdRange.from_text,
+        default_text=str(DEFAULT_SERVER_ID),
+        doc="the replica id to read the binlog with, or a range (Tidemark uses its first)",
+    )
+    server_time_zone: str | None = option(
+        None,
+        key="server-time-zone",
+        parse=parse_zone,
+        default_text="the server's own",
+        doc="the zone the server's TIMESTAMP values are read in",
+    )
     startup: Startup = Startup()
-    snapshot_chunk_size: int = 8096
-    snapshot_fetch_size: int = 1024
-    heartbeat_interval: timedelta = timedelta(seconds=30)
-    connect_timeout: timedelta = timedelta(seconds=30)
-    connect_max_retries: int = 3
-    schema_change_enabled: bool = True
-    scan_newly_added_tables: bool = False
-    scan_binlog_newly_added_tables: bool = False
-    parse_online_schema_changes: bool = False
-    treat_tinyint1_as_boolean: bool = True
+    snapshot_chunk_size: int = option(
+        8096,
+        key="scan.incremental.snapshot.chunk.size",
+        parse=whole_number(above=1),
+        doc="rows in each primary-key page the bootstrap reads",
+    )
+    snapshot_fetch_size: int = option(
+        1024,
+        key="scan.snapshot.fetch.size",
+        parse=whole_number(above=1),
+        doc="upstream's rows per fetch while bootstrapping",
+    )
+    heartbeat_interval: timedelta = option(
+        timedelta(seconds=30),
+        key="heartbeat.interval",
+        parse=parse_duration,
+        doc="upstream's binlog heartbeat (ingest's own follows tidemark.ingest.flush-interval)",
+    )
+    connect_timeout: timedelta = option(
+        timedelta(seconds=30),
+        key="connect.timeout",
+        parse=parse_duration,
+        doc="how long connecting to the server may take",
+    )
+    connect_max_retries: int = option(
+        3,
+        key="connect.max-retries",
+        parse=whole_number(above=0),
+        doc="upstream's connection attempts before failing",
+    )
+    schema_change_enabled: bool = option(
+        True,
+        key="schema-change.enabled",
+        parse=parse_bool,
+        doc="upstream: whether schema changes are sent downstream",
+    )
+    scan_newly_added_tables: bool = option(
+        False,
+        key="scan.newly-added-table.enabled",
+        parse=parse_bool,
+        doc="bootstrap, at the next start, a table added to tables of a running pipeline",
+    )
+    scan_binlog_newly_added_tables: bool = option(
+        False,
+        key="scan.binlog.newly-added-table.enabled",
+        parse=parse_bool,
+        doc="upstream: stream new tables without a bootstrap (not with the option above)",
+    )
+    parse_online_schema_changes: bool = option(
+        False,
+        key="scan.parse.online.schema.changes.enabled",
+        parse=parse_bool,
+        doc="follow gh-ost and pt-online-schema-change migrations at their cut-over",
+    )
+    treat_tinyint1_as_boolean: bool = option(
+        True,
+        key="treat-tinyint1-as-boolean.enabled",
+        parse=parse_bool,
+        doc="TINYINT(1) columns become booleans",
+    )
     #: every option as written (after substitution), secrets as SecretStr
     options: Properties = {}
 
@@ -154,7 +295,8 @@ class TablePartitioning(_Frozen):
 
 
 class IcebergSink(_Frozen):
-    """``sink:`` with ``type: iceberg``."""
+    """``sink:`` with ``type: iceberg``. Its values are derived from several options each, so
+    the options are declared in ``tidemark.config.sink.ICEBERG_OPTIONS``."""
 
     name: str | None = None
     catalog_properties: Properties
@@ -173,10 +315,19 @@ class IcebergSink(_Frozen):
 
 
 class RouteRule(_Frozen):
-    source_table: str
-    sink_table: str
-    replace_symbol: str | None = None
-    description: str | None = None
+    model_config = ConfigDict(title="a route")
+
+    source_table: str = option(
+        parse=text,
+        doc="the tables routed: patterns, one regex over database.table, case-sensitive",
+    )
+    sink_table: str = option(
+        parse=text, doc="where they go: database.table, with $1... or the replace-symbol"
+    )
+    replace_symbol: str | None = option(
+        None, parse=text, doc="in sink-table, stands for the source table's name"
+    )
+    description: str | None = option(None, parse=text, doc="for people")
 
     @property
     def route(self) -> Route:
@@ -184,15 +335,32 @@ class RouteRule(_Frozen):
 
 
 class TransformRule(_Frozen):
-    source_table: str
+    model_config = ConfigDict(title="a transform")
+
+    source_table: str = option(parse=text, doc="the tables transformed, as patterns like tables")
+    #: ``source_table`` as patterns
     selectors: tuple[Selector, ...]
-    projection: str | None = None
-    filter: str | None = None
-    primary_keys: tuple[str, ...] = ()
-    partition_keys: tuple[str, ...] = ()
-    table_options: dict[str, str] = {}
-    description: str | None = None
-    converter_after_transform: str | None = None
+    projection: str | None = option(
+        None, parse=text, doc="the columns, as a Spark SQL select list (a leading \\* for *)"
+    )
+    filter: str | None = option(None, parse=text, doc="the rows kept, as a Spark SQL condition")
+    primary_keys: tuple[str, ...] = option(
+        (), parse=parse_columns, doc="the merge key's columns, comma-separated"
+    )
+    partition_keys: tuple[str, ...] = option(
+        (), parse=parse_columns, doc="upstream's partition columns, comma-separated"
+    )
+    #: read by the transform's reader, which knows the delimiter
+    table_options: dict[str, str] = option(
+        {}, doc="key=value pairs for the sink table, separated by the delimiter"
+    )
+    table_options_delimiter: str = option(
+        ",", key="table-options.delimiter", parse=text, doc="separates table-options' pairs"
+    )
+    description: str | None = option(None, parse=text, doc="for people")
+    converter_after_transform: str | None = option(
+        None, parse=text, doc="upstream's SOFT_DELETE; the mirror's deletes: keep does it here"
+    )
 
     def matches(self, database: str, table: str) -> bool:
         return selectors_match(self.selectors, database, table)
@@ -207,12 +375,35 @@ class SchemaChangeBehavior(StrEnum):
 
 
 class PipelineSettings(_Frozen):
-    name: str = "Flink CDC Pipeline Job"
-    parallelism: int = 1
-    schema_change_behavior: SchemaChangeBehavior = SchemaChangeBehavior.LENIENT
-    local_time_zone: str | None = None
-    route_mode: RouteMode = RouteMode.ALL_MATCH
-    runtime_mode: Literal["STREAMING", "BATCH"] = "STREAMING"
+    name: str = option("Flink CDC Pipeline Job", parse=text, doc="the pipeline's name")
+    parallelism: int = option(
+        1, parse=whole_number(above=0), doc="upstream's readers (one ingest process here)"
+    )
+    schema_change_behavior: SchemaChangeBehavior = option(
+        SchemaChangeBehavior.LENIENT,
+        key="schema.change.behavior",
+        parse=one_of(tuple(behavior.value for behavior in SchemaChangeBehavior)),
+        doc="what schema changes do to the sink tables (ingest/schema/evolution.py)",
+    )
+    local_time_zone: str | None = option(
+        None,
+        key="local-time-zone",
+        parse=parse_local_zone,
+        default_text="systemDefault",
+        doc="upstream's zone for time functions in transforms",
+    )
+    route_mode: RouteMode = option(
+        RouteMode.ALL_MATCH,
+        key="route-mode",
+        parse=one_of(tuple(mode.value for mode in RouteMode)),
+        doc="ALL_MATCH: every matching route applies; FIRST_MATCH: only the first",
+    )
+    runtime_mode: Literal["STREAMING", "BATCH"] = option(
+        "STREAMING",
+        key="execution.runtime-mode",
+        parse=one_of(("STREAMING", "BATCH")),
+        doc="BATCH: bootstrap and stop (with scan.startup.mode: snapshot)",
+    )
     options: Properties = {}
 
 
@@ -222,74 +413,197 @@ class PipelineSettings(_Frozen):
 class MirrorOptions(_Frozen):
     """The merged, current-state copy of a sink table, refreshed every window."""
 
-    enabled: bool = True
-    table: str | None = None
-    window: timedelta | None = None
-    deletes: Literal["apply", "keep"] = "apply"
-    table_properties: Properties = {}
+    model_config = ConfigDict(title="mirror options")
+
+    enabled: bool = option(True, parse=parse_bool, doc="`false`: no mirror, only the changelog")
+    table: str | None = option(
+        None, parse=table_id, default_text="the sink table's name", doc="the mirror table's name"
+    )
+    window: timedelta | None = option(
+        None,
+        parse=parse_window,
+        default_text="`tidemark.window`",
+        doc="how often the mirror is merged: at least 1 min, dividing a day",
+    )
+    deletes: Literal["apply", "keep"] = option(
+        "apply",
+        parse=one_of(("apply", "keep")),
+        doc="`keep`: rows deleted in the source stay, marked as deleted",
+    )
+    table_properties: Properties = option(
+        {}, read=read_properties, doc="Iceberg table properties of the mirror"
+    )
 
 
 class TableOptions(_Frozen):
-    unique_key: tuple[str, ...] | None = None
-    changelog_table: str | None = None
-    mirror: MirrorOptions = MirrorOptions()
+    model_config = ConfigDict(title="a table's options")
+
+    unique_key: tuple[str, ...] | None = option(
+        None,
+        read=read_columns,
+        default_text="the primary key",
+        doc="the merge key when it is not the primary key: a list, or `a, b`",
+    )
+    changelog_table: str | None = option(
+        None,
+        parse=table_id,
+        default_text="`<table>_changelog`",
+        doc="the append-only changelog table's name",
+    )
+    mirror: MirrorOptions = option(
+        MirrorOptions(),
+        shorthand="enabled",
+        doc="the mirror: a block of the options below, or `false` for none",
+    )
 
 
 class JobConfig(_Frozen):
     """Spark SQL run for each window ``[start, end)`` once every input is complete to ``end``."""
 
+    model_config = ConfigDict(title="a job")
+
+    #: its key under ``jobs``
     name: str
-    inputs: tuple[str, ...]
-    window: timedelta
-    sql: tuple[Path, ...]
-    variables: Properties = {}
-    spark: Properties = {}
-    retries: int = 2
-    retry_delay: timedelta = timedelta(minutes=1)
-    #: when behind, run every complete window missed as one ``[first start, last end)``
-    coalesce: bool = False
-    #: run earlier windows again when late changes for them arrive (a clock step back)
-    rerun_late_windows: bool = False
-
-
-DEFAULT_REPORTS_TOPIC = "tidemark.commit-reports"
+    inputs: tuple[str, ...] = option(
+        read=read_tables, doc="sink tables; the job runs once each is complete to the window's end"
+    )
+    window: timedelta = option(
+        parse=parse_window,
+        default_text="`tidemark.window`",
+        doc="how often it runs: a multiple of its inputs' mirror windows",
+    )
+    sql: tuple[Path, ...] = option(
+        doc="SQL files run in order, relative to the pipeline file; each must exist"
+    )
+    variables: Properties = option(
+        {},
+        read=read_variables,
+        doc="`${name}` values for the SQL; names starting with `window_` are Tidemark's",
+    )
+    spark: Properties = option(
+        {},
+        read=read_spark_settings,
+        doc="Spark settings for its runs, such as `spark.sql.shuffle.partitions`",
+    )
+    retries: int = option(
+        2,
+        parse=whole_number((0, 100)),
+        doc="a failed window is tried again this many times (0 to 100), then held",
+    )
+    retry_delay: timedelta = option(
+        timedelta(minutes=1),
+        parse=duration_with_unit,
+        doc="the wait before the first retry, doubled at each",
+    )
+    coalesce: bool = option(
+        False, parse=parse_bool, doc="`true`: when behind, run the missed windows as one"
+    )
+    rerun_late_windows: bool = option(
+        False,
+        parse=parse_bool,
+        doc="`true`: run a window again when late changes arrive for it",
+    )
 
 
 class ReportsSettings(_Frozen):
     """Where ingest publishes a commit report after each changelog commit."""
 
-    topic: str = DEFAULT_REPORTS_TOPIC
+    topic: str = option(
+        "tidemark.commit-reports", parse=text, doc="the Kafka topic the reports go to"
+    )
     #: librdkafka properties, ``kafka.`` prefix removed (``bootstrap.servers`` at least)
-    kafka: Properties = {}
+    kafka: Properties = option(
+        {},
+        key="kafka.*",
+        doc="librdkafka properties, each after `kafka.`; `kafka.bootstrap.servers` is required",
+    )
 
 
 class IngestOptions(_Frozen):
     """How ingest paces its commits; the defaults keep the lake within seconds of the source."""
 
-    flush_interval: timedelta = timedelta(seconds=2)
-    flush_rows: int = 50_000
-    max_transaction_rows: int = 100_000
-    idle_commit_interval: timedelta = timedelta(seconds=10)
-    #: caps each bootstrap reader, to protect the source; None: as fast as it goes
-    snapshot_max_rows_per_second: int | None = None
+    model_config = ConfigDict(title="ingest options")
+
+    flush_interval: timedelta = option(
+        timedelta(seconds=2), parse=positive_duration, doc="commit what waits at least this often"
+    )
+    flush_rows: int = option(
+        50_000, parse=at_least_one, doc="... or as soon as this many rows wait"
+    )
+    max_transaction_rows: int = option(
+        100_000,
+        parse=at_least_one,
+        doc="a transaction with more rows is committed in parts, so memory stays bounded",
+    )
+    idle_commit_interval: timedelta = option(
+        timedelta(seconds=10),
+        parse=positive_duration,
+        doc="tables without changes get an empty commit this often, so their watermark moves",
+    )
+    snapshot_max_rows_per_second: int | None = option(
+        None,
+        parse=at_least_one,
+        default_text="no cap",
+        doc="rows per second each bootstrap reader reads at most, to protect the source",
+    )
 
 
 class MaintenanceOptions(_Frozen):
     """Table maintenance (compaction, snapshot expiry) run by the scheduler between windows."""
 
-    enabled: bool = True
-    #: each sink table's changelog and mirror are maintained this often
-    interval: timedelta = timedelta(minutes=15)
+    model_config = ConfigDict(title="maintenance options")
+
+    interval: timedelta = option(
+        timedelta(minutes=15),
+        parse=positive_duration,
+        doc="how often each sink table's changelog and mirror are compacted and their old "
+        "snapshots expired",
+    )
+    enabled: bool = option(
+        True, parse=parse_bool, doc="`false`: maintain them some other way (`tidemark maintain`)"
+    )
 
 
 class TidemarkSettings(_Frozen):
-    catalog_name: str = DEFAULT_CATALOG_NAME
-    window: timedelta = DEFAULT_WINDOW
-    reports: ReportsSettings | None = None
-    ingest: IngestOptions = IngestOptions()
-    maintenance: MaintenanceOptions = MaintenanceOptions()
-    tables: dict[str, TableOptions] = {}
-    jobs: tuple[JobConfig, ...] = ()
+    model_config = ConfigDict(title="the tidemark block")
+
+    catalog_name: str = option(
+        "tidemark",
+        parse=identifier,
+        doc="the Iceberg catalog's name on every client (Spark, PyIceberg)",
+    )
+    window: timedelta = option(
+        timedelta(minutes=5),
+        parse=parse_window,
+        doc="the mirrors' merge window and the jobs' default: at least 1 min, dividing a day "
+        "evenly",
+    )
+    reports: ReportsSettings | None = option(
+        None, default_text="none", doc="commit reports to Kafka, which the scheduler follows"
+    )
+    ingest: IngestOptions = option(IngestOptions(), doc="how ingest paces its Iceberg commits")
+    maintenance: MaintenanceOptions = option(
+        MaintenanceOptions(), doc="compaction and snapshot expiry, run by the scheduler"
+    )
+    tables: dict[str, TableOptions] = option(
+        {}, entry="table", doc="options per sink table, named as the route gives it (`shop.orders`)"
+    )
+    jobs: tuple[JobConfig, ...] = option(
+        (), entry="name", doc="scheduled Spark SQL, by job name (letters, digits, `_` and `-`)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _jobs_default_to_the_window(cls, data: Any) -> Any:
+        """A job read from the file without a window gets the block's: it is known only once
+        the whole block is read."""
+        if not isinstance(data, dict) or not data.get("jobs"):
+            return data
+        window = data.get("window", cls.model_fields["window"].default)
+        jobs = tuple(
+            {"window": window, **job} if isinstance(job, dict) else job for job in data["jobs"]
+        )
+        return {**data, "jobs": jobs}
 
     def table(self, sink_table: str) -> TableOptions:
         return self.tables.get(sink_table, TableOptions())

@@ -1,58 +1,25 @@
 """Flat blocks of dotted options (``source``, ``sink``, ``pipeline``), checked against a registry.
 
 Upstream describes each connector's options as a list of ``ConfigOption``s plus prefixes passed
-through (``jdbc.properties.``); this module does the same, so adding an option is one line. Values
-are read as Flink reads them: text, converted by the option's kind.
+through (``jdbc.properties.``); an ``OptionSet`` does the same. The options Tidemark uses are
+declared on the model fields that hold their values (``tidemark.config.model``), the ones it only
+accepts (upstream's Flink tuning) in their block's ``OptionSet``: either way, adding an option is
+one declaration. Values are read as Flink reads them: text, converted by the option's ``parse``
+(a YAML list by ``yaml_list``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
-from tidemark.config.fields import Reader, child, closest, unknown_key_message
+from tidemark.config.declaration import Option, declared
+from tidemark.config.fields import Reader, child, unknown_key_message
 from tidemark.config.loader import ListNode, MapNode, Node, Scalar
 from tidemark.config.secrets import is_secret_key
-from tidemark.config.values import (
-    INT_RANGE,
-    LONG_RANGE,
-    BadValue,
-    parse_bool,
-    parse_duration,
-    parse_float,
-    parse_int,
-    parse_server_id,
-    parse_zone,
-)
-
-
-class Kind(StrEnum):
-    STRING = "string"
-    INT = "int"
-    LONG = "long"
-    BOOL = "bool"
-    DOUBLE = "double"
-    DURATION = "duration"
-    CHOICE = "choice"
-    SERVER_ID = "server-id"
-    ZONE = "zone"
-    LIST = "list"
-
-
-@dataclass(frozen=True)
-class Option:
-    key: str
-    kind: Kind = Kind.STRING
-    required: bool = False
-    choices: tuple[str, ...] = ()
-    #: the value must be greater than this (upstream's "must larger than")
-    above: int | None = None
-    #: why the option has no effect in Tidemark; None when Tidemark honours it
-    no_effect: str | None = None
+from tidemark.config.values import closest, text
 
 
 @dataclass(frozen=True)
@@ -60,6 +27,7 @@ class Prefix:
     """Options passed through by prefix, such as ``catalog.properties.*``."""
 
     prefix: str
+    doc: str = ""
     no_effect: str | None = None
 
 
@@ -106,6 +74,15 @@ class CheckedOptions:
 
     def has(self, key: str) -> bool:
         return key in self.raw
+
+    def given(self, model: type[BaseModel]) -> dict[str, Any]:
+        """The values given for ``model``'s declared options, by attribute; the others keep
+        the model's defaults."""
+        return {
+            item.attribute: self.values[item.key]
+            for item in declared(model)
+            if item.key in self.values
+        }
 
 
 def check_options(reader: Reader, node: MapNode, path: str, spec: OptionSet) -> CheckedOptions:
@@ -154,12 +131,10 @@ def _check_known(
     reader: Reader, option: Option, value: Node, key_path: str, result: CheckedOptions
 ) -> None:
     secret = is_secret_key(option.key)
-    if option.kind is Kind.LIST:
-        parsed: Any = _list(reader, value, key_path)
-    elif option.kind is Kind.CHOICE:
-        parsed = reader.choice(value, key_path, option.choices)
+    if option.read is not None:
+        parsed: Any = option.read(reader, value, key_path)
     else:
-        parsed = reader.value(value, key_path, _parser(option), secret=secret)
+        parsed = reader.value(value, key_path, option.parse or text, secret=secret)
     if parsed is None:
         return
     if option.no_effect:
@@ -167,34 +142,13 @@ def _check_known(
     if secret and isinstance(parsed, str):
         parsed = SecretStr(parsed)
     result.values[option.key] = parsed
-    text = value.text if isinstance(value, Scalar) and value.text is not None else None
-    as_written = text if text is not None else ",".join(parsed)
+    written = value.text if isinstance(value, Scalar) and value.text is not None else None
+    as_written = written if written is not None else ",".join(parsed)
     result.raw[option.key] = SecretStr(as_written) if secret else as_written
 
 
-def _parser(option: Option) -> Callable[[str], Any]:
-    simple: dict[Kind, Callable[[str], Any]] = {
-        Kind.STRING: lambda text: text,
-        Kind.BOOL: parse_bool,
-        Kind.DOUBLE: parse_float,
-        Kind.DURATION: parse_duration,
-        Kind.SERVER_ID: parse_server_id,
-        Kind.ZONE: parse_zone,
-    }
-    if option.kind in simple:
-        return simple[option.kind]
-    bounds = INT_RANGE if option.kind is Kind.INT else LONG_RANGE
-
-    def number(text: str) -> int:
-        value = parse_int(text, bounds)
-        if option.above is not None and value <= option.above:
-            raise BadValue(f"must be greater than {option.above}")
-        return value
-
-    return number
-
-
-def _list(reader: Reader, value: Node, key_path: str) -> tuple[str, ...] | None:
+def yaml_list(reader: Reader, value: Node, key_path: str) -> tuple[str, ...] | None:
+    """A YAML list of single values: upstream ignores a single value where it wants a list."""
     if not isinstance(value, ListNode):
         reader.error(
             value,

@@ -1,9 +1,16 @@
-"""``route:`` and ``transform:`` lists: closed key sets, as upstream has since 3.6."""
+"""``route:`` and ``transform:`` lists: closed key sets, as upstream has since 3.6.
+
+Their keys are declared on ``RouteRule`` and ``TransformRule`` and read from those declarations
+(``tidemark.config.blocks``); this module adds what needs more than one key: patterns, capture
+groups, table options split by their delimiter.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from tidemark.config.blocks import read_options
 from tidemark.config.fields import Reader, child
 from tidemark.config.loader import MapNode, Node
 from tidemark.config.model import RouteRule, TransformRule
@@ -15,20 +22,7 @@ from tidemark.config.patterns import (
     parse_selectors,
     split_table_id,
 )
-from tidemark.config.values import parse_columns
 
-ROUTE_KEYS = ("source-table", "sink-table", "replace-symbol", "description")
-TRANSFORM_KEYS = (
-    "source-table",
-    "projection",
-    "filter",
-    "primary-keys",
-    "partition-keys",
-    "table-options",
-    "table-options.delimiter",
-    "description",
-    "converter-after-transform",
-)
 CONVERTERS = ("SOFT_DELETE",)
 
 
@@ -65,13 +59,11 @@ def _entries(reader: Reader, node: Node | None, path: str, example: str) -> list
 
 
 def _route(reader: Reader, node: MapNode, path: str) -> RouteRule | None:
-    reader.check_keys(node, path, "a route", ROUTE_KEYS, required=("source-table", "sink-table"))
-    source = reader.text(node.get("source-table"), child(path, "source-table"))
-    sink = reader.text(node.get("sink-table"), child(path, "sink-table"))
-    symbol = reader.text(node.get("replace-symbol"), child(path, "replace-symbol"))
-    description = reader.text(node.get("description"), child(path, "description"))
-    if source is None or sink is None:
+    values, failed = read_options(reader, node, path, RouteRule)
+    if {"source_table", "sink_table"} & failed:
         return None
+    source, sink = values["source_table"], values["sink_table"]
+    symbol = values.get("replace_symbol")
     try:
         groups = compile_route(source).groups
     except PatternError as error:
@@ -108,16 +100,16 @@ def _route(reader: Reader, node: MapNode, path: str) -> RouteRule | None:
                 f"must be database.table (an Iceberg namespace and table name), got: {sink!r}",
             )
             return None
-    return RouteRule(
-        source_table=source, sink_table=sink, replace_symbol=symbol, description=description
-    )
+    return RouteRule(**values)
 
 
 def _transform(reader: Reader, node: MapNode, path: str) -> TransformRule | None:
-    reader.check_keys(node, path, "a transform", TRANSFORM_KEYS, required=("source-table",))
-    texts = {key: reader.text(node.get(key), child(path, key)) for key in TRANSFORM_KEYS}
-    source = texts["source-table"]
-    ok = source is not None
+    # table-options is split by table-options.delimiter, so it is read as text first
+    values, failed = read_options(
+        reader, node, path, TransformRule, readers={"table_options": _text}
+    )
+    ok = not failed
+    source = values.get("source_table")
     selectors: tuple[Selector, ...] = ()
     if source is not None:
         try:
@@ -126,14 +118,8 @@ def _transform(reader: Reader, node: MapNode, path: str) -> TransformRule | None
             message = reader.problems.redact(str(error))
             reader.error(node.get("source-table"), child(path, "source-table"), message)
             ok = False
-    columns: dict[str, tuple[str, ...]] = {}
-    for key in ("primary-keys", "partition-keys"):
-        parsed = reader.value(node.get(key), child(path, key), parse_columns)
-        if node.get(key) is not None and parsed is None:
-            ok = False
-        columns[key] = parsed or ()
-    options = _table_options(reader, node, path, texts)
-    converter = texts["converter-after-transform"]
+    options = _table_options(reader, node, path, values)
+    converter = values.get("converter_after_transform")
     if converter is not None and converter not in CONVERTERS:
         reader.error(
             node.get("converter-after-transform"),
@@ -150,28 +136,25 @@ def _transform(reader: Reader, node: MapNode, path: str) -> TransformRule | None
         )
     if not ok or options is None:
         return None
-    projection = texts["projection"]
-    return TransformRule(
-        source_table=source or "",
-        selectors=selectors,
+    projection = values.get("projection")
+    if projection:
         # upstream: a projection may start with `\*` (YAML cannot start with `*`)
-        projection=projection.replace("\\*", "*") if projection else projection,
-        filter=texts["filter"],
-        primary_keys=columns["primary-keys"],
-        partition_keys=columns["partition-keys"],
-        table_options=options,
-        description=texts["description"],
-        converter_after_transform=converter,
-    )
+        values["projection"] = projection.replace("\\*", "*")
+    return TransformRule(**{**values, "table_options": options, "selectors": selectors})
+
+
+def _text(reader: Reader, node: Node, path: str) -> str | None:
+    return reader.text(node, path)
 
 
 def _table_options(
-    reader: Reader, node: MapNode, path: str, texts: dict[str, str | None]
+    reader: Reader, node: MapNode, path: str, values: dict[str, Any]
 ) -> dict[str, str] | None:
-    text = texts["table-options"]
+    text = values.get("table_options")
     if not text or not text.strip():
         return {}
-    delimiter = texts["table-options.delimiter"] or ","
+    given_delimiter = values.get("table_options_delimiter")
+    delimiter = given_delimiter or ","
     result: dict[str, str] = {}
     for item in text.split(delimiter):
         key, equals, value = item.partition("=")
@@ -180,7 +163,7 @@ def _table_options(
                 node.get("table-options"),
                 child(path, "table-options"),
                 f"cannot parse {item.strip()!r}: write key1=value1{delimiter}key2=value2"
-                + ("" if texts["table-options.delimiter"] else ", or set table-options.delimiter"),
+                + ("" if given_delimiter else ", or set table-options.delimiter"),
             )
             return None
         result[key.strip()] = value.strip()

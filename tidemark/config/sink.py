@@ -12,6 +12,7 @@ import re
 from typing import Any, cast
 
 from tidemark.catalog import pyiceberg_properties
+from tidemark.config.declaration import Option
 from tidemark.config.fields import Reader, child
 from tidemark.config.loader import MapNode
 from tidemark.config.model import (
@@ -23,39 +24,42 @@ from tidemark.config.model import (
     TablePartitioning,
     reveal,
 )
-from tidemark.config.options import CheckedOptions, Kind, Option, OptionSet, Prefix, check_options
+from tidemark.config.options import CheckedOptions, OptionSet, Prefix, check_options, yaml_list
 from tidemark.config.patterns import split_table_id
+from tidemark.config.values import parse_bool, whole_number
 from tidemark.errors import ConfigError
 
 _NOT_USED = "has no effect in Tidemark"
 
+_COMPACTION = f"{_NOT_USED}: compaction is Tidemark's table maintenance, not the sink's"
+
+#: ``IcebergSink``'s values are each derived from several of these, so they are declared here
 ICEBERG_OPTIONS = OptionSet(
     what="an iceberg sink",
     handled_elsewhere=frozenset({"type", "name"}),
     options=(
-        Option("partition.key"),
-        Option("include.schema.changes", Kind.LIST),
-        Option("exclude.schema.changes", Kind.LIST),
         Option(
-            "sink.compaction.enabled",
-            Kind.BOOL,
-            no_effect=f"{_NOT_USED}: compaction is Tidemark's table maintenance, not the sink's",
+            "partition.key",
+            doc="partition fields per sink table: db.t1:id,day(ts);db.t2:bucket[16](id)",
         ),
         Option(
-            "sink.compaction.commit.interval",
-            Kind.INT,
-            no_effect=f"{_NOT_USED}: compaction is Tidemark's table maintenance, not the sink's",
+            "include.schema.changes",
+            read=yaml_list,
+            doc="the schema changes applied to sink tables (default: all)",
         ),
         Option(
-            "sink.compaction.commit.parallelism",
-            Kind.INT,
-            no_effect=f"{_NOT_USED}: compaction is Tidemark's table maintenance, not the sink's",
+            "exclude.schema.changes",
+            read=yaml_list,
+            doc="the schema changes not applied (lenient leaves out drop and truncate)",
         ),
+        Option("sink.compaction.enabled", parse=parse_bool, no_effect=_COMPACTION),
+        Option("sink.compaction.commit.interval", parse=whole_number(), no_effect=_COMPACTION),
+        Option("sink.compaction.commit.parallelism", parse=whole_number(), no_effect=_COMPACTION),
         Option("job.id.prefix", no_effect=f"{_NOT_USED}: there is no Flink job to name"),
     ),
     prefixes=(
-        Prefix("catalog.properties."),
-        Prefix("table.properties."),
+        Prefix("catalog.properties.", doc="the Iceberg catalog, with Iceberg's property names"),
+        Prefix("table.properties.", doc="Iceberg table properties of the tables it creates"),
         Prefix(
             "hadoop.conf.",
             no_effect=f"{_NOT_USED}: neither PyIceberg nor Tidemark's Spark reads Hadoop "

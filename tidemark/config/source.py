@@ -1,19 +1,22 @@
 """``source:`` of ``type: mysql``: upstream's MySQL pipeline connector options, all accepted.
 
 The registry follows Flink CDC 3.x ``MySqlDataSourceOptions`` (and ``MySqlDataSourceFactory``'s
-checks). Options that Tidemark's ingest does not use are accepted, so upstream files work
-unchanged, with a warning saying why they do nothing here.
+checks). The options Tidemark uses are declared on ``MySqlSource`` and ``Startup``, which hold
+their values; the others are accepted, so upstream files work unchanged, with a warning saying why
+they do nothing here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tidemark.config.declaration import Option, declared, default_of, options_of
 from tidemark.config.fields import Reader, child
 from tidemark.config.loader import MapNode
-from tidemark.config.model import MySqlSource, ServerIdRange, Startup, StartupMode
-from tidemark.config.options import CheckedOptions, Kind, Option, OptionSet, Prefix, check_options
+from tidemark.config.model import MySqlSource, Startup, StartupMode
+from tidemark.config.options import CheckedOptions, OptionSet, Prefix, check_options
 from tidemark.config.patterns import PatternError, parse_selectors
+from tidemark.config.values import parse_bool, parse_float, whole_number
 
 SOURCE_TYPES = ("mysql",)
 
@@ -24,60 +27,42 @@ _METADATA = (
     f"{_NOT_USED}: every changelog row already carries the source database and table, the "
     "operation and the event time"
 )
+_BY_KEY_RANGE = _FLINK_SPLITS + "chunks by primary key range"
 METADATA_KEYS = ("op_ts", "table_name", "database_name", "row_kind")
 
 MYSQL_OPTIONS = OptionSet(
     what="a mysql source",
     handled_elsewhere=frozenset({"type", "name"}),
     options=(
-        Option("hostname", required=True),
-        Option("port", Kind.INT),
-        Option("username", required=True),
-        Option("password", required=True),
-        Option("tables", required=True),
-        Option("tables.exclude"),
-        Option("schema-change.enabled", Kind.BOOL),
-        Option("server-id", Kind.SERVER_ID),
-        Option("server-time-zone", Kind.ZONE),
-        Option("scan.incremental.snapshot.chunk.size", Kind.INT, above=1),
-        Option("scan.snapshot.fetch.size", Kind.INT, above=1),
-        Option("scan.startup.mode", Kind.CHOICE, choices=tuple(m.value for m in StartupMode)),
-        Option("scan.startup.specific-offset.file"),
-        Option("scan.startup.specific-offset.pos", Kind.LONG),
-        Option("scan.startup.specific-offset.gtid-set"),
-        Option("scan.startup.specific-offset.skip-events", Kind.LONG),
-        Option("scan.startup.specific-offset.skip-rows", Kind.LONG),
-        Option("scan.startup.timestamp-millis", Kind.LONG),
-        Option("heartbeat.interval", Kind.DURATION),
-        Option("connect.timeout", Kind.DURATION),
-        Option("connect.max-retries", Kind.INT, above=0),
-        Option("connection.pool.size", Kind.INT, above=1, no_effect=_SAME_CONNECTION),
-        Option("scan.newly-added-table.enabled", Kind.BOOL),
-        Option("scan.binlog.newly-added-table.enabled", Kind.BOOL),
-        Option("scan.parse.online.schema.changes.enabled", Kind.BOOL),
-        Option("treat-tinyint1-as-boolean.enabled", Kind.BOOL),
+        *options_of(MySqlSource),
+        *options_of(Startup),
+        Option("connection.pool.size", parse=whole_number(above=1), no_effect=_SAME_CONNECTION),
         Option("metadata.list", no_effect=_METADATA),
-        Option("chunk-meta.group.size", Kind.INT, above=1, no_effect=_FLINK_SPLITS + "alone"),
+        Option(
+            "chunk-meta.group.size",
+            parse=whole_number(above=1),
+            no_effect=_FLINK_SPLITS + "alone",
+        ),
         Option(
             "chunk-key.even-distribution.factor.upper-bound",
-            Kind.DOUBLE,
-            no_effect=_FLINK_SPLITS + "chunks by primary key range",
+            parse=parse_float,
+            no_effect=_BY_KEY_RANGE,
         ),
         Option(
             "chunk-key.even-distribution.factor.lower-bound",
-            Kind.DOUBLE,
-            no_effect=_FLINK_SPLITS + "chunks by primary key range",
+            parse=parse_float,
+            no_effect=_BY_KEY_RANGE,
         ),
         # upstream's older names for the two options above (``withFallbackKeys``)
         Option(
             "split-key.even-distribution.factor.upper-bound",
-            Kind.DOUBLE,
-            no_effect=_FLINK_SPLITS + "chunks by primary key range",
+            parse=parse_float,
+            no_effect=_BY_KEY_RANGE,
         ),
         Option(
             "split-key.even-distribution.factor.lower-bound",
-            Kind.DOUBLE,
-            no_effect=_FLINK_SPLITS + "chunks by primary key range",
+            parse=parse_float,
+            no_effect=_BY_KEY_RANGE,
         ),
         Option(
             "scan.incremental.snapshot.chunk.key-column",
@@ -88,27 +73,27 @@ MYSQL_OPTIONS = OptionSet(
         ),
         Option(
             "scan.incremental.close-idle-reader.enabled",
-            Kind.BOOL,
+            parse=parse_bool,
             no_effect=f"{_NOT_USED}: there are no Flink readers to close",
         ),
         Option(
             "scan.incremental.snapshot.unbounded-chunk-first.enabled",
-            Kind.BOOL,
+            parse=parse_bool,
             no_effect=_FLINK_SPLITS + "chunks in key order",
         ),
         Option(
             "scan.incremental.snapshot.backfill.skip",
-            Kind.BOOL,
+            parse=parse_bool,
             no_effect=f"{_NOT_USED}: the snapshot is always exact (no backfill to skip)",
         ),
         Option(
             "include-comments.enabled",
-            Kind.BOOL,
+            parse=parse_bool,
             no_effect=f"{_NOT_USED}: table and column comments are not copied",
         ),
         Option(
             "use.legacy.json.format",
-            Kind.BOOL,
+            parse=parse_bool,
             no_effect=f"{_NOT_USED}: JSON columns keep the text the server returns",
         ),
     ),
@@ -147,77 +132,46 @@ def read_source(reader: Reader, node: MapNode, path: str) -> MySqlSource | None:
         return None
     name = reader.text(node.get("name"), child(path, "name"))
     options = check_options(reader, node, path, MYSQL_OPTIONS)
-    fields: dict[str, Any] = {"name": name}
-    fields.update(_connection(reader, node, path, options))
-    fields.update(_tables(reader, node, path, options))
-    fields["startup"] = _startup(reader, node, path, options)
+    fields: dict[str, Any] = {"name": name, **options.given(MySqlSource)}
+    _check_port(reader, node, path, fields)
+    fields.update(_selectors(reader, node, path, fields))
+    startup = _startup(reader, node, path, options)
     _check_source_rules(reader, node, path, options)
-    fields.update(
-        {
-            attribute: options.get(key)
-            for attribute, key in _PLAIN_FIELDS.items()
-            if options.get(key) is not None
-        }
-    )
-    fields["options"] = options.raw
-    if any(fields.get(key) is None for key in ("hostname", "username", "password", "tables")):
+    missing = [o for o in declared(MySqlSource) if o.option.required and o.attribute not in fields]
+    if missing or startup is None or "table_selectors" not in fields:
         return None
-    if fields["startup"] is None or "table_selectors" not in fields:
-        return None
-    return MySqlSource(**fields)
+    return MySqlSource(**fields, startup=startup, options=options.raw)
 
 
-_PLAIN_FIELDS = {
-    "server_time_zone": "server-time-zone",
-    "snapshot_chunk_size": "scan.incremental.snapshot.chunk.size",
-    "snapshot_fetch_size": "scan.snapshot.fetch.size",
-    "heartbeat_interval": "heartbeat.interval",
-    "connect_timeout": "connect.timeout",
-    "connect_max_retries": "connect.max-retries",
-    "schema_change_enabled": "schema-change.enabled",
-    "scan_newly_added_tables": "scan.newly-added-table.enabled",
-    "scan_binlog_newly_added_tables": "scan.binlog.newly-added-table.enabled",
-    "parse_online_schema_changes": "scan.parse.online.schema.changes.enabled",
-    "treat_tinyint1_as_boolean": "treat-tinyint1-as-boolean.enabled",
-}
-
-
-def _connection(
-    reader: Reader, node: MapNode, path: str, options: CheckedOptions
-) -> dict[str, Any]:
-    port = options.get("port")
+def _check_port(reader: Reader, node: MapNode, path: str, fields: dict[str, Any]) -> None:
+    """A port out of range is reported and dropped; the checks go on with the default."""
+    port = fields.get("port")
     if port is not None and not 0 < port < 65536:
         reader.error(node.get("port"), child(path, "port"), f"must be from 1 to 65535, got: {port}")
-        port = None
-    server_id = options.get("server-id")
-    return {
-        "hostname": options.get("hostname"),
-        "port": port if port is not None else 3306,
-        "username": options.get("username"),
-        "password": options.get("password"),
-        "server_id": ServerIdRange(start=server_id[0], end=server_id[1]) if server_id else None,
-    }
+        del fields["port"]
 
 
-def _tables(reader: Reader, node: MapNode, path: str, options: CheckedOptions) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
+def _selectors(reader: Reader, node: MapNode, path: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """``tables`` and ``tables.exclude`` as patterns; one that does not parse is reported and
+    left out."""
+    patterns: dict[str, Any] = {}
     for key, text_field, selector_field in (
         ("tables", "tables", "table_selectors"),
         ("tables.exclude", "tables_exclude", "exclude_selectors"),
     ):
-        expression = options.get(key)
+        expression = fields.get(text_field)
         if expression is None:
             continue
         try:
-            fields[selector_field] = parse_selectors(expression)
-            fields[text_field] = expression
+            patterns[selector_field] = parse_selectors(expression)
         except PatternError as error:
             reader.error(node.get(key), child(path, key), reader.problems.redact(str(error)))
-    return fields
+            patterns[text_field] = None
+    return patterns
 
 
 def _startup(reader: Reader, node: MapNode, path: str, options: CheckedOptions) -> Startup | None:
-    mode = StartupMode(options.get("scan.startup.mode", StartupMode.INITIAL.value))
+    mode = StartupMode(options.get("scan.startup.mode", default_of(Startup, "mode")))
     mode_node = node.get("scan.startup.mode") or node
     mode_path = child(path, "scan.startup.mode")
     ok = True
@@ -262,15 +216,7 @@ def _startup(reader: Reader, node: MapNode, path: str, options: CheckedOptions) 
             )
     if not ok:
         return None
-    return Startup(
-        mode=mode,
-        specific_offset_file=options.get("scan.startup.specific-offset.file"),
-        specific_offset_pos=options.get("scan.startup.specific-offset.pos"),
-        specific_offset_gtid_set=options.get("scan.startup.specific-offset.gtid-set"),
-        specific_offset_skip_events=options.get("scan.startup.specific-offset.skip-events"),
-        specific_offset_skip_rows=options.get("scan.startup.specific-offset.skip-rows"),
-        timestamp_millis=options.get("scan.startup.timestamp-millis"),
-    )
+    return Startup(**options.given(Startup))
 
 
 def _check_source_rules(reader: Reader, node: MapNode, path: str, options: CheckedOptions) -> None:

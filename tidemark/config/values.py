@@ -1,14 +1,19 @@
-"""Text to typed values with Flink's rules: integers, booleans, durations, time zones, id ranges.
+"""Text to typed values with Flink's rules: integers, booleans, durations, time zones, id ranges,
+and Tidemark's own: windows, names.
 
 Each parser raises ``BadValue`` with what the value must be; the caller adds the key, the value
-(unless it is a secret) and the line.
+(unless it is a secret) and the line. Option declarations name them as their ``parse``.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import zoneinfo
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
+
+from tidemark.config.patterns import split_table_id
 
 INT_RANGE = (-(2**31), 2**31 - 1)
 LONG_RANGE = (-(2**63), 2**63 - 1)
@@ -27,6 +32,31 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 _YAML11_BOOLEANS = {"yes", "no", "on", "off", "y", "n", "1", "0"}
 
 
+def text(value: str) -> str:
+    """A value taken as written (an option of type string)."""
+    return value
+
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def one_of(choices: Sequence[str]) -> Callable[[str], str]:
+    """A parser of one of ``choices``, in any case, returned as spelled in ``choices``."""
+
+    def parse(text: str) -> str:
+        for choice in choices:
+            if choice.lower() == text.lower():
+                return choice
+        lowered = [choice.lower() for choice in choices]
+        guess = closest(text.lower(), lowered)
+        hint = f"did you mean '{choices[lowered.index(guess)]}'?" if guess else ""
+        raise BadValue(f"must be one of {', '.join(choices)}", hint)
+
+    return parse
+
+
 def parse_int(text: str, bounds: tuple[int, int] = INT_RANGE) -> int:
     """Java's ``Integer.parseInt``: decimal digits, so ``0123`` is 123 (never octal 83)."""
     stripped = text.strip()
@@ -37,6 +67,28 @@ def parse_int(text: str, bounds: tuple[int, int] = INT_RANGE) -> int:
     if not low <= value <= high:
         raise BadValue(f"must be a whole number from {low} to {high}")
     return value
+
+
+def whole_number(
+    bounds: tuple[int, int] = INT_RANGE, *, above: int | None = None
+) -> Callable[[str], int]:
+    """A parser of Java ints (or longs, with ``LONG_RANGE``); ``above``: upstream's "must larger
+    than"."""
+
+    def parse(text: str) -> int:
+        value = parse_int(text, bounds)
+        if above is not None and value <= above:
+            raise BadValue(f"must be greater than {above}")
+        return value
+
+    return parse
+
+
+def at_least_one(text: str) -> int:
+    number = parse_int(text)
+    if number < 1:
+        raise BadValue("must be at least 1")
+    return number
 
 
 def parse_float(text: str) -> float:
@@ -96,6 +148,34 @@ def parse_duration(text: str, *, unit_required: bool = False) -> timedelta:
     return number * _DURATION_UNITS[unit]
 
 
+def duration_with_unit(text: str) -> timedelta:
+    return parse_duration(text, unit_required=True)
+
+
+def positive_duration(text: str) -> timedelta:
+    duration = parse_duration(text, unit_required=True)
+    if duration <= timedelta(0):
+        raise BadValue("must be longer than zero")
+    return duration
+
+
+DAY = timedelta(days=1)
+MIN_WINDOW = timedelta(minutes=1)
+
+
+def parse_window(text: str) -> timedelta:
+    """A window length: at least a minute, in whole seconds, dividing a day evenly."""
+    window = parse_duration(text, unit_required=True)
+    if window < MIN_WINDOW:
+        raise BadValue("must be at least 1 min: each window is a Spark job")
+    if window % timedelta(seconds=1) or DAY % window:
+        raise BadValue(
+            "must divide a day evenly, so windows line up with midnight",
+            "use for example 1 min, 5 min, 10 min, 15 min, 30 min, 1 h, 2 h, 6 h or 1 d",
+        )
+    return window
+
+
 def format_duration(value: timedelta) -> str:
     """The largest whole unit: ``5 min``, ``1 h``, ``90 s``."""
     micros = value // timedelta(microseconds=1)
@@ -127,6 +207,16 @@ def parse_zone(text: str) -> str:
             "must be a time zone id such as 'UTC', 'Asia/Shanghai' or '+08:00'"
         ) from None
     return zone
+
+
+def parse_local_zone(text: str) -> str:
+    """``pipeline.local-time-zone``: a zone id, or ``systemDefault``."""
+    if text == "systemDefault":
+        return text
+    try:
+        return parse_zone(text)
+    except BadValue as bad:
+        raise BadValue(f"{bad.message}, or systemDefault") from None
 
 
 def parse_server_id(text: str) -> tuple[int, int]:
@@ -165,3 +255,18 @@ def parse_columns(text: str) -> tuple[str, ...]:
                 f"must be column names separated by commas; {column!r} is not a column name"
             )
     return tuple(column.strip("`") for column in columns)
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def identifier(text: str) -> str:
+    if not _NAME.fullmatch(text):
+        raise BadValue("must be a name of letters, digits and _")
+    return text
+
+
+def table_id(text: str) -> str:
+    if split_table_id(text) is None:
+        raise BadValue("must be a database.table name (an Iceberg namespace and table)")
+    return text
