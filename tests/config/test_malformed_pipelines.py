@@ -367,9 +367,10 @@ CASES = [
     case(
         "route with a bad regular expression",
         SOURCE + SINK + "route:\n  - source-table: shop.(orders\n    sink-table: shop.orders\n",
-        "FILE:12: route[0].source-table: 'shop\\\\.(orders' is not a valid regular expression: "
-        "missing ), unterminated subpattern at position 6; in a route, '.' separates database "
-        "and table: write '\\.' for the regex 'any character'",
+        "FILE:12: route[0].source-table: 'shop.(orders' is not a valid regular expression: "
+        "missing ), unterminated subpattern at position 6 of 'shop\\\\.(orders', the regex it "
+        "becomes; in a route, '.' separates database and table: write '\\.' for the regex "
+        "'any character'",
     ),
     case(
         "route group that does not exist",

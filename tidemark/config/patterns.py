@@ -152,12 +152,20 @@ def route_regex(source_table: str) -> str:
 
 
 def compile_route(source_table: str) -> re.Pattern[str]:
+    """A route's ``source-table`` as one regular expression; an error shows it as written."""
+    regex = route_regex(source_table)
     try:
-        return compile_regex(route_regex(source_table), False)
-    except PatternError as error:
+        return compile_regex(regex, False)
+    except PatternError as refused:
+        reason = str(refused)
+        try:
+            re.compile(java_to_python_regex(regex))
+        except re.error as error:  # the same error, told against what the user wrote
+            where = f" at position {error.pos} of {regex!r}, the regex it becomes"
+            reason = f"{error.msg}{where if error.pos is not None else ''}"
         raise PatternError(
-            f"{error}; in a route, '.' separates database and table: write '\\.' for the "
-            "regex 'any character'"
+            f"{source_table!r} is not a valid regular expression: {reason}; in a route, '.' "
+            "separates database and table: write '\\.' for the regex 'any character'"
         ) from None
 
 
