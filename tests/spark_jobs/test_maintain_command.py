@@ -35,6 +35,7 @@ def pipeline(
     namespace: str,
     source_database: str,
     tmp_path: Path,
+    server_id: int,
 ) -> Path:
     """A pipeline of one MariaDB table, orders, into ``namespace``: sink table orders, changelog
     orders_changelog, mirror orders."""
@@ -46,7 +47,7 @@ def pipeline(
         database=source_database,
         tables="orders",
         namespace=namespace,
-        server_id=4901,
+        server_id=server_id,
     )
 
 

@@ -267,8 +267,8 @@ def test_real_ingest_resumes_after_maintenance_without_losing_or_repeating_a_cha
     namespace: str,
     source_database: str,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
-    server_id = 4903
     config = load_pipeline(
         write_pipeline(
             tmp_path / "p.yaml",

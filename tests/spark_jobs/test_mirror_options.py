@@ -24,8 +24,6 @@ from tidemark.windows import Window
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
 
-SERVER_ID = 4731
-
 
 def test_projection_filter_partitioning_and_kept_deletes(
     endpoints: StackEndpoints,
@@ -35,6 +33,7 @@ def test_projection_filter_partitioning_and_kept_deletes(
     admin_connection: Connection,
     spark: SparkSession,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     create_shards(admin_connection, 1)
     config = orders_pipeline(
@@ -42,7 +41,7 @@ def test_projection_filter_partitioning_and_kept_deletes(
         endpoints,
         database=source_database,
         namespace=namespace,
-        server_id=SERVER_ID,
+        server_id=server_id,
         top_level=(
             "transform:\n"
             f"  - source-table: {source_database}.orders_[0-9]+\n"
@@ -56,7 +55,7 @@ def test_projection_filter_partitioning_and_kept_deletes(
         ),
     )
     jobs = WindowJobs(config, plan_from_source(config), spark)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
     execute(
         admin_connection,
         "INSERT INTO orders_0 VALUES (1, 101, 'new', 1.00, NOW()), (2, 102, 'new', 2.00, NOW()),"
@@ -66,7 +65,7 @@ def test_projection_filter_partitioning_and_kept_deletes(
         "UPDATE orders_0 SET amount = 0 WHERE order_no = 103",
     )
     tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
     end = changelog_watermark(catalog, f"{namespace}.orders_changelog")
 
     jobs.merge_mirror(f"{namespace}.orders", Window.ending_at(end, timedelta(minutes=5)))

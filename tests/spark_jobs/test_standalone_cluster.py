@@ -35,7 +35,6 @@ from tidemark.windows import Window
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
 
-SERVER_ID = 4741
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 REPOSITORY = Path(__file__).resolve().parents[2]
 START_SECONDS = 90.0
@@ -121,6 +120,7 @@ def test_a_mirror_window_runs_on_a_standalone_cluster_through_spark_submit(
     spark: SparkSession,
     standalone_cluster: tuple[str, int],
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     master, master_ui = standalone_cluster
     create_shards(admin_connection, 2)
@@ -129,9 +129,9 @@ def test_a_mirror_window_runs_on_a_standalone_cluster_through_spark_submit(
         endpoints,
         database=source_database,
         namespace=namespace,
-        server_id=SERVER_ID,
+        server_id=server_id,
     )
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
     execute(
         admin_connection,
         "INSERT INTO orders_0 VALUES (1, 101, 'new', 1.00, NOW()), (2, 102, 'new', 2.00, NOW())",
@@ -140,7 +140,7 @@ def test_a_mirror_window_runs_on_a_standalone_cluster_through_spark_submit(
         "DELETE FROM orders_0 WHERE order_no = 101",
     )
     tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
     window = Window.ending_at(
         changelog_watermark(catalog, f"{namespace}.orders_changelog"), timedelta(minutes=5)
     )

@@ -25,7 +25,6 @@ from tidemark.windows import Window
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
 
-SERVER_ID = 4721
 GMV_SQL = Path(__file__).resolve().parents[2] / "configs" / "sql" / "gmv_per_hour.sql"
 GMV_ON_MARIADB = (
     "SELECT status, count(*), sum(amount) FROM orders_0 "
@@ -41,6 +40,7 @@ def test_a_t_plus_1_report_runs_per_window_and_matches_the_source_at_the_window_
     admin_connection: Connection,
     spark: SparkSession,
     tmp_path: Path,
+    server_id: int,
 ) -> None:
     create_shards(admin_connection, 1)
     config = orders_pipeline(
@@ -48,7 +48,7 @@ def test_a_t_plus_1_report_runs_per_window_and_matches_the_source_at_the_window_
         endpoints,
         database=source_database,
         namespace=namespace,
-        server_id=SERVER_ID,
+        server_id=server_id,
         tidemark_block=(
             "  jobs:\n    gmv:\n"
             f"      inputs: [{namespace}.orders]\n      window: 1 h\n"
@@ -57,7 +57,7 @@ def test_a_t_plus_1_report_runs_per_window_and_matches_the_source_at_the_window_
         ),
     )
     jobs = WindowJobs(config, plan_from_source(config), spark)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
     execute(
         admin_connection,
         "INSERT INTO orders_0 VALUES (1, 1, 'paid', 10.50, NOW()), (2, 2, 'paid', 4.50, NOW()),"
@@ -67,7 +67,7 @@ def test_a_t_plus_1_report_runs_per_window_and_matches_the_source_at_the_window_
     )
     # the report's bounds are whole seconds: the window ends on one, after the rows' second
     tick_past_now(admin_connection, seconds=2)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
     watermark = changelog_watermark(catalog, f"{namespace}.orders_changelog")
     window = Window.ending_at(watermark.replace(microsecond=0), timedelta(hours=1))
     bounds = (window.start.replace(tzinfo=None), window.end.replace(tzinfo=None))
@@ -77,7 +77,7 @@ def test_a_t_plus_1_report_runs_per_window_and_matches_the_source_at_the_window_
     # changes after the window's end must not show in its report
     execute(admin_connection, "INSERT INTO orders_0 VALUES (5, 5, 'paid', 100.00, NOW())")
     tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
+    ingest_to_end(config, catalog, endpoints, server_id)
 
     outcome = jobs.run_job("gmv", window)
     jobs.run_job("gmv", window)  # a retried window replaces its partition

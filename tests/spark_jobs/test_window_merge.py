@@ -1,12 +1,17 @@
-"""Window merges against the real stack: MariaDB changes -> ingest -> changelog -> mirror."""
+"""Window merges against the real stack: MariaDB changes -> ingest -> changelog -> mirror.
+
+Each test starts sharded orders tables (``orders_0``, ``orders_1``, ...) and a pipeline that
+merges them into the mirror ``orders`` (``orders_windows``), then changes the source, ingests
+and merges windows a step at a time.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 from pyiceberg.catalog import Catalog
@@ -32,11 +37,11 @@ from tidemark.windows import Window
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
 
-SERVER_ID = 4711
 BOTH_SHARDS = (
     "SELECT order_no, status, amount FROM orders_0 UNION ALL "
     "SELECT order_no, status, amount FROM orders_1 ORDER BY order_no"
 )
+FIVE_MINUTES = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -51,17 +56,91 @@ class OrdersWindows:
     namespace: str
     server_id: int
 
+    @property
+    def mirror(self) -> str:
+        """The orders mirror, as Spark names it."""
+        return f"tidemark.{self.namespace}.orders"
+
+    def write(self, *statements: str) -> None:
+        """Runs ``statements`` at the source, then moves the source's clock past them."""
+        execute(self.admin_connection, *statements)
+        tick_past_now(self.admin_connection)
+
+    def ingest(self) -> None:
+        """Ingests everything the source has written so far."""
+        ingest_to_end(self.config, self.catalog, self.endpoints, self.server_id)
+
+    def change(self, *statements: str) -> None:
+        """``write`` then ``ingest``: the changelog's watermark is past ``statements``."""
+        self.write(*statements)
+        self.ingest()
+
+    def watermark(self) -> datetime:
+        return changelog_watermark(self.catalog, f"{self.namespace}.orders_changelog")
+
+    def window_ending_at_watermark(self) -> Window:
+        """The five-minute window ending at the changelog's watermark."""
+        return Window.ending_at(self.watermark(), FIVE_MINUTES)
+
+    def window_after(self, previous: Window) -> Window:
+        """The window from ``previous``'s end to the changelog's watermark."""
+        return Window(previous.end, self.watermark())
+
+    def merge(self, window: Window) -> MergeOutcome:
+        """Merges the orders mirror in ``window``."""
+        return self.jobs.merge_mirror(f"{self.namespace}.orders", window)
+
     def change_and_merge(self, *statements: str) -> MergeOutcome:
         """Runs ``statements`` at the source, ingests them, and merges the orders mirror in the
         five-minute window ending at the changelog's watermark."""
-        execute(self.admin_connection, *statements)
-        tick_past_now(self.admin_connection)
-        ingest_to_end(self.config, self.catalog, self.endpoints, self.server_id)
-        changelog = f"{self.namespace}.orders_changelog"
-        end = changelog_watermark(self.catalog, changelog)
-        return self.jobs.merge_mirror(
-            f"{self.namespace}.orders", Window.ending_at(end, timedelta(minutes=5))
+        self.change(*statements)
+        return self.merge(self.window_ending_at_watermark())
+
+
+class StartOrders(Protocol):
+    def __call__(
+        self, shards: int = 1, *, top_level: str = "", table_options: str = "", ingest: bool = True
+    ) -> OrdersWindows: ...
+
+
+@pytest.fixture
+def orders_windows(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    spark: SparkSession,
+    tmp_path: Path,
+    server_id: int,
+) -> StartOrders:
+    """``orders_windows(shards, ...)``: ``shards`` orders tables and the test's pipeline over
+    them (``top_level`` and ``table_options`` as ``orders_pipeline`` takes them), ingested once,
+    which fixes where ingest streams from and creates the changelog, unless ``ingest`` is
+    false."""
+
+    def start(
+        shards: int = 1, *, top_level: str = "", table_options: str = "", ingest: bool = True
+    ) -> OrdersWindows:
+        create_shards(admin_connection, shards)
+        config = orders_pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            database=source_database,
+            namespace=namespace,
+            server_id=server_id,
+            top_level=top_level,
+            table_options=table_options,
         )
+        jobs = WindowJobs(config, plan_from_source(config), spark)
+        orders = OrdersWindows(
+            config, catalog, endpoints, admin_connection, jobs, namespace, server_id
+        )
+        if ingest:
+            orders.ingest()
+        return orders
+
+    return start
 
 
 def mirror_rows(spark: SparkSession, table: str) -> list[tuple[object, ...]]:
@@ -77,26 +156,10 @@ def newest_stamp(spark: SparkSession, table: str) -> dict[str, str]:
 
 
 def test_each_window_leaves_the_mirror_equal_to_the_source_and_a_rerun_changes_nothing(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    admin_connection: Connection,
-    spark: SparkSession,
-    tmp_path: Path,
+    orders_windows: StartOrders, admin_connection: Connection, spark: SparkSession
 ) -> None:
-    create_shards(admin_connection, 2)
-    config = orders_pipeline(
-        tmp_path / "p.yaml",
-        endpoints,
-        database=source_database,
-        namespace=namespace,
-        server_id=SERVER_ID,
-    )
-    jobs = WindowJobs(config, plan_from_source(config), spark)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)  # creates the changelog
-    execute(
-        admin_connection,
+    orders = orders_windows(shards=2)  # ingested once: creates the changelog
+    orders.change(
         "INSERT INTO orders_0 VALUES (1, 101, 'new', 10.00, NOW()), (2, 102, 'new', 20.00, NOW()),"
         " (3, 103, 'new', 30.00, NOW())",
         # several changes of one key inside the window
@@ -113,15 +176,11 @@ def test_each_window_leaves_the_mirror_equal_to_the_source_and_a_rerun_changes_n
         "INSERT INTO orders_1 VALUES (1, 101, 'moved', 11.00, NOW())",
         "COMMIT",
     )
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
-    first = Window.ending_at(
-        changelog_watermark(catalog, f"{namespace}.orders_changelog"), timedelta(minutes=5)
-    )
+    first = orders.window_ending_at_watermark()
 
-    outcome = jobs.merge_mirror(f"{namespace}.orders", first)
+    outcome = orders.merge(first)
 
-    mirror = f"tidemark.{namespace}.orders"
+    mirror = orders.mirror
     assert mirror_rows(spark, mirror) == [
         (101, "moved", Decimal("11.00")),
         (102, "again", Decimal("22.00")),
@@ -136,25 +195,23 @@ def test_each_window_leaves_the_mirror_equal_to_the_source_and_a_rerun_changes_n
     assert stamp[MirrorKey.CHANGELOG_SNAPSHOT] == str(outcome.changelog_snapshot)
     assert (outcome.changes, outcome.keys) == (11, 4)  # 103 is deleted by its key change
 
-    rerun = jobs.merge_mirror(f"{namespace}.orders", first)
+    rerun = orders.merge(first)
 
     assert rerun.skipped
     assert newest_stamp(spark, mirror)["snapshot_id"] == stamp["snapshot_id"]
 
-    execute(
-        admin_connection,
+    orders.write(
         "UPDATE orders_0 SET amount = 31.00 WHERE order_no = 104",
         "DELETE FROM orders_1 WHERE order_no = 101",
         "INSERT INTO orders_1 VALUES (5, 105, 'new', 50.00, NOW())",
     )
-    tick_past_now(admin_connection)
     with pytest.raises(WindowNotCompleteError):
         # not ingested yet: the changelog has not reached the next window's end
-        jobs.merge_mirror(f"{namespace}.orders", Window(first.end, first.end + timedelta(days=1)))
-    ingest_to_end(config, catalog, endpoints, SERVER_ID)
-    second = Window(first.end, changelog_watermark(catalog, f"{namespace}.orders_changelog"))
+        orders.merge(Window(first.end, first.end + timedelta(days=1)))
+    orders.ingest()
+    second = orders.window_after(first)
 
-    outcome = jobs.merge_mirror(f"{namespace}.orders", second)
+    outcome = orders.merge(second)
 
     assert mirror_rows(spark, mirror) == [
         (102, "again", Decimal("22.00")),
@@ -166,32 +223,15 @@ def test_each_window_leaves_the_mirror_equal_to_the_source_and_a_rerun_changes_n
 
 
 def test_a_window_without_changes_still_stamps_the_mirror(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    admin_connection: Connection,
-    spark: SparkSession,
-    tmp_path: Path,
+    orders_windows: StartOrders, spark: SparkSession
 ) -> None:
-    create_shards(admin_connection, 1)
-    config = orders_pipeline(
-        tmp_path / "p.yaml",
-        endpoints,
-        database=source_database,
-        namespace=namespace,
-        server_id=SERVER_ID + 1,
-    )
-    jobs = WindowJobs(config, plan_from_source(config), spark)
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID + 1)
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID + 1)
-    end = changelog_watermark(catalog, f"{namespace}.orders_changelog")
+    orders = orders_windows(ingest=False)
+    orders.change()  # no statements: the source's clock moves on
+    orders.change()
 
-    outcome = jobs.merge_mirror(f"{namespace}.orders", Window.ending_at(end, timedelta(minutes=5)))
+    outcome = orders.merge(orders.window_ending_at_watermark())
 
-    mirror = f"tidemark.{namespace}.orders"
+    mirror = orders.mirror
     assert mirror_rows(spark, mirror) == []
     assert (outcome.changes, outcome.keys) == (0, 0)
     assert newest_stamp(spark, mirror)[MirrorKey.WINDOW_END] == str(outcome.window.end_ms)
@@ -201,29 +241,13 @@ def test_a_window_without_changes_still_stamps_the_mirror(
 
 
 def test_a_mirror_whose_stamps_were_expired_is_refused_rather_than_rewound(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    admin_connection: Connection,
-    spark: SparkSession,
-    tmp_path: Path,
+    orders_windows: StartOrders, namespace: str, spark: SparkSession
 ) -> None:
-    create_shards(admin_connection, 1)
-    config = orders_pipeline(
-        tmp_path / "p.yaml",
-        endpoints,
-        database=source_database,
-        namespace=namespace,
-        server_id=SERVER_ID + 2,
-    )
-    jobs = WindowJobs(config, plan_from_source(config), spark)
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID + 2)
-    end = changelog_watermark(catalog, f"{namespace}.orders_changelog")
-    window = Window.ending_at(end, timedelta(minutes=5))
-    jobs.merge_mirror(f"{namespace}.orders", window)
-    mirror = f"tidemark.{namespace}.orders"
+    orders = orders_windows(ingest=False)
+    orders.change()  # no statements: the source's clock moves on
+    end = orders.watermark()
+    orders.merge(Window.ending_at(end, FIVE_MINUTES))
+    mirror = orders.mirror
     # a commit without stamps (a compaction, say), then expiry of everything older
     spark.sql(f"INSERT INTO {mirror} SELECT * FROM {mirror} WHERE false")
     spark.sql(
@@ -232,31 +256,13 @@ def test_a_mirror_whose_stamps_were_expired_is_refused_rather_than_rewound(
     )
 
     with pytest.raises(TerminalError, match="drop the mirror to rebuild it"):
-        jobs.merge_mirror(f"{namespace}.orders", Window(end - timedelta(hours=1), end))
+        orders.merge(Window(end - timedelta(hours=1), end))
 
 
 def test_the_mirror_follows_columns_the_source_added_and_widened(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    admin_connection: Connection,
-    spark: SparkSession,
-    tmp_path: Path,
+    orders_windows: StartOrders, spark: SparkSession
 ) -> None:
-    create_shards(admin_connection, 1)
-    config = orders_pipeline(
-        tmp_path / "p.yaml",
-        endpoints,
-        database=source_database,
-        namespace=namespace,
-        server_id=SERVER_ID + 3,
-    )
-    jobs = WindowJobs(config, plan_from_source(config), spark)
-    ingest_to_end(config, catalog, endpoints, SERVER_ID + 3)  # streams from here
-    orders = OrdersWindows(
-        config, catalog, endpoints, admin_connection, jobs, namespace, SERVER_ID + 3
-    )
+    orders = orders_windows()  # streams from here
     first = orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
 
     second = orders.change_and_merge(
@@ -265,7 +271,7 @@ def test_the_mirror_follows_columns_the_source_added_and_widened(
     )
 
     assert second.window.end > first.window.end and not second.skipped
-    mirror = f"tidemark.{namespace}.orders"
+    mirror = orders.mirror
     rows = spark.sql(f"SELECT id, order_no, note FROM {mirror} ORDER BY order_no").collect()
     assert [tuple(row) for row in rows] == [(1, 101, None), (5_000_000_000, 102, "after")]
     types = {f.name: f.dataType.simpleString() for f in spark.table(mirror).schema.fields}
@@ -274,53 +280,33 @@ def test_the_mirror_follows_columns_the_source_added_and_widened(
 
 @pytest.mark.parametrize("keep_deletes", [False, True], ids=["deletes-applied", "deletes-kept"])
 def test_a_truncated_shard_leaves_the_mirror_and_the_other_shard_stays(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
+    orders_windows: StartOrders,
     admin_connection: Connection,
     spark: SparkSession,
-    tmp_path: Path,
     keep_deletes: bool,
 ) -> None:
-    server_id = SERVER_ID + 20 + keep_deletes
-    create_shards(admin_connection, 2)
-    config = orders_pipeline(
-        tmp_path / "p.yaml",
-        endpoints,
-        database=source_database,
-        namespace=namespace,
-        server_id=server_id,
+    orders = orders_windows(
+        shards=2,
         top_level="  schema.change.behavior: try_evolve",  # lenient leaves truncate.table out
         table_options="      mirror:\n        deletes: keep\n" if keep_deletes else "",
     )
-    jobs = WindowJobs(config, plan_from_source(config), spark)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    execute(
-        admin_connection,
+    orders.change(
         "INSERT INTO orders_0 VALUES (1, 101, 'new', 10.00, NOW()), (2, 102, 'new', 20.00, NOW())",
         "INSERT INTO orders_1 VALUES (1, 201, 'new', 30.00, NOW())",
     )
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    first = Window.ending_at(
-        changelog_watermark(catalog, f"{namespace}.orders_changelog"), timedelta(minutes=5)
-    )
-    jobs.merge_mirror(f"{namespace}.orders", first)
-    execute(
-        admin_connection,
+    first = orders.window_ending_at_watermark()
+    orders.merge(first)
+    orders.change(
         "UPDATE orders_0 SET status = 'paid' WHERE order_no = 102",
         "TRUNCATE TABLE orders_0",
         "INSERT INTO orders_0 VALUES (3, 103, 'after', 40.00, NOW())",
         "UPDATE orders_1 SET status = 'paid' WHERE order_no = 201",
     )
-    tick_past_now(admin_connection)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    second = Window(first.end, changelog_watermark(catalog, f"{namespace}.orders_changelog"))
+    second = orders.window_after(first)
 
-    outcome = jobs.merge_mirror(f"{namespace}.orders", second)
+    outcome = orders.merge(second)
 
-    mirror = f"tidemark.{namespace}.orders"
+    mirror = orders.mirror
     live = "WHERE NOT _tm_deleted" if keep_deletes else ""
     rows = spark.sql(
         f"SELECT order_no, status, amount FROM {mirror} {live} ORDER BY order_no"
@@ -352,30 +338,14 @@ def test_a_truncated_shard_leaves_the_mirror_and_the_other_shard_stays(
     ],
 )
 def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
+    orders_windows: StartOrders,
     admin_connection: Connection,
     spark: SparkSession,
-    tmp_path: Path,
     behavior: str,
     columns: list[str],
     rows: list[tuple[object, ...]],
 ) -> None:
-    server_id = SERVER_ID + 30 + (behavior == "evolve")
-    create_shards(admin_connection, 1)
-    config = orders_pipeline(
-        tmp_path / "p.yaml",
-        endpoints,
-        database=source_database,
-        namespace=namespace,
-        server_id=server_id,
-        top_level=f"  schema.change.behavior: {behavior}",
-    )
-    jobs = WindowJobs(config, plan_from_source(config), spark)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    orders = OrdersWindows(config, catalog, endpoints, admin_connection, jobs, namespace, server_id)
+    orders = orders_windows(top_level=f"  schema.change.behavior: {behavior}")
     orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
 
     orders.change_and_merge(
@@ -384,7 +354,7 @@ def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
         "INSERT INTO orders_0 VALUES (2, 102, 'paid', 5.00)",
     )
 
-    mirror = f"tidemark.{namespace}.orders"
+    mirror = orders.mirror
     assert spark.table(mirror).columns == columns
     found = spark.sql(f"SELECT {', '.join(columns)} FROM {mirror} ORDER BY order_no").collect()
     assert [tuple(row) for row in found] == rows
@@ -397,32 +367,16 @@ def test_under_evolve_the_mirror_drops_and_renames_columns_as_the_source_did(
 
 
 def test_under_evolve_a_column_the_projection_computes_stays_when_the_source_drops_its_namesake(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    admin_connection: Connection,
-    spark: SparkSession,
-    tmp_path: Path,
+    orders_windows: StartOrders, source_database: str, spark: SparkSession
 ) -> None:
-    server_id = SERVER_ID + 35
-    create_shards(admin_connection, 1)
-    config = orders_pipeline(
-        tmp_path / "p.yaml",
-        endpoints,
-        database=source_database,
-        namespace=namespace,
-        server_id=server_id,
+    orders = orders_windows(
         top_level=(
             "  schema.change.behavior: evolve\n"
             "transform:\n"
             f"  - source-table: {source_database}.orders_[0-9]+\n"
             "    projection: id, order_no, status, amount, amount * 2 AS created_at\n"
-        ),
+        )
     )
-    jobs = WindowJobs(config, plan_from_source(config), spark)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    orders = OrdersWindows(config, catalog, endpoints, admin_connection, jobs, namespace, server_id)
     orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 1.50, NOW())")
 
     orders.change_and_merge(
@@ -430,33 +384,16 @@ def test_under_evolve_a_column_the_projection_computes_stays_when_the_source_dro
         "INSERT INTO orders_0 VALUES (2, 102, 'paid', 2.50)",
     )
 
-    mirror = f"tidemark.{namespace}.orders"
+    mirror = orders.mirror
     assert spark.table(mirror).columns == ["id", "order_no", "status", "amount", "created_at"]
     found = spark.sql(f"SELECT order_no, created_at FROM {mirror} ORDER BY order_no").collect()
     assert [tuple(row) for row in found] == [(101, Decimal("3.00")), (102, Decimal("5.00"))]
 
 
 def test_rows_from_before_a_column_was_added_hold_its_default_as_at_the_source(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    admin_connection: Connection,
-    spark: SparkSession,
-    tmp_path: Path,
+    orders_windows: StartOrders, admin_connection: Connection, spark: SparkSession
 ) -> None:
-    server_id = SERVER_ID + 40
-    create_shards(admin_connection, 1)
-    config = orders_pipeline(
-        tmp_path / "p.yaml",
-        endpoints,
-        database=source_database,
-        namespace=namespace,
-        server_id=server_id,
-    )
-    jobs = WindowJobs(config, plan_from_source(config), spark)
-    ingest_to_end(config, catalog, endpoints, server_id)
-    orders = OrdersWindows(config, catalog, endpoints, admin_connection, jobs, namespace, server_id)
+    orders = orders_windows()
     orders.change_and_merge(
         "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL), (2, 102, 'new', 1.00, NULL)"
     )
@@ -471,8 +408,7 @@ def test_rows_from_before_a_column_was_added_hold_its_default_as_at_the_source(
     )
 
     query = "SELECT order_no, status, priority, tag, note FROM {} ORDER BY order_no"
-    mirror = f"tidemark.{namespace}.orders"
-    found = [tuple(row) for row in spark.sql(query.format(mirror)).collect()]
+    found = [tuple(row) for row in spark.sql(query.format(orders.mirror)).collect()]
     assert found == source_rows(admin_connection, query.format("orders_0"))
     assert found[0] == (101, "new", 3, "it's", None)
     assert found[3] == (104, "new", 9, None, "n")
