@@ -1,26 +1,30 @@
-"""What the scheduler tests share: a two-table pipeline, reports on a real topic, and an
-executor of our own that records its calls in PostgreSQL and fails when told to."""
+"""What the scheduler tests share: a two-table pipeline, reports on a real topic and the windows
+they make due, an executor of our own that records its calls in PostgreSQL and fails when told
+to, and the real service running in a thread."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg2
 from confluent_kafka import Producer
 
-from scheduler.gate import TaskSpec, job_task
+from scheduler.gate import RunState, TaskSpec, job_task
 from scheduler.reports_consumer import ConsumerSettings
+from scheduler.service import PipelineRun, ServiceSettings, run
 from scheduler.spec import PipelineSchedule
-from scheduler.state import StateSettings
+from scheduler.state import StateSettings, StateStore
 from tidemark.config.plan import SinkTable
 from tidemark.contracts.reports import CommitReport
 from tidemark.windows import Window
 
+DEADLINE = 60.0
 FIVE = timedelta(minutes=5)
 DAY = "2026-01-01"
 ORDERS, USERS = "shop.orders", "shop.users"
@@ -200,3 +204,77 @@ def dumps_state(state: StateSettings) -> str:
 def loads_state(text: str) -> StateSettings:
     raw = json.loads(text)
     return StateSettings(raw["connection"], raw["schema"])
+
+
+#: orders complete to 10:11:30, users to 10:10:00: windows ending 10:05 and 10:10 are due.
+#: users is quiet after its first commit: ingest's idle commits (no rows) move its watermark
+REPORTS = [
+    report(ORDERS, 1, "10:01", 10),
+    report(ORDERS, 2, "10:06", 20),
+    report(ORDERS, 3, "10:11:30", 30),
+    report(USERS, 1, "10:02", 5),
+    report(USERS, 2, "10:07", 5, rows_added=0),
+    report(USERS, 3, "10:10:00", 5, rows_added=0),
+]
+EXPECTED = [
+    ("job:gmv", "10:05"),
+    ("job:gmv", "10:10"),
+    ("mirror:shop.orders", "10:05"),
+    ("mirror:shop.orders", "10:10"),
+    ("mirror:shop.users", "10:05"),
+    ("mirror:shop.users", "10:10"),
+]
+
+
+class Clock:
+    """The scheduler's time, moved by the test."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def all_succeeded(store: StateStore, pipeline: str) -> Callable[[], bool]:
+    def check() -> bool:
+        runs = store.runs(pipeline)
+        return len(runs) == len(EXPECTED) and all(r.state is RunState.SUCCEEDED for r in runs)
+
+    return check
+
+
+def run_in_thread(target: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            target()
+        except BaseException as error:  # handed to the test thread
+            errors.append(error)
+
+    thread = threading.Thread(target=guarded, daemon=True)
+    thread.start()
+    return thread, errors
+
+
+@contextmanager
+def serving(
+    store: StateStore, executor: RecordingExecutor, servers: str, topic: str, pipeline: str
+) -> Iterator[None]:
+    """The real service (APScheduler, thread pool) running while the block runs."""
+    stop = threading.Event()
+    settings = consumer_settings(servers, topic, pipeline)
+    schedule = PipelineRun(
+        two_table_schedule(pipeline),
+        replace(settings, kafka={**settings.kafka, "reconnect.backoff.max.ms": "500"}),
+    )
+    thread, errors = run_in_thread(
+        lambda: run([schedule], store, executor, settings=ServiceSettings(max_workers=2), stop=stop)
+    )
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(DEADLINE)
+    assert not errors, errors

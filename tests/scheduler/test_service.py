@@ -11,7 +11,6 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -21,21 +20,27 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from scheduler.engine import EngineSettings, WindowEngine
 from scheduler.gate import RunState, TaskSpec, job_task, mirror_task
 from scheduler.reports_consumer import ReportBatch, ReportsConsumer
-from scheduler.service import PipelineRun, ServiceSettings, run
+from scheduler.service import PipelineRun, run
 from scheduler.spec import PipelineSchedule
 from scheduler.state import PipelineLockedError, StateMissingError, StateSettings, StateStore
 from scheduler.status import TaskCondition, describe
 from tests.scheduler.harness import (
+    DEADLINE,
+    EXPECTED,
     FIVE,
     ORDERS,
+    REPORTS,
     USERS,
+    Clock,
     RecordingExecutor,
+    all_succeeded,
     at,
     consumer_settings,
     dumps_state,
     ms,
     publish,
     report,
+    serving,
     sink,
     two_table_schedule,
 )
@@ -45,37 +50,6 @@ from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.process import wait_for
 from tidemark.windows import Window
-
-DEADLINE = 60.0
-
-#: orders complete to 10:11:30, users to 10:10:00: windows ending 10:05 and 10:10 are due.
-#: users is quiet after its first commit: ingest's idle commits (no rows) move its watermark
-REPORTS = [
-    report(ORDERS, 1, "10:01", 10),
-    report(ORDERS, 2, "10:06", 20),
-    report(ORDERS, 3, "10:11:30", 30),
-    report(USERS, 1, "10:02", 5),
-    report(USERS, 2, "10:07", 5, rows_added=0),
-    report(USERS, 3, "10:10:00", 5, rows_added=0),
-]
-EXPECTED = [
-    ("job:gmv", "10:05"),
-    ("job:gmv", "10:10"),
-    ("mirror:shop.orders", "10:05"),
-    ("mirror:shop.orders", "10:10"),
-    ("mirror:shop.users", "10:05"),
-    ("mirror:shop.users", "10:10"),
-]
-
-
-class Clock:
-    """The scheduler's time, moved by the test."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class CountingSource:
@@ -106,42 +80,6 @@ def consumer(servers: str, reports_topic: str, unique_name: str) -> Iterator[Rep
     consumer.close()
 
 
-def run_in_thread(target: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:
-    errors: list[BaseException] = []
-
-    def guarded() -> None:
-        try:
-            target()
-        except BaseException as error:  # handed to the test thread
-            errors.append(error)
-
-    thread = threading.Thread(target=guarded, daemon=True)
-    thread.start()
-    return thread, errors
-
-
-@contextmanager
-def serving(
-    store: StateStore, executor: RecordingExecutor, servers: str, topic: str, pipeline: str
-) -> Iterator[None]:
-    """The real service (APScheduler, thread pool) running while the block runs."""
-    stop = threading.Event()
-    settings = consumer_settings(servers, topic, pipeline)
-    schedule = PipelineRun(
-        two_table_schedule(pipeline),
-        replace(settings, kafka={**settings.kafka, "reconnect.backoff.max.ms": "500"}),
-    )
-    thread, errors = run_in_thread(
-        lambda: run([schedule], store, executor, settings=ServiceSettings(max_workers=2), stop=stop)
-    )
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(DEADLINE)
-    assert not errors, errors
-
-
 def serve_until(
     condition: Callable[[], bool],
     store: StateStore,
@@ -158,14 +96,6 @@ def serve_until(
 def tick_until(engine: WindowEngine, condition: Callable[[], bool]) -> None:
     """Tick (Kafka needs a moment to hand the group its partitions) until ``condition``."""
     assert wait_for(lambda: (engine.tick(), condition())[1], timeout=DEADLINE)
-
-
-def all_succeeded(store: StateStore, pipeline: str) -> Callable[[], bool]:
-    def check() -> bool:
-        runs = store.runs(pipeline)
-        return len(runs) == len(EXPECTED) and all(r.state is RunState.SUCCEEDED for r in runs)
-
-    return check
 
 
 def test_reports_for_two_tables_fire_exactly_the_expected_windows_once(

@@ -17,20 +17,23 @@ from scheduler.state import (
     StateUnavailableError,
 )
 from tests.scheduler.harness import (
+    DEADLINE,
+    EXPECTED,
+    REPORTS,
+    Clock,
     RecordingExecutor,
+    all_succeeded,
     at,
     consumer_settings,
     publish,
+    serving,
     two_table_schedule,
 )
-from tests.scheduler.test_service import EXPECTED, REPORTS, Clock, all_succeeded, serving
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.postgres import Postgres
 from tidemark.stack.process import wait_for
 from tidemark.stack.settings import StackSettings
-
-DEADLINE = 60.0
 
 
 @pytest.fixture
