@@ -136,6 +136,8 @@ def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
                 "tidemark.demo",
             ),
         ),
+        # one output layer: the rest prints through it (the demo's view composes its picture)
+        ("rich", ("tidemark.output", "tidemark.demo.live_view")),
     ],
 )
 def test_a_third_party_sdk_is_imported_by_its_own_modules_only(

@@ -1,15 +1,14 @@
-"""How a bootstrap shows its progress: a live line per table in a terminal, throttled logs
-otherwise (rows, rows/s, ETA)."""
+"""How a bootstrap shows its progress: a bar per table on a terminal, throttled log lines
+otherwise (rows, rows/s, ETA), drawn by ``tidemark.output.bootstrap_progress``."""
 
 from __future__ import annotations
 
 import logging
-import sys
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol, TextIO
+
+from tidemark.output.bootstrap_progress import BootstrapProgress
 
 logger = logging.getLogger(__name__)
 
@@ -22,17 +21,9 @@ class BootstrapDisplay(Protocol):
     def finish(self, table: str) -> None: ...
 
 
-@dataclass
-class _Table:
-    started: float
-    rows_at_start: int
-    rows: int
-    estimated: int | None
-    last_shown: float = 0.0
-
-
-class ProgressDisplay:
-    """Thread-safe: tables bootstrapped in parallel report to one display."""
+class ProgressDisplay(BootstrapProgress):
+    """The display ingest uses unless told otherwise: on ``stream`` (stderr), a terminal or not
+    as ``interactive`` says (None: as the stream says), its log lines from this module."""
 
     def __init__(
         self,
@@ -42,63 +33,6 @@ class ProgressDisplay:
         log_every_seconds: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._stream = stream or sys.stderr
-        self._interactive = self._stream.isatty() if interactive is None else interactive
-        self._every = 0.2 if self._interactive else log_every_seconds
-        self._clock = clock
-        self._tables: dict[str, _Table] = {}
-        self._lock = threading.Lock()
-
-    def start(self, table: str, rows_done: int, estimated_rows: int | None) -> None:
-        with self._lock:
-            now = self._clock()
-            self._tables[table] = _Table(now, rows_done, rows_done, estimated_rows, now)
-        logger.info(
-            "Bootstrapping %s (about %s rows%s)",
-            table,
-            "?" if estimated_rows is None else f"{estimated_rows:,}",
-            f", {rows_done:,} read before" if rows_done else "",
+        super().__init__(
+            stream, terminal=interactive, log_every=log_every_seconds, clock=clock, log=logger
         )
-
-    def advance(self, table: str, rows: int) -> None:
-        with self._lock:
-            state = self._tables[table]
-            state.rows += rows
-            now = self._clock()
-            if now - state.last_shown < self._every:
-                return
-            state.last_shown = now
-            self._show(table, state, now)
-
-    def finish(self, table: str) -> None:
-        with self._lock:
-            state = self._tables.pop(table)
-            now = self._clock()
-            if self._interactive:
-                self._stream.write("\r\033[K")
-        logger.info(
-            "Bootstrapped %s: %s rows in %.1f s (%s rows/s)",
-            table,
-            f"{state.rows:,}",
-            now - state.started,
-            f"{_rate(state, now):,.0f}",
-        )
-
-    def _show(self, table: str, state: _Table, now: float) -> None:
-        rate = _rate(state, now)
-        eta = ""
-        if state.estimated and rate > 0 and state.estimated > state.rows:
-            eta = f", ETA {(state.estimated - state.rows) / rate:,.0f} s"
-        share = ""
-        if state.estimated:
-            share = f" ({min(100.0, 100.0 * state.rows / state.estimated):.0f}%)"
-        line = f"{table}: {state.rows:,} rows{share}, {rate:,.0f} rows/s{eta}"
-        if self._interactive:
-            self._stream.write(f"\r\033[K{line}")
-            self._stream.flush()
-        else:
-            logger.info("Bootstrap %s", line)
-
-
-def _rate(state: _Table, now: float) -> float:
-    return (state.rows - state.rows_at_start) / max(now - state.started, 1e-9)

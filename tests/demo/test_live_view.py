@@ -6,9 +6,13 @@ import io
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from tidemark.demo.live_view import DemoFrame, LiveView, render
+from rich.text import Text
+
+from tests.output.screen import FakeTerminal, screen
+from tidemark.demo.live_view import DemoFrame, LiveView, frame_view
 from tidemark.demo.report_rows import LatestReport, ReportRow
 from tidemark.demo.workload import WorkloadCounts
+from tidemark.output.console import plain_text
 
 _REPORT = LatestReport(
     window_start=datetime(2026, 11, 22, 15, 46),
@@ -24,34 +28,58 @@ def _frame(elapsed_seconds: int, report: LatestReport | None = _REPORT) -> DemoF
         duration=timedelta(minutes=5),
         phase="streaming",
         workload=WorkloadCounts(transactions=1234, inserts=900, updates=700, deletes=50),
-        status=("sink table  watermark", "demo.orders  2026-11-22T15:47:01"),
+        status=Text("sink table   watermark\ndemo.orders  2026-11-22T15:47:01"),
         report=report,
     )
 
 
 def test_a_frame_shows_the_workload_the_status_and_the_newest_report_window() -> None:
-    text = render(_frame(75))
-
-    assert text.splitlines()[0] == "Tidemark demo  1:15 (the shoppers write for 5:00)  streaming"
-    assert "1,234 transactions (900 inserts, 700 updates, 50 deletes)" in text
-    assert "ADD COLUMN coupon still to come" in text
-    assert "demo.orders  2026-11-22T15:47:01" in text
-    assert "window [15:46, 15:47) (of 4 windows)" in text
-    assert "  DE            12       345.60" in text
+    assert plain_text(frame_view(_frame(75))).splitlines() == [
+        "Tidemark demo  1:15 (the shoppers write for 5:00)  streaming",
+        "workload: 1,234 transactions (900 inserts, 700 updates, 50 deletes); "
+        "ALTER TABLE orders ADD COLUMN coupon still to come",
+        "",
+        "sink table   watermark",
+        "demo.orders  2026-11-22T15:47:01",
+        "",
+        "report demo_report.shop_per_window, window [15:46, 15:47) (of 4 windows):",
+        "  country   orders      revenue",
+        "  DE            12       345.60",
+        "  FR             3         9.99",
+    ]
 
 
 def test_before_the_first_window_the_report_says_so() -> None:
-    assert "shop_per_window: no window yet" in render(_frame(5, report=None))
+    text = plain_text(frame_view(_frame(5, report=None)))
+
+    assert text.splitlines()[-1] == "report demo_report.shop_per_window: no window yet"
 
 
 def test_in_a_terminal_every_frame_is_redrawn_in_place() -> None:
-    out = io.StringIO()
-    view = LiveView(out, interactive=True)
+    terminal = FakeTerminal()
+    view = LiveView(terminal, interactive=True)
 
     view.show(_frame(1))
-    view.show(_frame(3))
+    view.show(_frame(3, report=None))
 
-    assert out.getvalue().count("\x1b[H\x1b[J") == 2
+    shown = screen(terminal.getvalue())
+    assert [line for line in shown if line.startswith("Tidemark demo")] == [
+        "Tidemark demo  0:03 (the shoppers write for 5:00)  streaming"
+    ]
+    assert shown[-1] == "report demo_report.shop_per_window: no window yet"
+
+
+def test_in_a_terminal_the_final_frame_stays_above_what_follows() -> None:
+    terminal = FakeTerminal()
+    view = LiveView(terminal, interactive=True)
+
+    view.show(_frame(1))
+    view.show(_frame(62), final=True)
+    terminal.write("demo.orders: OK\n")
+    view.close()
+
+    shown = screen(terminal.getvalue())
+    assert shown[0].startswith("Tidemark demo  1:02 ") and shown[-1] == "demo.orders: OK"
 
 
 def test_in_a_log_frames_are_written_every_interval_and_the_final_one_always() -> None:
@@ -65,3 +93,4 @@ def test_in_a_log_frames_are_written_every_interval_and_the_final_one_always() -
     headers = [line for line in out.getvalue().splitlines() if line.startswith("Tidemark demo")]
     assert [header.split()[2] for header in headers] == ["0:00", "0:30", "1:01", "1:02"]
     assert "\x1b[" not in out.getvalue()
+    assert out.getvalue().endswith("  FR             3         9.99\n\n")

@@ -1,9 +1,8 @@
-"""`tidemark backfill`: a past range's windows in order, with progress, safe to repeat."""
+"""`tidemark backfill`: a past range's windows in order, safe to repeat (its progress display:
+``tests/output/test_backfill_progress.py``)."""
 
 from __future__ import annotations
 
-import io
-import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +21,6 @@ from tests.spark_jobs.sources import (
 )
 from tidemark.cli import main
 from tidemark.contracts.mirror import MirrorKey
-from tidemark.output.progress import Progress
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window
 
@@ -41,43 +39,6 @@ def test_the_windows_of_a_range_are_those_overlapping_it_aligned_on_midnight() -
         "[2026-03-01T12:00:00+00:00, 2026-03-01T12:05:00+00:00)",
         "[2026-03-01T12:05:00+00:00, 2026-03-01T12:10:00+00:00)",
         "[2026-03-01T12:10:00+00:00, 2026-03-01T12:15:00+00:00)",
-    ]
-
-
-class FakeTerminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_progress_is_one_updating_line_on_a_terminal() -> None:
-    stream = FakeTerminal()
-    progress = Progress(2, "job:gmv", stream, clock=lambda: 0.0)
-    window = Window.ending_at(datetime(2026, 3, 1, 12, 5, tzinfo=UTC), FIVE_MINUTES)
-
-    progress.update(1, window)
-    progress.update(2, window.next())
-    progress.close()
-
-    lines = stream.getvalue().split("\r")[1:]
-    assert [line.split("]")[0] for line in lines] == ["[1/2", "[2/2"]
-    assert stream.getvalue().endswith("\n") and stream.getvalue().count("\n") == 1
-
-
-def test_progress_elsewhere_is_a_log_line_at_most_every_interval(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    now = [0.0]
-    progress = Progress(4, "job:gmv", io.StringIO(), clock=lambda: now[0], interval=10)
-    window = Window.ending_at(datetime(2026, 3, 1, 12, 5, tzinfo=UTC), FIVE_MINUTES)
-    caplog.set_level(logging.INFO, logger="tidemark.output.progress")
-
-    for done, at in enumerate([1.0, 11.0, 12.0, 13.0], start=1):
-        now[0] = at
-        progress.update(done, window)
-
-    assert [r.getMessage().split("]")[0] for r in caplog.records] == [
-        "Backfill [2/4",
-        "Backfill [4/4",
     ]
 
 

@@ -1,7 +1,7 @@
 """``tidemark backfill FILE --job NAME --from T1 --to T2``: run a past range's windows in order.
 
 Also ``--mirror DB.TABLE`` for a mirror alone. Safe to repeat (``spark_jobs.backfill``). On a
-terminal the progress is one updating line; otherwise a log line at most every few seconds.
+terminal the progress is a bar; otherwise a log line at most every few seconds.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _backfill(args: argparse.Namespace) -> int:
     # Imported here: `tidemark validate` must not pay for pyspark.
     from spark_jobs.backfill import backfill, windows_in
     from spark_jobs.run_window import task_window
-    from tidemark.output.progress import Progress
+    from tidemark.output.backfill_progress import BackfillProgress
     from tidemark.pipeline import Pipeline
 
     if args.end <= args.start:
@@ -46,7 +46,7 @@ def _backfill(args: argparse.Namespace) -> int:
     windows = list(windows_in(args.start, args.end, task_window(pipeline.config, task)))
     session = pipeline.spark_session(SparkTarget.from_arguments(args), f"tidemark backfill {task}")
     jobs = pipeline.window_jobs(session)
-    progress = Progress(len(windows), str(task), sys.stdout)
+    progress = BackfillProgress(len(windows), str(task), sys.stdout)
     try:
         backfill(jobs, task, windows, lambda done, window, _: progress.update(done, window))
     finally:

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from tidemark.commands.command import Command
-from tidemark.output.plan import plan_json, render
+from tidemark.output.console import write
+from tidemark.output.plan import plan_json, plan_view
 from tidemark.pipeline import Pipeline
 
 
@@ -21,12 +22,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _plan(args: argparse.Namespace) -> int:
     pipeline = Pipeline.open(args.file)
     plan = pipeline.plan
-    text = (
-        json.dumps(plan_json(pipeline.config, plan), indent=2) + "\n"
-        if args.json
-        else render(pipeline.config, plan)
-    )
-    sys.stdout.write(text)
+    if args.json:
+        sys.stdout.write(json.dumps(plan_json(pipeline.config, plan), indent=2) + "\n")
+    else:
+        write(sys.stdout, plan_view(pipeline.config, plan))
     return 0 if plan.ok else 1
 
 

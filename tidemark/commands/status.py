@@ -15,12 +15,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from tidemark.output.status import status_lines
+    from tidemark.output.console import write
+    from tidemark.output.status import status_view
     from tidemark.pipeline import Pipeline
 
     now = datetime.now(UTC)
-    lines = status_lines(Pipeline.open(args.file).status(now), now)
-    sys.stdout.write("\n".join(lines) + "\n")
+    write(sys.stdout, status_view(Pipeline.open(args.file).status(now), now))
     return 0
 
 

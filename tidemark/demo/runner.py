@@ -133,21 +133,20 @@ class _Demo:
             target=workload.run, args=(shoppers_stop,), name="demo-shoppers", daemon=True
         )
         parts = _Parts(ingest, scheduler, workload, self._logs)
+        view = LiveView(self._out, interactive)
         try:
             _say(self._out, "starting Spark, the scheduler and the shoppers")
             scheduler.start()
             shoppers.start()
             started = self._clocks.elapsed()
-            show = _Screen(
-                lambda phase: self.frame(workload, phase, started),
-                LiveView(self._out, interactive),
-            )
+            show = _Screen(lambda phase: self.frame(workload, phase, started), view)
             end = self._clocks.elapsed() + self._settings.duration.total_seconds()
             show.phase = "bootstrap, then streaming; the shoppers are busy"
             while self._clocks.elapsed() < end:
                 parts.check()
                 show()
                 if interrupted.wait(self._settings.refresh.total_seconds()):
+                    view.close()  # the message goes below the last frame
                     _say(self._out, "interrupted: stopped without a verdict")
                     return EXIT_INTERRUPTED
             shoppers_stop.set()
@@ -167,11 +166,13 @@ class _Demo:
                 parts.check()
                 show()
                 if interrupted.wait(self._settings.refresh.total_seconds()):
+                    view.close()  # the message goes below the last frame
                     _say(self._out, "interrupted: stopped without a verdict")
                     return EXIT_INTERRUPTED
             show.phase = "every window has run; verifying the mirrors against the shop"
             show(final=True)
         finally:
+            view.close()
             shoppers_stop.set()
             scheduler_stop.set()
             _stop(ingest)
@@ -188,7 +189,7 @@ class _Demo:
         return 0 if failures == 0 else 1
 
     def frame(self, workload: ShopWorkload, phase: str, started: float) -> DemoFrame:
-        from tidemark.output.status import status_lines
+        from tidemark.output.status import status_view
 
         now = self._clocks.now()
         return DemoFrame(
@@ -196,7 +197,7 @@ class _Demo:
             duration=self._settings.duration,
             phase=phase,
             workload=workload.counts,
-            status=status_lines(self._pipeline.status(now), now),
+            status=status_view(self._pipeline.status(now), now),
             report=latest_report(self._catalog),
         )
 

@@ -1,79 +1,92 @@
-"""``tidemark plan``: which tables a pipeline onboards, where to and what not, as text or JSON."""
+"""``tidemark plan``: which tables a pipeline onboards, where to and what not, as a view (text
+with tables of columns) or JSON."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Column, Table
+from rich.text import Text
 
 from tidemark.config import PipelineConfig
 from tidemark.config.plan import Plan, Refusal
 from tidemark.config.values import format_duration
+from tidemark.output.tables import column_table
 
 
-def render(config: PipelineConfig, plan: Plan) -> str:
+def plan_view(config: PipelineConfig, plan: Plan) -> RenderableType:
     source = config.source
-    lines = [f"plan for {config.path} (mysql {source.username}@{source.hostname}:{source.port})"]
+    parts: list[RenderableType] = [
+        f"plan for {config.path} (mysql {source.username}@{source.hostname}:{source.port})"
+    ]
     sinks = {sink.name for sink in plan.sinks}
-    lines.append("")
-    lines.append(
-        f"onboard: {_count(len({m.source for m in plan.onboarded}), 'table')} -> "
-        f"{_count(len(sinks), 'Iceberg table')}"
-    )
-    lines += _columns(
-        [
-            (m.source, f"-> {m.sink}", f"key ({', '.join(m.key)})", f"from {m.key_origin}")
-            for m in plan.onboarded
-        ]
-    )
+    parts += [
+        "",
+        _heading(
+            f"onboard: {_count(len({m.source for m in plan.onboarded}), 'table')} -> "
+            f"{_count(len(sinks), 'Iceberg table')}"
+        ),
+    ]
+    if plan.onboarded:
+        parts.append(
+            _columns(
+                (m.source, f"-> {m.sink}", f"key ({', '.join(m.key)})", f"from {m.key_origin}")
+                for m in plan.onboarded
+            )
+        )
     if plan.sinks:
-        lines += ["", "Iceberg tables:"]
+        parts += ["", _heading("Iceberg tables:")]
         for sink in plan.sinks:
             mirror = (
                 f"mirror {sink.mirror} every {format_duration(sink.mirror_window)}"
                 if sink.mirror
                 else "no mirror"
             )
-            lines.append(
+            parts.append(
                 f"  {sink.name}: key ({', '.join(sink.key)}), "
                 f"{_count(len(sink.sources), 'source table')}, {mirror}, "
                 f"changelog {sink.changelog}"
             )
-    lines += _section("cannot onboard", plan.refused)
-    lines += _section("skipped", plan.skipped)
+    parts += _section("cannot onboard", plan.refused)
+    parts += _section("skipped", plan.skipped)
     if plan.blockers:
-        lines += ["", "blocking problems:"] + [f"  {b}" for b in plan.blockers]
+        parts += ["", _heading("blocking problems:", "red"), *(f"  {b}" for b in plan.blockers)]
     if plan.notes:
-        lines += ["", "notes:"] + [f"  {n}" for n in plan.notes]
+        parts += ["", _heading("notes:"), *(f"  {n}" for n in plan.notes)]
     if config.tidemark.jobs:
-        lines += ["", "jobs:"]
+        parts += ["", _heading("jobs:")]
         for job in config.tidemark.jobs:
-            lines.append(
+            parts.append(
                 f"  {job.name}: every {format_duration(job.window)} after "
                 f"{', '.join(job.inputs)}; runs {', '.join(p.name for p in job.sql)}"
             )
-    return "\n".join(lines) + "\n"
+    return Group(*(Text(part) if isinstance(part, str) else part for part in parts))
 
 
-def _section(title: str, items: Sequence[Refusal]) -> list[str]:
+def _section(title: str, items: Sequence[Refusal]) -> list[RenderableType]:
     if not items:
         return []
-    return ["", f"{title}: {_count(len(items), 'table')}"] + _columns(
-        [(item.table, item.reason) for item in items]
-    )
-
-
-def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
-    if not rows:
-        return []
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return [
-        "  "
-        + "  ".join(
-            [cell.ljust(width) for cell, width in zip(row, widths, strict=False)] + [row[-1]]
-        )
-        for row in rows
+        "",
+        _heading(f"{title}: {_count(len(items), 'table')}", "yellow"),
+        _columns((item.table, item.reason) for item in items),
     ]
+
+
+def _heading(text: str, style: str = "") -> Text:
+    return Text(text, style=f"bold {style}".strip())
+
+
+def _columns(rows: Iterable[tuple[str, ...]]) -> Table:
+    """Columns two spaces apart under a heading; on a narrow terminal the last one wraps."""
+    rows = list(rows)
+    table = column_table(*(Column() for _ in rows[0]), gap=2, indent=2, header=False)
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def _count(number: int, noun: str) -> str:

@@ -1,52 +1,87 @@
 """``tidemark status`` (and the demo's live view): per sink table its watermark, lag, rows, late
-changes and errors; then, when the pipeline publishes reports, per mirror and job its windows."""
+changes and errors; then, when the pipeline publishes reports, per mirror and job its windows.
+
+Plain output keeps the columns it had as hand-formatted text (scripts and tests split its lines
+on whitespace); a table that has no watermark yet says why in the watermark column."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from rich.console import Group, NewLine, RenderableType
+from rich.table import Column, Table
+from rich.text import Text
+
+from tidemark.output.tables import column_table, indented
+
 if TYPE_CHECKING:
+    from ingest.changelog.status import TableStatus
     from tidemark.pipeline import PipelineStatus
 
+#: the position sits two spaces off the errors column, as it always has
+_POSITION_GAP = 1
 
-def status_lines(status: PipelineStatus, now: datetime) -> list[str]:
-    lines = [
-        f"{'sink table':<32} {'watermark':<29} {'lag':>9} {'rows':>10} {'late':>6} {'errors':>7}  "
-        "position"
-    ]
-    for table in status.tables:
-        if table.progress is None:
-            state = "no changelog table yet" if not table.exists else "no commits yet"
-            lines.append(f"{table.sink:<32} {state}")
-            continue
-        waiting = table.state()
-        if waiting is not None:
-            lines.append(f"{table.sink:<32} {waiting}")
-            continue
-        lag = table.watermark_lag_seconds(now)
-        watermark = datetime.fromtimestamp(table.progress.watermark_ms / 1000, UTC)
-        lines.append(
-            f"{table.sink:<32} {watermark.isoformat(timespec='milliseconds'):<29} "
-            f"{_seconds(lag):>9} {table.total_rows or 0:>10} {table.progress.late_rows:>6} "
-            f"{table.errors:>7}  "
-            f"{table.progress.position}"
-        )
+
+def status_view(status: PipelineStatus, now: datetime) -> RenderableType:
+    parts: list[RenderableType] = [_tables(status, now)]
     if status.scheduled:
-        lines += ["", *_windows(status)]
-    return lines
+        parts += [NewLine(), _windows(status)]
+    return Group(*parts)
 
 
-def _windows(status: PipelineStatus) -> list[str]:
+def _tables(status: PipelineStatus, now: datetime) -> Table:
+    table = column_table(
+        Column("sink table", min_width=32),
+        Column("watermark", min_width=29),
+        Column("lag", min_width=9, justify="right"),
+        Column("rows", min_width=10, justify="right"),
+        Column("late", min_width=6, justify="right"),
+        Column("errors", min_width=7, justify="right"),
+        Column(indented("position", _POSITION_GAP)),
+    )
+    for row in status.tables:
+        table.add_row(*_table_row(row, now))
+    return table
+
+
+def _table_row(table: TableStatus, now: datetime) -> list[RenderableType]:
+    if table.progress is None:
+        return [
+            table.sink,
+            Text("no changelog table yet" if not table.exists else "no commits yet"),
+        ]
+    waiting = table.state()
+    if waiting is not None:
+        return [table.sink, Text(waiting, style="yellow")]
+    progress = table.progress
+    watermark = datetime.fromtimestamp(progress.watermark_ms / 1000, UTC)
+    return [
+        table.sink,
+        watermark.isoformat(timespec="milliseconds"),
+        _seconds(table.watermark_lag_seconds(now)),
+        str(table.total_rows or 0),
+        Text(str(progress.late_rows), style="yellow" if progress.late_rows else ""),
+        Text(str(table.errors), style="red" if table.errors else ""),
+        indented(str(progress.position), _POSITION_GAP),
+    ]
+
+
+def _windows(status: PipelineStatus) -> RenderableType:
     """Per mirror and job: the last window done, the next one, and why it waits."""
     if status.windows is None:
-        return ["windows: no scheduler has run for this pipeline yet (tidemark schedule FILE)"]
-    lines = [f"{'task':<40} {'last window done':<22} {'next window':<22} state"]
+        return Text("windows: no scheduler has run for this pipeline yet (tidemark schedule FILE)")
+    table = column_table(
+        Column("task", min_width=40),
+        Column("last window done", min_width=22),
+        Column("next window", min_width=22),
+        Column("state"),
+    )
     for row in status.windows:
         done = row.last_succeeded.end.strftime("%Y-%m-%d %H:%M") if row.last_succeeded else "-"
         upcoming = row.next_window.end.strftime("%Y-%m-%d %H:%M") if row.next_window else "-"
-        lines.append(f"{str(row.task):<40} {done:<22} {upcoming:<22} {row.condition}: {row.reason}")
-    return lines
+        table.add_row(str(row.task), done, upcoming, f"{row.condition}: {row.reason}")
+    return table
 
 
 def _seconds(value: float | None) -> str:

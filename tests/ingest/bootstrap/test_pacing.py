@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import io
+import logging
+import re
+
+import pytest
 
 from ingest.bootstrap.bootstrapper import Pacer
 from ingest.bootstrap.display import ProgressDisplay
+from tests.output.screen import screen
 
 
 class FakeTime:
@@ -41,7 +46,7 @@ def test_without_a_cap_a_reader_never_sleeps() -> None:
     assert time.slept == []
 
 
-def test_the_progress_line_shows_rows_share_rate_and_eta() -> None:
+def test_on_a_terminal_the_progress_bar_shows_rows_share_rate_and_eta() -> None:
     time = FakeTime()
     terminal = io.StringIO()
     display = ProgressDisplay(terminal, interactive=True, clock=time.clock)
@@ -50,4 +55,19 @@ def test_the_progress_line_shows_rows_share_rate_and_eta() -> None:
     time.now = 2.0
     display.advance("shop.orders", 2_000)
 
-    assert terminal.getvalue().endswith("shop.orders: 2,000 rows (20%), 1,000 rows/s, ETA 8 s")
+    [line] = screen(terminal.getvalue())
+    assert re.fullmatch("shop.orders: 2,000 rows [━╸╺]+ 20% 1,000 rows/s ETA 0:00:08", line)
+
+
+def test_elsewhere_the_progress_is_a_log_line_of_ingest_s_bootstrap(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    time = FakeTime()
+    display = ProgressDisplay(io.StringIO(), interactive=False, clock=time.clock)
+    caplog.set_level(logging.INFO, logger="ingest.bootstrap.display")
+
+    display.start("shop.orders", rows_done=0, estimated_rows=10_000)
+    time.now = 20.0
+    display.advance("shop.orders", 2_000)
+
+    assert caplog.messages[-1] == "Bootstrap shop.orders: 2,000 rows (20%), 100 rows/s, ETA 80 s"

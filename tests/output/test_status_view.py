@@ -1,0 +1,122 @@
+"""``tidemark status``'s view, from statuses made by hand: plain text keeps the columns scripts
+split on; a terminal gets the same table, styled."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+
+from ingest.changelog.status import TableStatus
+from scheduler.status import TaskCondition, TaskStatus
+from tests.output.screen import screen
+from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootstrap
+from tidemark.contracts.progress import TableProgress
+from tidemark.output.console import console_for, plain_text
+from tidemark.output.status import status_view
+from tidemark.pipeline import PipelineStatus
+from tidemark.source import BinlogPosition
+from tidemark.windows import TaskKind, Window, WindowTask
+
+NOW = datetime(2026, 11, 22, 15, 48, tzinfo=UTC)
+WATERMARK = datetime(2026, 11, 22, 15, 47, 1, tzinfo=UTC)
+POSITION = BinlogPosition("mariadb-bin.000002", 12345)
+
+
+def _streaming(sink: str, rows: int, late: int = 0, errors: int = 0) -> TableStatus:
+    progress = TableProgress(POSITION, int(WATERMARK.timestamp() * 1000), 7, "shop", late_rows=late)
+    return TableStatus(
+        sink, f"{sink}_changelog", True, progress, 1, NOW, total_rows=rows, errors=errors
+    )
+
+
+def test_each_table_shows_its_watermark_lag_rows_late_changes_errors_and_position() -> None:
+    status = PipelineStatus([_streaming("shop.orders", 1234, late=2, errors=3)], False, None)
+
+    assert plain_text(status_view(status, NOW)).splitlines() == [
+        "sink table                       watermark                           lag       rows"
+        "   late  errors  position",
+        "shop.orders                      2026-11-22T15:47:01.000+00:00    59.0 s       1234"
+        "      2       3  mariadb-bin.000002:12345",
+    ]
+
+
+def test_a_table_without_a_watermark_says_why_in_its_place() -> None:
+    bootstrapping = TableStatus(
+        "shop.users",
+        "shop.users_changelog",
+        True,
+        _streaming("x", 0).progress,
+        bootstrap=BootstrapState({"shop.users": SourceTableBootstrap(rows=5000)}),
+    )
+    status = PipelineStatus(
+        [
+            TableStatus("shop.orders", "shop.orders_changelog", exists=False),
+            TableStatus("shop.payments", "shop.payments_changelog", exists=True),
+            bootstrapping,
+        ],
+        False,
+        None,
+    )
+
+    lines = plain_text(status_view(status, NOW)).splitlines()[1:]
+
+    assert [line.split(None, 1) for line in lines] == [
+        ["shop.orders", "no changelog table yet"],
+        ["shop.payments", "no commits yet"],
+        ["shop.users", "bootstrapping: 5,000 rows read"],
+    ]
+
+
+def test_a_long_sink_table_name_widens_its_column_for_every_row() -> None:
+    status = PipelineStatus(
+        [_streaming("shop.orders", 1), _streaming("shop.a_sink_table_name_of_40_characters", 2)],
+        False,
+        None,
+    )
+
+    lines = plain_text(status_view(status, NOW)).splitlines()
+
+    assert {line.index("2026-11-22") for line in lines[1:]} == {lines[0].index("watermark")}
+
+
+def test_a_scheduled_pipeline_shows_each_task_s_windows_below_the_tables() -> None:
+    window = Window.ending_at(datetime(2026, 11, 22, 15, 45, tzinfo=UTC), timedelta(minutes=5))
+    task = TaskStatus(
+        "shop",
+        WindowTask(TaskKind.MIRROR, "shop.orders"),
+        window,
+        window.next(),
+        TaskCondition.WAITING,
+        "for shop.orders watermark 15:47:01 < 15:50:00",
+    )
+    status = PipelineStatus([_streaming("shop.orders", 1)], True, [task])
+
+    assert plain_text(status_view(status, NOW)).splitlines()[2:] == [
+        "",
+        "task                                     last window done       next window            "
+        "state",
+        "mirror:shop.orders                       2026-11-22 15:45       2026-11-22 15:50       "
+        "waiting: for shop.orders watermark 15:47:01 < 15:50:00",
+    ]
+
+
+def test_before_any_scheduler_ran_the_windows_section_says_so() -> None:
+    status = PipelineStatus([_streaming("shop.orders", 1)], True, None)
+
+    assert plain_text(status_view(status, NOW)).splitlines()[-1] == (
+        "windows: no scheduler has run for this pipeline yet (tidemark schedule FILE)"
+    )
+
+
+def test_on_a_narrow_terminal_long_values_fold_within_their_column_instead_of_being_cut() -> None:
+    status = PipelineStatus([_streaming("shop.orders", 1234, late=2, errors=3)], False, None)
+    terminal = io.StringIO()
+
+    console_for(terminal, terminal=True, width=80).print(status_view(status, NOW))
+
+    [header, *rows] = screen(terminal.getvalue())
+    assert len(rows) > 1 and max(len(line) for line in [header, *rows]) <= 80
+    assert "…" not in terminal.getvalue()
+    column = header.index("position")
+    assert "".join(row[column:] for row in rows) == "mariadb-bin.000002:12345"
+    assert "\x1b[1m" in terminal.getvalue()  # bold headers
