@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ from ingest.settings import IngestSettings
 from ingest.startup.checks import run_startup_checks
 from ingest.startup.start_points import start_position
 from ingest.stream.assembler import Binding, ChangeAssembler
-from ingest.stream.runner import IngestRunner, ReportSink
+from ingest.stream.runner import Clock, IngestRunner, ReportSink
 from tidemark.config.inventory import read_tables
 from tidemark.config.model import PipelineConfig, StartupMode, reveal
 from tidemark.config.plan import Plan, SinkTable, build_plan
@@ -183,6 +184,7 @@ def build_runner(
     reports: ReportSink | None,
     settings: IngestSettings,
     display: BootstrapDisplay | None = None,
+    clock: Clock = time.monotonic,
 ) -> IngestRunner:
     """Onboard, bootstrap what needs it (``scan.startup.mode`` initial or snapshot), and return
     a runner that streams from where every table is complete. Tables that bootstrap while
@@ -278,6 +280,7 @@ def build_runner(
         reports=reports,
         settings=settings,
         server_clock=functools.partial(server_clock, source),
+        clock=clock,
         background=background,
     )
 

@@ -28,6 +28,8 @@ class IngestSettings:
     #: reconnect attempts in a row before giving up
     max_reconnects: int = 5
     progress_log_seconds: float = 30.0
+    #: how long one tick may spend on idle tables' empty commits before reading goes on
+    tick_budget_seconds: float = 0.5
     #: decode the binlog in a process of its own (``ingest.binlog.process``): a second core
     #: decodes while this one assembles and commits; False reads it in this process
     decode_in_process: bool = True

@@ -28,7 +28,7 @@ Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to comm
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -201,6 +201,10 @@ class ChangeAssembler:
     def pending_rows(self) -> int:
         return self._pending_count
 
+    def known_tables(self) -> list[str]:
+        """The sinks with a progress: what an idle round commits."""
+        return list(self._progress)
+
     @property
     def watermark_ms(self) -> int:
         return self._watermark_ms
@@ -221,12 +225,14 @@ class ChangeAssembler:
         after it (heartbeats, rotations) belong to no transaction."""
         return self._boundary if self._in_transaction else self._last_seen
 
-    def flush(self, idle_tables: bool = False) -> Flush:
+    def flush(self, idle_tables: bool | Collection[str] = False) -> Flush:
         """Every table with rows of committed transactions; with ``idle_tables``, every other
-        known table too (empty commits move their watermark and position)."""
+        known table too, or those it names (empty commits move their watermark and position)."""
         sinks = set(self._pending)
-        if idle_tables:
+        if idle_tables is True:
             sinks |= set(self._progress)
+        elif idle_tables:
+            sinks |= {sink for sink in idle_tables if sink in self._progress}
         tables = [self._table_flush(sink, self._take_pending(sink)) for sink in sorted(sinks)]
         self._pending_count = sum(len(rows) for rows in self._pending.values())
         return Flush(tables)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -106,6 +107,8 @@ class IngestRunner:
         self._events = 0
         self._last_flush = clock()
         self._last_idle_commit = clock()
+        #: tables still to have their empty commit in the idle round under way
+        self._idle_round: deque[str] = deque()
         self._last_progress_log = clock()
 
     def consistent_from(self) -> BinlogPosition:
@@ -222,26 +225,43 @@ class IngestRunner:
         raise _HandedOver
 
     def _due(self) -> bool:
-        now = self._clock()
+        since_last = self._clock() - self._last_flush
         return (
             self._assembler.pending_rows >= self._settings.flush_rows
-            or now - self._last_flush >= self._settings.flush_interval_seconds
+            or since_last >= self._settings.flush_interval_seconds
+            # an idle round under way goes on after as long of reading as its last tick took
+            or (bool(self._idle_round) and since_last >= self._settings.tick_budget_seconds)
         )
 
     def _tick(self) -> None:
-        now = self._clock()
-        idle_due = now - self._last_idle_commit >= self._settings.idle_commit_seconds
-        if idle_due:
+        started = self._clock()
+        if not self._idle_round and (
+            started - self._last_idle_commit >= self._settings.idle_commit_seconds
+        ):
             self._observe_server_clock()
-        if self._assembler.pending_rows or idle_due:
-            self._commit(self._assembler.flush(idle_tables=idle_due))
-            self._last_flush = now
-            if idle_due:
-                self._last_idle_commit = now
+            self._idle_round.extend(sorted(self._assembler.known_tables()))
+        if self._assembler.pending_rows:
+            self._commit(self._assembler.flush())
+        if self._idle_round:
+            self._commit_idle(started)
+        # deadlines count from the end of the work: a round longer than the idle interval
+        # must not make the next event start another one
+        self._last_flush = self._clock()
         if self._reports is not None:
             self._reports.tick()
-        if now - self._last_progress_log >= self._settings.progress_log_seconds:
-            self._log_progress(now)
+        if started - self._last_progress_log >= self._settings.progress_log_seconds:
+            self._log_progress(started)
+
+    def _commit_idle(self, started: float) -> None:
+        """Empty commits that move idle tables' watermarks, for one tick's time budget at most
+        (and at least one): a thousand tables' round is spread over many ticks, and the binlog
+        is read between them. The round ends when every table has had its turn."""
+        while self._idle_round:
+            self._commit(self._assembler.flush(idle_tables=[self._idle_round.popleft()]))
+            if self._clock() - started >= self._settings.tick_budget_seconds:
+                break
+        if not self._idle_round:
+            self._last_idle_commit = self._clock()
 
     def _observe_server_clock(self) -> None:
         try:
