@@ -37,6 +37,7 @@ from pyspark.sql.functions import expr
 
 from spark_jobs.changelog_range import SnapshotInfo
 from spark_jobs.mirror_columns import AddedDefault, MirrorColumns, mirror_columns
+from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
 from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN, MirrorKey
 from tidemark.errors import ConfigError, TerminalError
@@ -357,7 +358,7 @@ def _ensure_mirror(
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     definition = ", ".join(f"`{name}` {kind}" for name, kind in wanted)
     partitioned = f" PARTITIONED BY ({', '.join(spec.partitioning)})" if spec.partitioning else ""
-    properties = {**MERGE_ON_READ, **(spec.table_properties or {})}
+    properties = {**MERGE_ON_READ, **METADATA_RETENTION, **(spec.table_properties or {})}
     listed = ", ".join(f"'{_escape(k)}' = '{_escape(v)}'" for k, v in properties.items())
     logger.info("Creating mirror %s from %s", spec.mirror, spec.changelog)
     spark.sql(

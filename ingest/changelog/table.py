@@ -20,13 +20,18 @@ from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from pyiceberg.table.update import TableUpdate, update_table_metadata
 from pyiceberg.transforms import DayTransform
 
+from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
 from tidemark.contracts.progress import TableProgress
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PROPERTIES = {"format-version": "2", "write.parquet.compression-codec": "zstd"}
+DEFAULT_PROPERTIES = {
+    "format-version": "2",
+    "write.parquet.compression-codec": "zstd",
+    **METADATA_RETENTION,
+}
 
 
 def changelog_schema(data: pa.Schema) -> pa.Schema:
@@ -145,7 +150,7 @@ def open_changelog(
     """The changelog table ``identifier`` (``namespace.name``), created if it does not exist."""
     try:
         # its columns against the source's: ingest.schema.tracker, at start-up
-        return ChangelogTable(catalog.load_table(identifier))
+        return ChangelogTable(with_retention(catalog.load_table(identifier)))
     except NoSuchTableError:
         pass
     namespace = identifier.rsplit(".", 1)[0]
@@ -159,3 +164,16 @@ def open_changelog(
         with transaction.update_spec() as spec:
             spec.add_field(MetadataColumn.EVENT_TIME, DayTransform(), "event_day")
     return ChangelogTable(catalog.load_table(identifier))
+
+
+def with_retention(table: Table) -> Table:
+    """``table``, given the metadata retention of ``METADATA_RETENTION`` where it has none (a
+    table created by an earlier version): one commit, once. A value the user set is kept."""
+    missing = {
+        key: value for key, value in METADATA_RETENTION.items() if key not in table.properties
+    }
+    if not missing:
+        return table
+    with table.transaction() as transaction:
+        transaction.set_properties(missing)
+    return table

@@ -79,3 +79,6 @@ def test_projection_filter_partitioning_and_kept_deletes(
     ]
     properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {mirror}").collect()}
     assert properties["write.target-file-size-bytes"] == "1048576"
+    # like every table Tidemark creates, the mirror keeps only its last metadata files
+    assert properties["write.metadata.delete-after-commit.enabled"] == "true"
+    assert properties["write.metadata.previous-versions-max"] == "10"
