@@ -258,8 +258,20 @@ CASES = [
     case(
         "bad regular expression",
         SOURCE.replace("shop.orders", "shop.orders_[0-9") + SINK,
-        "FILE:6: source.tables: 'orders_[0-9' is not a valid regular expression: unterminated "
-        "character set at position 7",
+        "FILE:6: source.tables: pattern 'shop.orders_[0-9' is not a valid regular expression: "
+        "unterminated character set at position 7 of its table part 'orders_[0-9'",
+    ),
+    case(
+        "bad regular expression with a backslash",
+        SOURCE.replace("shop.orders", "shop.orders_\\d+(") + SINK,
+        "FILE:6: source.tables: pattern 'shop.orders_\\d+(' is not a valid regular expression: "
+        "missing ), unterminated subpattern at position 10 of its table part 'orders_\\d+('",
+    ),
+    case(
+        "bad regular expression in excluded tables",
+        SOURCE + "  tables.exclude: shop_[.tmp\\.*\n" + SINK,
+        "FILE:7: source.tables.exclude: pattern 'shop_[.tmp\\.*' is not a valid regular "
+        "expression: unterminated character set at position 5 of its database part 'shop_['",
     ),
     # --- sink ----------------------------------------------------------------------------
     case(
@@ -368,7 +380,7 @@ CASES = [
         "route with a bad regular expression",
         SOURCE + SINK + "route:\n  - source-table: shop.(orders\n    sink-table: shop.orders\n",
         "FILE:12: route[0].source-table: 'shop.(orders' is not a valid regular expression: "
-        "missing ), unterminated subpattern at position 6 of 'shop\\\\.(orders', the regex it "
+        "missing ), unterminated subpattern at position 6 of 'shop\\.(orders', the regex it "
         "becomes; in a route, '.' separates database and table: write '\\.' for the regex "
         "'any character'",
     ),
@@ -387,6 +399,12 @@ CASES = [
         "unknown transform key",
         SOURCE + SINK + "transform:\n  - source-table: shop.orders\n    projections: id\n",
         "FILE:13: transform[0].projections: unknown key in a transform; did you mean 'projection'?",
+    ),
+    case(
+        "transform with a bad regular expression",
+        SOURCE + SINK + "transform:\n  - source-table: shop.orders_\\d+)\n    projection: \\*\n",
+        "FILE:12: transform[0].source-table: pattern 'shop.orders_\\d+)' is not a valid regular "
+        "expression: unbalanced parenthesis at position 10 of its table part 'orders_\\d+)'",
     ),
     case(
         "transform primary keys that are not columns",

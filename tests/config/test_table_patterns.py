@@ -59,7 +59,11 @@ def test_an_unescaped_dot_in_a_regex_splits_it_as_upstream_does() -> None:
         ("shop.a, ,shop.b", "has an empty pattern between commas: remove the extra comma"),
         ("orders", "pattern 'orders' has no database part"),
         ("shop.orders\\", "ends with a lone '\\': escape something, or remove it"),
-        ("shop.(orders", "'(orders' is not a valid regular expression"),
+        (
+            "shop.(orders",
+            "pattern 'shop.(orders' is not a valid regular expression: missing ), unterminated "
+            "subpattern at position 0 of its table part '(orders'",
+        ),
     ],
 )
 def test_bad_selectors(expression: str, message: str) -> None:
@@ -98,6 +102,17 @@ def test_routes(route: Route, table: str, sink: str | None) -> None:
     assert route.apply(database, name) == sink
 
 
+def test_a_bad_route_pattern_is_quoted_as_written_and_placed_in_its_regex() -> None:
+    # no backslash doubled; the position is in the Java regex, not in its Python translation
+    with pytest.raises(PatternError) as caught:
+        Route(r"db_(?<s>\.*).(?<s>x)", "s.t").apply("db_1", "x")
+    assert str(caught.value).startswith(
+        r"'db_(?<s>\.*).(?<s>x)' is not a valid regular expression: redefinition of group name "
+        r"'s' as group 2; was group 1 at position 16 of 'db_(?<s>.*)\.(?<s>x)', the regex it "
+        r"becomes; "
+    )
+
+
 def test_route_modes_and_unrouted_tables() -> None:
     routes = [Route(r"db.orders_\.*", "ods.orders"), Route(r"db\.*", "ods.all")]
     assert route_table(routes, RouteMode.ALL_MATCH, "db", "orders_1") == ["ods.orders", "ods.all"]
@@ -122,6 +137,36 @@ def test_a_selector_is_shown_as_the_user_wrote_it(expression: str, shown: str) -
     [
         (r"shop.orders_\..v2", r"pattern 'shop.orders_\..v2' has 3 parts"),
         (r"orders_\.*", r"pattern 'orders_\.*' has no database part"),
+        # a bad regex: the pattern and the part at fault as written, the position in that part
+        (
+            r"shop.orders_\d+(",
+            r"pattern 'shop.orders_\d+(' is not a valid regular expression: missing ), "
+            r"unterminated subpattern at position 10 of its table part 'orders_\d+('",
+        ),
+        (
+            r"shop_\d+[.orders",
+            r"pattern 'shop_\d+[.orders' is not a valid regular expression: unterminated "
+            r"character set at position 8 of its database part 'shop_\d+['",
+        ),
+        # `\.` and `\,` are one character of the regex but two of what was written
+        (
+            r"shop.t{1\,2}_\.*(",
+            r"pattern 'shop.t{1\,2}_\.*(' is not a valid regular expression: missing ), "
+            r"unterminated subpattern at position 11 of its table part 't{1\,2}_\.*('",
+        ),
+        # Java's `(?<name>` is `(?P<name>` for Python: the position is still in what was written
+        (
+            r"shop.(?<n>x)(?<n>y)",
+            r"pattern 'shop.(?<n>x)(?<n>y)' is not a valid regular expression: redefinition of "
+            r"group name 'n' as group 2; was group 1 at position 10 of its table part "
+            r"'(?<n>x)(?<n>y)'",
+        ),
+        # the one pattern at fault, among others
+        (
+            r"shop.orders, crm.\w+[",
+            r"pattern 'crm.\w+[' is not a valid regular expression: unterminated character set "
+            r"at position 3 of its table part '\w+['",
+        ),
     ],
 )
 def test_pattern_problems_quote_the_pattern_as_written(expression: str, message: str) -> None:

@@ -65,8 +65,24 @@ def _java_trim(text: str) -> str:
     return text[start:end]
 
 
+_JAVA_NAMED_GROUP = re.compile(r"\(\?<(?=[A-Za-z])")
+
+
 def java_to_python_regex(pattern: str) -> str:
-    return re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", pattern)
+    return _JAVA_NAMED_GROUP.sub("(?P<", pattern)
+
+
+class InvalidRegex(PatternError):
+    """``compile_regex``'s refusal: the regex as given, ``re``'s reason, and where in the regex
+    as given (not in its Python translation) the problem is, for messages to place."""
+
+    def __init__(self, regex: str, reason: str, position: int | None) -> None:
+        where = f" at position {position}" if position is not None else ""
+        # quoted by hand: repr() would double each backslash
+        super().__init__(f"'{regex}' is not a valid regular expression: {reason}{where}")
+        self.regex = regex
+        self.reason = reason
+        self.position = position
 
 
 @functools.lru_cache(maxsize=4096)
@@ -74,9 +90,20 @@ def compile_regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
     try:
         return re.compile(java_to_python_regex(pattern), re.IGNORECASE if ignore_case else 0)
     except re.error as error:
-        where = f" at position {error.pos}" if error.pos is not None else ""
-        message = f"{pattern!r} is not a valid regular expression: {error.msg}{where}"
-        raise PatternError(message) from None
+        raise InvalidRegex(pattern, error.msg, _java_position(pattern, error.pos)) from None
+
+
+def _java_position(pattern: str, position: int | None) -> int | None:
+    """A position in ``java_to_python_regex(pattern)`` as a position in ``pattern``: each
+    ``(?<name>`` before it gained a ``P``."""
+    if position is None:
+        return None
+    added = 0
+    for named in _JAVA_NAMED_GROUP.finditer(pattern):
+        if named.start() + 2 + added >= position:  # the P goes after '(?'
+            break
+        added += 1
+    return position - added
 
 
 @dataclass(frozen=True)
@@ -119,10 +146,41 @@ def parse_selectors(expression: str) -> tuple[Selector, ...]:
                 f"pattern '{written}' has {len(parts)} parts; MySQL tables are database.table "
                 "(an unescaped '.' separates them; write '\\.' for the regex 'any character')"
             )
-        for part in parts:
-            compile_regex(part, True)
+        for part, name in zip(parts, ("database", "table"), strict=True):
+            try:
+                compile_regex(part, True)
+            except InvalidRegex as error:
+                raise PatternError(
+                    f"pattern '{written}' is not a valid regular expression: "
+                    + _placed(error, written, name)
+                ) from None
         selectors.append(Selector(parts[0], parts[1], written))
     return tuple(selectors)
+
+
+def _placed(error: InvalidRegex, written: str, name: str) -> str:
+    """``error``'s reason, placed in the ``name`` part of the selector ``written``, as the user
+    wrote it (where ``\\.`` and ``\\,`` are one character of the regex)."""
+    as_written = split_as_written(written, ".")
+    part = as_written[("database", "table").index(name)] if len(as_written) == 2 else ""
+    origins: list[int] = []  # for each character of the regex, where it is in `part`
+    regex = ""
+    index = 0
+    while index < len(part):
+        pair = part[index : index + 2] if part[index] == "\\" else part[index]
+        unescaped = pair[1:] if pair in ("\\.", "\\,") else pair
+        origins.extend(index + len(pair) - len(unescaped) + i for i in range(len(unescaped)))
+        regex += unescaped
+        index += len(pair)
+    origins.append(len(part))  # the end of the regex
+    if regex == error.regex:
+        position = None if error.position is None else origins[error.position]
+        shown = f"its {name} part '{part}'"
+    else:  # not expected: then place it in the regex itself
+        position = error.position
+        shown = f"'{error.regex}', the regex its {name} part becomes"
+    where = " in" if position is None else f" at position {position} of"
+    return f"{error.reason}{where} {shown}"
 
 
 def selectors_match(selectors: Sequence[Selector], database: str, table: str) -> bool:
@@ -156,15 +214,12 @@ def compile_route(source_table: str) -> re.Pattern[str]:
     regex = route_regex(source_table)
     try:
         return compile_regex(regex, False)
-    except PatternError as refused:
-        reason = str(refused)
-        try:
-            re.compile(java_to_python_regex(regex))
-        except re.error as error:  # the same error, told against what the user wrote
-            where = f" at position {error.pos} of {regex!r}, the regex it becomes"
-            reason = f"{error.msg}{where if error.pos is not None else ''}"
+    except InvalidRegex as error:  # told against what the user wrote; quoted by hand, as repr()
+        # would double each backslash
+        where = f" at position {error.position} of '{regex}', the regex it becomes"
+        reason = f"{error.reason}{where if error.position is not None else ''}"
         raise PatternError(
-            f"{source_table!r} is not a valid regular expression: {reason}; in a route, '.' "
+            f"'{source_table}' is not a valid regular expression: {reason}; in a route, '.' "
             "separates database and table: write '\\.' for the regex 'any character'"
         ) from None
 
