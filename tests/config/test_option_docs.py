@@ -126,3 +126,15 @@ def test_every_option_says_what_it_does_or_why_it_does_nothing() -> None:
         *(p.prefix for spec in flink for p in spec.prefixes if not (p.doc or p.no_effect)),
     ]
     assert silent == []
+
+
+def test_files_the_config_package_names_exist() -> None:
+    """A docstring that sends the reader to a test or a page names one that is there."""
+    root = Path(__file__).parents[2]
+    named = {
+        (source.name, name)
+        for source in (root / "tidemark" / "config").glob("*.py")
+        for name in re.findall(r"\b(?:tests|docs)/[\w/.-]+\.(?:py|md)\b", source.read_text())
+    }
+    assert named, "no file names found: the pattern is wrong"
+    assert [(source, name) for source, name in sorted(named) if not (root / name).is_file()] == []

@@ -1,6 +1,6 @@
 """The ``tidemark:`` block's reference table, rendered from the option declarations.
 
-docs/configuration.md holds it between two markers; tests/config/test_option_reference.py fails
+docs/configuration.md holds it between two markers; tests/config/test_option_docs.py fails
 when it is not what the declarations render. After changing an option::
 
     .venv/bin/python -m tidemark.config.reference --write docs/configuration.md
