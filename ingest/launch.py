@@ -14,7 +14,7 @@ from pyiceberg.catalog import Catalog
 from ingest.binlog import process
 from ingest.bootstrap.background import BackgroundBootstrap
 from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
-from ingest.bootstrap.display import BootstrapDisplay, ProgressDisplay
+from ingest.bootstrap.display import BootstrapDisplay, LogDisplay
 from ingest.changelog.error_table import errors_sink, load_error_table, open_error_table, sink_of
 from ingest.changelog.table import ChangelogTable, open_changelog
 from ingest.errors import SchemaChangeStopError
@@ -188,7 +188,8 @@ def build_runner(
 ) -> IngestRunner:
     """Onboard, bootstrap what needs it (``scan.startup.mode`` initial or snapshot), and return
     a runner that streams from where every table is complete. Tables that bootstrap while
-    others already stream are bootstrapped by the runner, in a thread, as it streams."""
+    others already stream are bootstrapped by the runner, in a thread, as it streams. The
+    bootstrap reports to ``display``; without one, to log lines (``LogDisplay``)."""
     if settings.decode_in_process:
         process.warm()  # the reading process starts while the tables are onboarded
     onboarding = onboard(config, catalog)
@@ -215,7 +216,7 @@ def build_runner(
             source,
             source_id,
             _bootstrap_settings(config, settings),
-            display or ProgressDisplay(),
+            display or LogDisplay(),
             open_errors=lambda sink: open_error_table(catalog, sink),
             find_errors=lambda sink: load_error_table(catalog, sink),
         )

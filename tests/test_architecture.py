@@ -111,6 +111,17 @@ def test_the_contracts_and_the_shared_core_import_no_stage_and_no_command() -> N
     assert {module: names for module, names in offenders.items() if names} == {}
 
 
+def test_no_stage_imports_the_application_layer() -> None:
+    """The application opens pipelines and calls the stages, giving them what they need (a
+    display, a clock); a stage that imported it back would depend on its callers."""
+    offenders = {
+        module: names
+        for module, names in _importers_of(APPLICATION).items()
+        if _within(module, STAGES)
+    }
+    assert offenders == {}
+
+
 @pytest.mark.parametrize("stage", ["scheduler", "spark_jobs"])
 def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
     stage: str,

@@ -129,6 +129,7 @@ class Pipeline:
         from ingest.settings import IngestSettings
         from ingest.stream.runner import StopWhen
         from tidemark.config.model import StartupMode
+        from tidemark.output.bootstrap_progress import BootstrapProgress
 
         config = self.config
         reports = None
@@ -143,7 +144,10 @@ class Pipeline:
             )
             reports = KafkaReports(publisher, self.catalog)
         settings = IngestSettings.from_options(config.tidemark.ingest)
-        runner = build_runner(config, self.catalog, reports=reports, settings=settings)
+        # on a terminal the bootstrap's bars, else its log lines
+        runner = build_runner(
+            config, self.catalog, reports=reports, settings=settings, display=BootstrapProgress()
+        )
         if reports is not None:
             reports.start(runner.changelog_identifiers())
         if config.source.startup.mode is StartupMode.SNAPSHOT:

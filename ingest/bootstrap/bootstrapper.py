@@ -114,12 +114,16 @@ class Bootstrapper:
     stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
-        """Bootstrap every sink table; returns each one's progress after its last commit."""
-        if self.settings.parallelism <= 1 or len(sinks) <= 1:
-            return {sink.sink: self.bootstrap(sink) for sink in sinks}
-        with ThreadPoolExecutor(self.settings.parallelism, "bootstrap") as pool:
-            futures = {sink.sink: pool.submit(self.bootstrap, sink) for sink in sinks}
-            return {name: future.result() for name, future in futures.items()}
+        """Bootstrap every sink table; returns each one's progress after its last commit. The
+        display is closed however this ends: a failure or a stop finishes no table."""
+        try:
+            if self.settings.parallelism <= 1 or len(sinks) <= 1:
+                return {sink.sink: self.bootstrap(sink) for sink in sinks}
+            with ThreadPoolExecutor(self.settings.parallelism, "bootstrap") as pool:
+                futures = {sink.sink: pool.submit(self.bootstrap, sink) for sink in sinks}
+                return {name: future.result() for name, future in futures.items()}
+        finally:
+            self.display.close()
 
     def bootstrap(self, sink: SinkBootstrap) -> TableProgress:
         state = sink.table.bootstrap() or BootstrapState()

@@ -84,7 +84,7 @@ def test_a_finished_table_s_bar_goes_and_with_the_last_the_display_is_cleared(
 ) -> None:
     terminal = FakeTerminal()
     progress = BootstrapProgress(terminal, width=100, clock=clock)
-    caplog.set_level(logging.INFO, logger="tidemark.output.bootstrap_progress")
+    caplog.set_level(logging.INFO, logger="ingest.bootstrap.display")
     progress.start("shop.orders", rows_done=0, estimated_rows=1_000)
     progress.start("shop.users", rows_done=0, estimated_rows=1_000)
     clock.now = 2.0
@@ -104,7 +104,7 @@ def test_elsewhere_each_table_is_a_log_line_at_most_every_interval(
 ) -> None:
     log = io.StringIO()
     progress = BootstrapProgress(log, log_every=10, clock=clock)
-    caplog.set_level(logging.INFO, logger="tidemark.output.bootstrap_progress")
+    caplog.set_level(logging.INFO, logger="ingest.bootstrap.display")
 
     progress.start("shop.orders", rows_done=0, estimated_rows=10_000)
     for now in (2.0, 9.0, 10.0, 15.0, 20.0):
@@ -152,3 +152,30 @@ def test_log_lines_written_while_the_bars_are_up_appear_above_them(
     ]
     assert on_screen[2].startswith("shop.orders: 2,000 rows ━") and len(on_screen) == 3
     assert screen(logs_to.getvalue())[-1].startswith("INFO Bootstrapped shop.orders: 2,000 rows")
+
+
+def test_closed_before_its_tables_finished_the_display_clears_the_bars_and_gives_all_back(
+    clock: Clock, logs_to: FakeTerminal
+) -> None:
+    """A bootstrap that fails or is stopped finishes no table; closing puts the terminal back as
+    it was: no bars left, the cursor shown, log lines written straight to it again."""
+    [handler] = [
+        h
+        for h in logging.getLogger().handlers
+        if isinstance(h, logging.StreamHandler) and h.stream is logs_to
+    ]
+    progress = BootstrapProgress(logs_to, width=100, clock=clock)
+    progress.start("shop.orders", rows_done=0, estimated_rows=10_000)
+    progress.start("shop.users", rows_done=0, estimated_rows=None)
+    clock.now = 2.0
+    progress.advance("shop.orders", 2_000)
+
+    progress.close()
+
+    shown = logs_to.getvalue()
+    assert screen(shown) == [
+        "INFO Bootstrapping shop.orders (about 10,000 rows)",
+        "INFO Bootstrapping shop.users (about ? rows)",
+    ]
+    assert shown.rindex("\x1b[?25h") > shown.rindex("\x1b[?25l")  # the cursor is shown again
+    assert handler.stream is logs_to

@@ -96,7 +96,11 @@ class ProgressBars:
             self._drawn_at = now
 
     def close(self) -> None:
+        """Down, with the terminal's cursor shown again and log handlers given back; the bars
+        left are dropped (the next ``add`` comes up alone)."""
         if self._up:
             self._bars.stop()
             self._logs.stop()
             self._up = False
+        for task in self._bars.task_ids:
+            self._bars.remove_task(task)

@@ -7,6 +7,7 @@ equals the source table, read with the same type mapping.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import signal
 import subprocess
@@ -20,16 +21,18 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
-from ingest.bootstrap.display import ProgressDisplay
 from ingest.changelog.table import ChangelogTable
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.changelog_checks import Workload, changelog, merged, source_rows
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.output.screen import FakeTerminal, screen
 from tests.polling import wait_until
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.bootstrap_state import BootstrapState
+from tidemark.output.bootstrap_progress import BootstrapProgress
+from tidemark.pipeline import Pipeline
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
 SMALL_CHUNKS = "scan.incremental.snapshot.chunk.size: 100"
+HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 
 
 def _orders(connection: Connection, rows: int, name: str = "orders") -> None:
@@ -485,6 +489,95 @@ def test_snapshot_mode_reads_the_existing_rows_and_stops(
     assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
 
 
+class _InterruptedAfterChunks:
+    """A display through which Ctrl-C reaches the bootstrap while it reads: ``advance`` draws
+    the chunk on ``display``, then raises KeyboardInterrupt after ``chunks`` chunks."""
+
+    def __init__(self, display: BootstrapProgress, chunks: int) -> None:
+        self.display, self.chunks = display, chunks
+
+    def start(self, table: str, rows_done: int, estimated_rows: int | None) -> None:
+        self.display.start(table, rows_done, estimated_rows)
+
+    def advance(self, table: str, rows: int) -> None:
+        self.display.advance(table, rows)
+        self.chunks -= 1
+        if self.chunks == 0:
+            raise KeyboardInterrupt
+
+    def finish(self, table: str) -> None:
+        self.display.finish(table)
+
+    def close(self) -> None:
+        self.display.close()
+
+
+def test_a_bootstrap_interrupted_on_a_terminal_takes_its_bars_down_and_shows_the_cursor(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    _orders(admin_connection, 500)
+    config = load_pipeline(
+        _pipeline(tmp_path / "p.yaml", endpoints, source_database, namespace, server_id)
+    )
+    terminal = FakeTerminal()
+    bars = BootstrapProgress(terminal, width=100, clock=iter(range(10_000)).__next__)
+
+    with pytest.raises(KeyboardInterrupt):
+        build_runner(
+            config,
+            catalog,
+            reports=None,
+            settings=_settings(config),
+            display=_InterruptedAfterChunks(bars, chunks=2),
+        )
+
+    shown = terminal.getvalue()
+    assert f"{source_database}.orders: 200 rows" in shown  # the bar was up
+    assert screen(shown) == []  # and went
+    assert shown.rindex(SHOW_CURSOR) > shown.rindex(HIDE_CURSOR)
+
+
+@pytest.mark.parametrize("on_a_terminal", [True, False])
+def test_tidemark_ingest_shows_the_bootstrap_as_bars_on_a_terminal_and_log_lines_elsewhere(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    on_a_terminal: bool,
+) -> None:
+    _orders(admin_connection, 300)
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="orders",
+        namespace=namespace,
+        server_id=server_id,
+        startup="snapshot",
+        source_options=SMALL_CHUNKS,
+    )
+    stderr = FakeTerminal() if on_a_terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    caplog.set_level(logging.INFO, logger="ingest.bootstrap.display")
+
+    Pipeline.open(path).ingest(StopWhen(max_seconds=60))
+
+    drawn = stderr.getvalue()
+    assert (f"{source_database}.orders: " in drawn and " rows/s" in drawn) is on_a_terminal
+    assert screen(drawn) == []  # the bars went with the bootstrap, or there were none
+    assert f"Bootstrapped {source_database}.orders: 300 rows" in caplog.text
+
+
 def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_line(
     endpoints: StackEndpoints,
     source_database: str,
@@ -518,7 +611,7 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
     path.write_text(text)
     config = load_pipeline(path)
     terminal = io.StringIO()
-    display = ProgressDisplay(terminal, interactive=True, clock=iter(range(10_000)).__next__)
+    display = BootstrapProgress(terminal, terminal=True, clock=iter(range(10_000)).__next__)
 
     runner = build_runner(
         config, catalog, reports=None, settings=_settings(config), display=display

@@ -1,16 +1,14 @@
-"""The bootstrap's rate cap and progress display, with time injected."""
+"""The bootstrap's rate cap and its log-line progress, with time injected (bars on a terminal:
+``tests/output/test_bootstrap_progress.py``)."""
 
 from __future__ import annotations
 
-import io
 import logging
-import re
 
 import pytest
 
 from ingest.bootstrap.bootstrapper import Pacer
-from ingest.bootstrap.display import ProgressDisplay
-from tests.output.screen import screen
+from ingest.bootstrap.display import LogDisplay
 
 
 class FakeTime:
@@ -46,24 +44,11 @@ def test_without_a_cap_a_reader_never_sleeps() -> None:
     assert time.slept == []
 
 
-def test_on_a_terminal_the_progress_bar_shows_rows_share_rate_and_eta() -> None:
-    time = FakeTime()
-    terminal = io.StringIO()
-    display = ProgressDisplay(terminal, interactive=True, clock=time.clock)
-
-    display.start("shop.orders", rows_done=0, estimated_rows=10_000)
-    time.now = 2.0
-    display.advance("shop.orders", 2_000)
-
-    [line] = screen(terminal.getvalue())
-    assert re.fullmatch("shop.orders: 2,000 rows [━╸╺]+ 20% 1,000 rows/s ETA 0:00:08", line)
-
-
-def test_elsewhere_the_progress_is_a_log_line_of_ingest_s_bootstrap(
+def test_without_a_display_of_its_own_the_progress_is_a_log_line_of_ingest_s_bootstrap(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     time = FakeTime()
-    display = ProgressDisplay(io.StringIO(), interactive=False, clock=time.clock)
+    display = LogDisplay(clock=time.clock)
     caplog.set_level(logging.INFO, logger="ingest.bootstrap.display")
 
     display.start("shop.orders", rows_done=0, estimated_rows=10_000)

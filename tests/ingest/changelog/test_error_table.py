@@ -156,6 +156,9 @@ class _CrashAfterChunks:
     def finish(self, table: str) -> None:
         pass
 
+    def close(self) -> None:
+        pass
+
 
 class _Crash(Exception):
     pass
