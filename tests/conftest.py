@@ -15,8 +15,10 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.session import SparkSettings, build_session
 from tests.server_ids import ServerIds
+from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.catalog import load_catalog
 from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.kafka import Kafka
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack, StackNotHealthyError
 
@@ -105,3 +107,16 @@ def namespace(catalog: Catalog, unique_name: str) -> Iterator[str]:
     for identifier in catalog.list_tables(unique_name):
         catalog.purge_table(identifier)
     catalog.drop_namespace(unique_name)
+
+
+@pytest.fixture
+def own_kafka(stack_settings: StackSettings, unique_name: str) -> Iterator[Kafka]:
+    """A broker of the test's own, to stop and start (the shared one serves other tests); each
+    test that asks gets a new one, stopped and removed afterwards."""
+    with second_stack_home(stack_settings, unique_name) as home:
+        port, controller_port = free_ports(2)
+        kafka = Kafka(
+            StackSettings(home=home, kafka_port=port, kafka_controller_port=controller_port)
+        )
+        kafka.up()
+        yield kafka

@@ -8,10 +8,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scheduler.state import StateSettings, StateStore
-from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.stack.endpoints import StackEndpoints
-from tidemark.stack.kafka import Kafka
-from tidemark.stack.settings import StackSettings
 
 
 @pytest.fixture
@@ -38,15 +35,3 @@ def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
     yield topic
     for future in admin.delete_topics([topic]).values():
         future.result(timeout=30)
-
-
-@pytest.fixture
-def own_kafka(stack_settings: StackSettings, unique_name: str) -> Iterator[Kafka]:
-    """A broker of the test's own, to stop and start (the shared one serves other tests)."""
-    with second_stack_home(stack_settings, unique_name) as home:
-        port, controller_port = free_ports(2)
-        kafka = Kafka(
-            StackSettings(home=home, kafka_port=port, kafka_controller_port=controller_port)
-        )
-        kafka.up()
-        yield kafka

@@ -6,6 +6,7 @@ outage tests start a broker of their own (the shared one serves other tests) and
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import os
@@ -13,8 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -36,7 +37,7 @@ from ingest.changelog.reports import (
     report_from_snapshot,
 )
 from ingest.changelog.table import ChangelogTable, open_changelog
-from tests.stack_helpers import free_ports, second_stack_home
+from tests.stack_helpers import free_ports
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.reports import CommitReport
 from tidemark.errors import ConfigError
@@ -44,7 +45,6 @@ from tidemark.source import BinlogPosition
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.process import wait_for
-from tidemark.stack.settings import StackSettings
 
 #: how long a test waits for Kafka to deliver what it should
 DEADLINE = 60.0
@@ -256,18 +256,19 @@ def test_recover_retries_no_more_often_than_retry_seconds(
     assert publisher.close(timeout=5) == 0
 
 
-# -- a broker of the test's own, stopped and started -----------------------------------------
+# -- a broker of the test's own (tests/conftest.py's own_kafka), stopped and started ---------
 
 
-@pytest.fixture
-def own_kafka(stack_settings: StackSettings, unique_name: str) -> Iterator[Kafka]:
-    with second_stack_home(stack_settings, unique_name) as home:
-        port, controller_port = free_ports(2)
-        kafka = Kafka(
-            StackSettings(home=home, kafka_port=port, kafka_controller_port=controller_port)
-        )
-        kafka.up()
-        yield kafka
+def test_the_broker_of_its_own_is_defined_once_for_every_suite() -> None:
+    """``own_kafka`` is tests/conftest.py's, not a copy per module that may drift."""
+    tests = Path(__file__).parents[2]
+    defined = [
+        str(path.relative_to(tests.parent))
+        for path in sorted(tests.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name == "own_kafka"
+    ]
+    assert defined == ["tests/conftest.py"]
 
 
 def own_settings(kafka: Kafka, topic: str, **overrides: int) -> PublisherSettings:
