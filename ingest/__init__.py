@@ -13,6 +13,9 @@ bootstrapped and ready to stream). The stages, in the order the data flows throu
   that commits them.
 - ``changelog``: the Iceberg changelog and error tables, and the commit reports to Kafka.
 
-What a changelog row and commit mean to readers (the scheduler, the Spark jobs, users) is in
-``tidemark.contracts``, not here.
+A stage may use what an earlier one defines, and two use a later one's: ``binlog`` decodes text
+with ``schema.charsets`` into the values ``schema.values`` documents (the type mapping's input),
+and ``schema.tracker`` applies a structure change to the changelog table it evolves
+(``changelog.table``). What a changelog row and commit mean to readers (the scheduler, the
+Spark jobs, users) is in ``tidemark.contracts``, not here.
 """

@@ -203,6 +203,8 @@ def run(
     behind ``tidemark schedule``); ``executor`` runs the windows. With ``metrics_port``,
     Prometheus scrapes ``http://127.0.0.1:<port>/metrics``. Refuses a pipeline another
     scheduler runs against the same state (``PipelineLockedError``)."""
+    # APScheduler logs two INFO lines per job run: every tick, every second
+    logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     store.create()
     service = SchedulerService(settings)
     metrics = Metrics()

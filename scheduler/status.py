@@ -10,7 +10,7 @@ from enum import StrEnum
 from scheduler.gate import RunState, TaskState, cuts_since, decide
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateSettings, StateStore
-from tidemark.config.model import PipelineConfig, reveal
+from tidemark.config.model import PipelineConfig
 from tidemark.config.plan import SinkTable
 from tidemark.windows import Window, WindowTask
 
@@ -37,12 +37,11 @@ def describe_pipeline(
     config: PipelineConfig,
     sinks: Sequence[SinkTable],
     now: datetime,
-    state: StateSettings | None = None,
+    state: StateSettings,
 ) -> list[TaskStatus]:
     """``describe`` for a pipeline file and its planned sink tables (``build_plan``), with the
-    state in the catalog's database unless ``state`` says otherwise."""
-    settings = state or StateSettings.from_catalog(reveal(config.sink.catalog_properties))
-    return describe(PipelineSchedule.from_config(config, sinks), StateStore(settings), now)
+    state where ``state`` says (``tidemark.pipeline.Pipeline.state_settings``)."""
+    return describe(PipelineSchedule.from_config(config, sinks), StateStore(state), now)
 
 
 def describe(schedule: PipelineSchedule, store: StateStore, now: datetime) -> list[TaskStatus]:

@@ -27,9 +27,9 @@ class SparkTarget:
     jars: tuple[Path, ...] = ()
 
     @classmethod
-    def from_arguments(cls, args: argparse.Namespace) -> SparkTarget:
-        jars = tuple(Path(jar) for jar in (args.jars or "").split(",") if jar)
-        return cls(args.master, jars)
+    def parse(cls, master: str | None, jars: str | None) -> SparkTarget:
+        """From ``--master`` and ``--jars`` (comma-separated)."""
+        return cls(master, tuple(Path(jar) for jar in (jars or "").split(",") if jar))
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,6 @@ class WindowRequest:
     start: datetime | None = None
     #: merge changelog rows up to this ``_tm_order`` instead of finding it from watermarks
     up_to_order: int | None = None
-
-    @classmethod
-    def from_arguments(cls, args: argparse.Namespace) -> WindowRequest:
-        return cls(args.task, args.end, args.start, args.up_to_order)
 
 
 def add_window_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,7 +74,7 @@ def add_window_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--master`` and ``--jars``: read back with ``SparkTarget.from_arguments``."""
+    """``--master`` and ``--jars``: read back with ``SparkTarget.parse``."""
     parser.add_argument(
         "--master",
         help="Spark master URL (default: spark-submit's, else local[*])",

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 
 from spark_jobs.maintenance import TableMaintainer, TableResult
-from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs, plan_from_source
+from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs
 from tidemark.config.model import PipelineConfig
-from tidemark.config.plan import Plan, SinkTable
+from tidemark.config.plan import Plan, SinkTable, plan_from_source
 from tidemark.errors import ConfigError, TransientError
 from tidemark.windows import Window
 

@@ -15,62 +15,19 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import sys
 from collections.abc import Sequence
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
-
 from spark_jobs.arguments import SparkTarget, WindowRequest, add_window_arguments
-from spark_jobs.session import SparkSettings, build_session
-from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs, plan_from_source
+from spark_jobs.session import pipeline_session
+from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs
 from tidemark.config import PipelineConfig, load_pipeline
-from tidemark.config.model import reveal
+from tidemark.config.plan import plan_from_source
 from tidemark.errors import ConfigError, TidemarkError
 from tidemark.windows import TaskKind, Window, WindowTask
 
 logger = logging.getLogger(__name__)
-
-
-def task_window(config: PipelineConfig, task: WindowTask) -> timedelta:
-    """The configured window length of ``task``."""
-    if task.kind == TaskKind.MIRROR:
-        return config.tidemark.mirror_window(task.name)
-    for job in config.tidemark.jobs:
-        if job.name == task.name:
-            return job.window
-    known = ", ".join(job.name for job in config.tidemark.jobs) or "none"
-    raise ConfigError(f"{config.path} has no job {task.name!r} (its jobs: {known})")
-
-
-def session_for(config: PipelineConfig, target: SparkTarget, app_name: str) -> SparkSession:
-    """The pipeline's Spark session: its catalog, under its name, as the default catalog."""
-    master = target.master
-    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process
-    if master is None and not under_submit:
-        master = "local[*]"
-    jars: Sequence[Path] = target.jars
-    if not jars and not under_submit:
-        jars = _local_stack_jars()
-    settings = SparkSettings(
-        app_name=app_name,
-        master=master,
-        jars=jars,
-        conf={"spark.sql.defaultCatalog": config.tidemark.catalog_name},
-    )
-    return build_session(
-        settings, config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
-    )
-
-
-def _local_stack_jars() -> list[Path]:
-    from tidemark.stack.settings import StackSettings
-    from tidemark.stack.spark_runtime import SparkRuntime
-
-    return SparkRuntime(StackSettings.from_env()).jars()
 
 
 def run_task(
@@ -101,8 +58,8 @@ def run_window(
 ) -> MergeOutcome | JobOutcome:
     """Run the window ``request`` names, on a Spark session ``target`` says where to run."""
     task = request.task
-    window = Window(request.start or request.end - task_window(config, task), request.end)
-    session = session_for(config, target, app_name=f"tidemark {task} {window}")
+    window = Window(request.start or request.end - config.window_of(task), request.end)
+    session = pipeline_session(config, target, app_name=f"tidemark {task} {window}")
     jobs = WindowJobs(config, plan_from_source(config), session)
     return run_task(jobs, task, window, request.up_to_order)
 
@@ -116,8 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         config = load_pipeline(args.file)
-        request = WindowRequest.from_arguments(args)
-        outcome = run_window(config, request, SparkTarget.from_arguments(args))
+        request = WindowRequest(args.task, args.end, args.start, args.up_to_order)
+        outcome = run_window(config, request, SparkTarget.parse(args.master, args.jars))
         sys.stdout.write(json.dumps(outcome_json(outcome)) + "\n")
         return 0
     except TidemarkError as error:

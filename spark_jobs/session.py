@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from spark_jobs.arguments import SparkTarget
+from tidemark.config import PipelineConfig
+from tidemark.config.model import reveal
 
 # Catalog properties that are PyIceberg's or Tidemark's alone, never passed to Spark.
 _NOT_FOR_SPARK = frozenset({"py-io-impl"})
@@ -58,3 +63,30 @@ def spark_conf(
             conf[f"{prefix}.{key}"] = value
     conf.update(settings.conf)
     return conf
+
+
+def pipeline_session(config: PipelineConfig, target: SparkTarget, app_name: str) -> SparkSession:
+    """The pipeline's Spark session: its catalog, under its name, as the default catalog."""
+    master = target.master
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process
+    if master is None and not under_submit:
+        master = "local[*]"
+    jars: Sequence[Path] = target.jars
+    if not jars and not under_submit:
+        jars = _local_stack_jars()
+    settings = SparkSettings(
+        app_name=app_name,
+        master=master,
+        jars=jars,
+        conf={"spark.sql.defaultCatalog": config.tidemark.catalog_name},
+    )
+    return build_session(
+        settings, config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
+    )
+
+
+def _local_stack_jars() -> list[Path]:
+    from tidemark.stack.settings import StackSettings
+    from tidemark.stack.spark_runtime import SparkRuntime
+
+    return SparkRuntime(StackSettings.from_env()).jars()

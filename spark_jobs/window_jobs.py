@@ -40,7 +40,6 @@ from pyspark.sql import SparkSession
 from spark_jobs.changelog_range import ChangelogBound, bound_at_order, find_bound
 from spark_jobs.merge import MirrorSpec, merge_range, mirror_state, table_snapshots
 from spark_jobs.user_sql import read_statements
-from tidemark.config.inventory import read_tables
 from tidemark.config.model import (
     JobConfig,
     PartitionField,
@@ -50,7 +49,7 @@ from tidemark.config.model import (
     TransformRule,
     reveal,
 )
-from tidemark.config.plan import Plan, SinkTable, build_plan
+from tidemark.config.plan import Plan, SinkTable
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.errors import ConfigError, TerminalError
 from tidemark.windows import Window
@@ -95,12 +94,6 @@ def _follows(config: PipelineConfig, change: SchemaChangeType) -> bool:
         SchemaChangeBehavior.TRY_EVOLVE,
     )
     return evolving and change in config.sink.schema_changes
-
-
-def plan_from_source(config: PipelineConfig) -> Plan:
-    """The pipeline's plan against its source's tables now (keys come from the server)."""
-    source = config.source
-    return build_plan(config, read_tables(source.connection(), source.captures))
 
 
 class WindowJobs:

@@ -3,8 +3,8 @@
 ``Pipeline.open(path)`` reads and validates the file; the rest is made on first use and kept:
 the catalog, the plan (which needs the source), the scheduler's state store, a Spark session.
 The runs are here too, so each door (``tidemark ingest``/``schedule``/``run``/``status``/...,
-the demo, the benchmarks) wires them the same way: a command parses its arguments, opens the
-pipeline, calls one method and prints what it returns (``tidemark.output``).
+the demo) wires them the same way: a command parses its arguments, opens the pipeline, calls it
+and prints what it returns (``tidemark.output``).
 
 Stages are imported inside the methods: ``tidemark validate`` must not pay for pyspark, pyarrow
 or the binlog library.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from scheduler.status import TaskStatus
     from spark_jobs.arguments import SparkTarget
     from spark_jobs.window_jobs import WindowJobs
+    from tidemark.config.model import ReportsSettings
     from tidemark.config.plan import Plan
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,8 @@ class StateLocation:
 
     #: libpq connection string of another database; None: the catalog's
     dsn: str | None = None
-    schema: str = "tidemark_scheduler"
+    #: None: the scheduler's own (``scheduler.state.DEFAULT_SCHEMA``)
+    schema: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class MirrorVerification:
     """One mirror compared with its source: a verdict, or why there is none."""
 
     sink: str
+    mirror: str
     verdict: TableVerdict | None = None
     #: why the mirror could not be verified (it does not exist yet)
     unavailable: str | None = None
@@ -112,11 +115,9 @@ class Pipeline:
 
     def current_plan(self) -> Plan:
         """The plan read afresh from the source: tables created since join it."""
-        from tidemark.config.inventory import read_tables
-        from tidemark.config.plan import build_plan
+        from tidemark.config.plan import plan_from_source
 
-        source = self.config.source
-        return build_plan(self.config, read_tables(source.connection(), source.captures))
+        return plan_from_source(self.config)
 
     # --- ingest -------------------------------------------------------------------------------
 
@@ -163,6 +164,17 @@ class Pipeline:
 
     # --- scheduler ----------------------------------------------------------------------------
 
+    def require_reports(self) -> ReportsSettings:
+        """The file's ``tidemark.reports``, which a scheduler needs: refused when missing."""
+        reports = self.config.tidemark.reports
+        if reports is None:
+            raise ConfigError(
+                f"{self.path}: tidemark.reports is missing; the scheduler learns watermarks "
+                "from the commit reports ingest publishes there (add tidemark.reports with "
+                "kafka.bootstrap.servers)"
+            )
+        return reports
+
     def schedule(self) -> PipelineRun:
         """What the scheduler runs for this file: its tasks, planned from the source, and where
         its commit reports come from. Refuses a file without ``tidemark.reports``."""
@@ -170,13 +182,7 @@ class Pipeline:
         from scheduler.service import PipelineRun
         from scheduler.spec import PipelineSchedule
 
-        reports_block = self.config.tidemark.reports
-        if reports_block is None:
-            raise ConfigError(
-                f"{self.path}: tidemark.reports is missing; the scheduler learns watermarks "
-                "from the commit reports ingest publishes there (add tidemark.reports with "
-                "kafka.bootstrap.servers)"
-            )
+        reports_block = self.require_reports()
 
         def planned() -> PipelineSchedule:
             return PipelineSchedule.from_config(self.config, self.current_plan().sinks)
@@ -186,11 +192,12 @@ class Pipeline:
         return PipelineRun(schedule, reports, replan=planned)
 
     def state_settings(self, location: StateLocation = StateLocation()) -> StateSettings:  # noqa: B008 - frozen
-        from scheduler.state import StateSettings
+        from scheduler.state import DEFAULT_SCHEMA, StateSettings
 
+        schema = location.schema or DEFAULT_SCHEMA
         if location.dsn:
-            return StateSettings.from_dsn(location.dsn, location.schema)
-        return StateSettings.from_catalog(self.catalog_properties, location.schema)
+            return StateSettings.from_dsn(location.dsn, schema)
+        return StateSettings.from_catalog(self.catalog_properties, schema)
 
     def state_store(self, location: StateLocation = StateLocation()) -> StateStore:  # noqa: B008 - frozen
         from scheduler.state import StateStore
@@ -201,9 +208,9 @@ class Pipeline:
 
     def spark_session(self, target: SparkTarget, app_name: str) -> SparkSession:
         """A Spark session on this pipeline's catalog, where ``target`` says."""
-        from spark_jobs.run_window import session_for
+        from spark_jobs.session import pipeline_session
 
-        return session_for(self.config, target, app_name)
+        return pipeline_session(self.config, target, app_name)
 
     def window_jobs(self, session: SparkSession) -> WindowJobs:
         """The mirror merges and jobs of this file, on ``session``."""
@@ -215,29 +222,33 @@ class Pipeline:
 
     def status(self, now: datetime) -> PipelineStatus:
         from ingest.changelog.status import table_status
-        from scheduler.state import StateMissingError
-        from scheduler.status import describe_pipeline
 
         sinks = self.plan.sinks
         tables = [table_status(self.catalog, sink.name, sink.changelog) for sink in sinks]
         scheduled = self.config.tidemark.reports is not None
-        windows: Sequence[TaskStatus] | None = None
-        if scheduled:
-            try:
-                windows = describe_pipeline(self.config, sinks, now, self.state_settings())
-            except StateMissingError:
-                windows = None
-        return PipelineStatus(tables, scheduled, windows)
+        return PipelineStatus(tables, scheduled, self.windows(now) if scheduled else None)
 
-    def verify(self, table: str | None = None, page_rows: int = 10_000) -> list[MirrorVerification]:
-        """Compare every mirror (or only ``table``'s) with its source, page by page."""
+    def windows(self, now: datetime) -> Sequence[TaskStatus] | None:
+        """Per mirror and job its windows; None when no scheduler has run for the pipeline."""
+        from scheduler.state import StateMissingError
+        from scheduler.status import describe_pipeline
+
+        try:
+            return describe_pipeline(self.config, self.plan.sinks, now, self.state_settings())
+        except StateMissingError:
+            return None
+
+    def verify(
+        self, table: str | None = None, page_rows: int = 10_000
+    ) -> Iterator[MirrorVerification]:
+        """Compare every mirror (or only ``table``'s) with its source, page by page; each
+        verdict as soon as it is known."""
         from pyiceberg.exceptions import NoSuchTableError
 
         from ingest.schema.source_tables import read_source_tables
         from ingest.verify import MirrorUnderTest, verify_mirror
 
         source = self.config.source.connection()
-        results = []
         for sink in self.plan.sinks:
             if sink.mirror is None or (table and table != sink.name):
                 continue
@@ -245,7 +256,7 @@ class Pipeline:
                 mirror = self.catalog.load_table(sink.mirror)
                 changelog = self.catalog.load_table(sink.changelog)
             except NoSuchTableError as error:
-                results.append(MirrorVerification(sink.name, unavailable=str(error)))
+                yield MirrorVerification(sink.name, sink.mirror, unavailable=str(error))
                 continue
             names = [_database_and_table(name) for name in sink.sources]
             with source.connect() as conn:
@@ -257,8 +268,7 @@ class Pipeline:
                 server_time_zone=self.config.source.server_time_zone,
                 tinyint1_as_boolean=self.config.source.treat_tinyint1_as_boolean,
             )
-            results.append(MirrorVerification(sink.name, verdict))
-        return results
+            yield MirrorVerification(sink.name, sink.mirror, verdict)
 
 
 def open_pipelines(paths: Sequence[Path]) -> list[Pipeline]:
@@ -276,12 +286,14 @@ def open_pipelines(paths: Sequence[Path]) -> list[Pipeline]:
 
 @dataclass(frozen=True)
 class SchedulerOptions:
-    """How a scheduler runs, whoever starts it (``tidemark schedule``, ``run``, the demo)."""
+    """How a scheduler runs, whoever starts it (``tidemark schedule``, ``run``, the demo).
+    None leaves a setting at the scheduler's own default."""
 
-    #: windows running at once, across all pipelines
-    max_workers: int = 4
+    #: windows running at once, across all pipelines (``ServiceSettings.max_workers``)
+    max_workers: int | None = None
     #: an ERROR when a table's watermark has not moved for this long
-    stall_after: timedelta = timedelta(minutes=10)
+    #: (``EngineSettings.stall_after``)
+    stall_after: timedelta | None = None
     #: serve Prometheus metrics at http://127.0.0.1:PORT/metrics
     metrics_port: int | None = None
     #: stop after this many seconds (for scripts and tests); None: until ``stop`` is set
@@ -296,25 +308,30 @@ def run_scheduler(
     stop: threading.Event,
     options: SchedulerOptions = SchedulerOptions(),  # noqa: B008 - frozen
     state: StateLocation = StateLocation(),  # noqa: B008 - frozen
+    started: Callable[[], None] | None = None,
 ) -> None:
     """Fire each pipeline's windows as their inputs complete, on one Spark session, until
-    ``stop`` is set. The state lives where ``state`` says, relative to the first pipeline."""
+    ``stop`` is set. The state lives where ``state`` says, relative to the first pipeline.
+    ``started`` is called once the Spark session is up (a command sets its signal handlers
+    there, so that Ctrl-C during start-up interrupts at once)."""
     from scheduler.engine import EngineSettings
     from scheduler.service import ServiceSettings, run
     from spark_jobs.executor import SparkWindowExecutor
 
     runs = [pipeline.schedule() for pipeline in pipelines]  # refused before Spark starts
     store = pipelines[0].state_store(state)
-    # APScheduler logs two INFO lines per job run: every tick, every second
-    logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     session = pipelines[0].spark_session(spark, options.app_name)
     executor = SparkWindowExecutor([pipeline.config for pipeline in pipelines], session)
+    service = ServiceSettings()
+    engine = EngineSettings()
+    if started is not None:
+        started()
     run(
         runs,
         store,
         executor,
-        settings=ServiceSettings(max_workers=options.max_workers),
-        engine_settings=EngineSettings(stall_after=options.stall_after),
+        settings=replace(service, max_workers=options.max_workers or service.max_workers),
+        engine_settings=replace(engine, stall_after=options.stall_after or engine.stall_after),
         stop=stop,
         max_seconds=options.max_seconds,
         metrics_port=options.metrics_port,

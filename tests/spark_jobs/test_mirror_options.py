@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from spark_jobs.window_jobs import WindowJobs, plan_from_source
+from spark_jobs.window_jobs import WindowJobs
 from tests.spark_jobs.sources import (
     changelog_watermark,
     create_shards,
@@ -18,6 +18,7 @@ from tests.spark_jobs.sources import (
     orders_pipeline,
     tick_past_now,
 )
+from tidemark.config.plan import plan_from_source
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window
 

@@ -18,7 +18,7 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from spark_jobs.changelog_range import WindowNotCompleteError
-from spark_jobs.window_jobs import MergeOutcome, WindowJobs, plan_from_source
+from spark_jobs.window_jobs import MergeOutcome, WindowJobs
 from tests.spark_jobs.sources import (
     changelog_watermark,
     create_shards,
@@ -29,6 +29,7 @@ from tests.spark_jobs.sources import (
     tick_past_now,
 )
 from tidemark.config import PipelineConfig
+from tidemark.config.plan import plan_from_source
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints

@@ -33,7 +33,6 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _backfill(args: argparse.Namespace) -> int:
     # Imported here: `tidemark validate` must not pay for pyspark.
     from spark_jobs.backfill import backfill, windows_in
-    from spark_jobs.run_window import task_window
     from tidemark.output.backfill_progress import BackfillProgress
     from tidemark.pipeline import Pipeline
 
@@ -43,8 +42,9 @@ def _backfill(args: argparse.Namespace) -> int:
     task = (
         WindowTask(TaskKind.JOB, args.job) if args.job else WindowTask(TaskKind.MIRROR, args.mirror)
     )
-    windows = list(windows_in(args.start, args.end, task_window(pipeline.config, task)))
-    session = pipeline.spark_session(SparkTarget.from_arguments(args), f"tidemark backfill {task}")
+    windows = list(windows_in(args.start, args.end, pipeline.config.window_of(task)))
+    target = SparkTarget.parse(args.master, args.jars)
+    session = pipeline.spark_session(target, f"tidemark backfill {task}")
     jobs = pipeline.window_jobs(session)
     progress = BackfillProgress(len(windows), str(task), sys.stdout)
     try:

@@ -30,7 +30,7 @@ def add_state_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: the catalog's PostgreSQL database, from the first file's sink)",
     )
     parser.add_argument(
-        "--state-schema", default="tidemark_scheduler", help="schema of the scheduler's tables"
+        "--state-schema", help="schema of the scheduler's tables (default: tidemark_scheduler)"
     )
 
 

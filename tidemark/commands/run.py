@@ -34,7 +34,7 @@ def _run(args: argparse.Namespace) -> int:
     from tidemark.pipeline import Pipeline, SchedulerOptions, run_scheduler
 
     pipeline = Pipeline.open(args.file)
-    pipeline.schedule()  # refuses a file without tidemark.reports, before ingest starts
+    pipeline.require_reports()  # a file without them is refused before ingest starts
     command = [sys.executable, "-m", "tidemark.cli", "ingest", str(args.file)]
     if args.max_seconds is not None:
         command += ["--max-seconds", str(args.max_seconds)]
@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
         options = SchedulerOptions(
             max_workers=args.max_workers, max_seconds=args.max_seconds, app_name="tidemark-run"
         )
-        run_scheduler([pipeline], SparkTarget.from_arguments(args), stop, options)
+        run_scheduler([pipeline], SparkTarget.parse(args.master, args.jars), stop, options)
     finally:
         if ingest.poll() is None:
             ingest.terminate()

@@ -50,13 +50,13 @@ def _schedule(args: argparse.Namespace) -> int:
         max_seconds=args.max_seconds,
     )
     stop = threading.Event()
-    stop_on_signals(stop)
     run_scheduler(
         pipelines,
-        SparkTarget.from_arguments(args),
+        SparkTarget.parse(args.master, args.jars),
         stop,
         options,
         StateLocation(args.state_dsn, args.state_schema),
+        started=lambda: stop_on_signals(stop),
     )
     return 0
 

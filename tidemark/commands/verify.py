@@ -21,9 +21,12 @@ def _verify(args: argparse.Namespace) -> int:
     from tidemark.output.verify import verification_lines
     from tidemark.pipeline import Pipeline
 
-    results = Pipeline.open(args.file).verify(args.table, args.page_rows)
-    sys.stdout.write("".join(line + "\n" for line in verification_lines(results)))
-    return 1 if any(result.failed for result in results) else 0
+    failures = 0
+    for result in Pipeline.open(args.file).verify(args.table, args.page_rows):
+        sys.stdout.write("".join(line + "\n" for line in verification_lines(result)))
+        sys.stdout.flush()
+        failures += result.failed
+    return 1 if failures else 0
 
 
 COMMAND = Command("verify", "compare every mirror table with its MySQL source", _configure)

@@ -23,8 +23,10 @@ def _window(args: argparse.Namespace) -> int:
     from spark_jobs.run_window import outcome_json, run_window
     from tidemark.config import load_pipeline
 
-    request = WindowRequest.from_arguments(args)
-    outcome = run_window(load_pipeline(args.file), request, SparkTarget.from_arguments(args))
+    request = WindowRequest(args.task, args.end, args.start, args.up_to_order)
+    outcome = run_window(
+        load_pipeline(args.file), request, SparkTarget.parse(args.master, args.jars)
+    )
     sys.stdout.write(json.dumps(outcome_json(outcome)) + "\n")
     return 0
 

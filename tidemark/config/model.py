@@ -46,7 +46,9 @@ from tidemark.config.values import (
     text,
     whole_number,
 )
+from tidemark.errors import ConfigError
 from tidemark.source import SourceConnection
+from tidemark.windows import TaskKind, WindowTask
 
 #: Flink CDC's default range for ``server-id`` is random in 5400-6400; we pick its start.
 DEFAULT_SERVER_ID = 5400
@@ -639,6 +641,16 @@ class PipelineConfig(_Frozen):
         """The sink table ids ``database.table`` is routed to (itself when no route matches)."""
         routes = [rule.route for rule in self.routes]
         return route_table(routes, self.pipeline.route_mode, database, table)
+
+    def window_of(self, task: WindowTask) -> timedelta:
+        """The configured window length of a mirror merge or a job."""
+        if task.kind == TaskKind.MIRROR:
+            return self.tidemark.mirror_window(task.name)
+        for job in self.tidemark.jobs:
+            if job.name == task.name:
+                return job.window
+        known = ", ".join(job.name for job in self.tidemark.jobs) or "none"
+        raise ConfigError(f"{self.path} has no job {task.name!r} (its jobs: {known})")
 
     def transform_for(self, database: str, table: str) -> TransformRule | None:
         """The first transform whose source-table matches: upstream applies only that one."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from tidemark.config.fields import child
-from tidemark.config.inventory import PhysicalTable
+from tidemark.config.inventory import PhysicalTable, read_tables
 from tidemark.config.model import PipelineConfig, TransformRule
 from tidemark.config.patterns import split_table_id
 
@@ -281,3 +281,9 @@ def _notes(
                 "is unique across all of them"
             )
     return tuple(notes)
+
+
+def plan_from_source(config: PipelineConfig) -> Plan:
+    """The pipeline's plan against its source's tables now (keys come from the server)."""
+    source = config.source
+    return build_plan(config, read_tables(source.connection(), source.captures))

@@ -94,7 +94,6 @@ def run_demo(
     _say(out, f"logs of ingest, the scheduler and Spark: {logs}/demo*.log")
     # py4j says goodbye at interpreter exit, after stderr is back on the terminal
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     with _stderr_to(logs / "demo.log"):
         demo = _Demo(settings, endpoints.mariadb.admin_source(), logs, out, clocks)
         return demo.run(interactive, interrupted)
@@ -177,9 +176,10 @@ class _Demo:
             scheduler_stop.set()
             _stop(ingest)
             scheduler.join()
-        results = self._pipeline.verify()
-        self._out.write("".join(line + "\n" for line in verification_lines(results)))
-        failures = sum(result.failed for result in results)
+        failures = 0
+        for result in self._pipeline.verify():
+            self._out.write("".join(line + "\n" for line in verification_lines(result)))
+            failures += result.failed
         _say(
             self._out,
             "every mirror equals its source table"
@@ -210,7 +210,7 @@ class _Demo:
         finally:
             conn.close()
         config = self._config
-        plan = self._pipeline.plan  # first read here, of the shop just created
+        plan = self._pipeline.current_plan()  # of the shop just created
         if not plan.ok:
             raise DemoFailedError(
                 f"{config.path} does not plan against the shop; run `tidemark plan {config.path}`"
@@ -247,7 +247,7 @@ class _Demo:
 
     def _windows_cover(self, instant: datetime) -> bool:
         """Whether every mirror and job has a succeeded window ending after ``instant``."""
-        rows = self._pipeline.status(self._clocks.now()).windows
+        rows = self._pipeline.windows(self._clocks.now())
         if rows is None:
             return False
         return all(row.last_succeeded and row.last_succeeded.end > instant for row in rows)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,23 +11,20 @@ if TYPE_CHECKING:
 SHOWN_KEYS = 20
 
 
-def verification_lines(results: Sequence[MirrorVerification]) -> list[str]:
-    lines = []
-    for result in results:
-        verdict = result.verdict
-        if verdict is None:
-            lines.append(f"{result.sink}: no mirror to verify yet ({result.unavailable})")
-            continue
-        state = "OK" if verdict.mismatches == 0 else "MISMATCH"
-        lines.append(
-            f"{verdict.mirror}: {state}, {verdict.source_rows} source rows, "
-            f"{len(verdict.missing)} missing, {len(verdict.extra)} extra, "
-            f"{len(verdict.different)} different, {len(verdict.in_flight)} in flight"
-        )
-        for label, keys in (
-            ("missing", verdict.missing),
-            ("extra", verdict.extra),
-            ("different", verdict.different),
-        ):
-            lines += [f"  {label}: {', '.join(map(repr, key))}" for key in keys[:SHOWN_KEYS]]
+def verification_lines(result: MirrorVerification) -> list[str]:
+    verdict = result.verdict
+    if verdict is None:
+        return [f"{result.sink}: no mirror to verify yet ({result.unavailable})"]
+    state = "OK" if verdict.mismatches == 0 else "MISMATCH"
+    lines = [
+        f"{result.mirror}: {state}, {verdict.source_rows} source rows, "
+        f"{len(verdict.missing)} missing, {len(verdict.extra)} extra, "
+        f"{len(verdict.different)} different, {len(verdict.in_flight)} in flight"
+    ]
+    for label, keys in (
+        ("missing", verdict.missing),
+        ("extra", verdict.extra),
+        ("different", verdict.different),
+    ):
+        lines += [f"  {label}: {', '.join(map(repr, key))}" for key in keys[:SHOWN_KEYS]]
     return lines
