@@ -4,6 +4,7 @@ split on; a terminal gets the same table, styled."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from ingest.changelog.status import TableStatus
@@ -65,6 +66,58 @@ def test_a_table_without_a_watermark_says_why_in_its_place() -> None:
         ["shop.payments", "no commits yet"],
         ["shop.users", "bootstrapping: 5,000 rows read"],
     ]
+
+
+def _held(sink: str) -> TableStatus:
+    """Bootstrapped, its watermark held until the stream reaches the last snapshot's position."""
+    streaming = _streaming(sink, 0).progress
+    assert streaming is not None
+    progress = replace(streaming, hold_until=BinlogPosition("mariadb-bin.000002", 99999))
+    return TableStatus(sink, f"{sink}_changelog", True, progress, total_rows=3)
+
+
+def _mixed() -> PipelineStatus:
+    bootstrapping = TableStatus(
+        "shop.users",
+        "shop.users_changelog",
+        True,
+        _streaming("x", 0).progress,
+        bootstrap=BootstrapState({"shop.users": SourceTableBootstrap(rows=5000)}),
+    )
+    return PipelineStatus(
+        [_streaming("shop.orders", 1234, late=2, errors=3), bootstrapping, _held("shop.items")],
+        False,
+        None,
+    )
+
+
+def test_why_a_table_has_no_watermark_leaves_the_columns_of_the_others_where_they_are() -> None:
+    """As before rich: such a row is the sink table, a space, and the reason, however long."""
+    assert plain_text(status_view(_mixed(), NOW)).splitlines() == [
+        "sink table                       watermark                           lag       rows"
+        "   late  errors  position",
+        "shop.orders                      2026-11-22T15:47:01.000+00:00    59.0 s       1234"
+        "      2       3  mariadb-bin.000002:12345",
+        "shop.users                       bootstrapping: 5,000 rows read",
+        "shop.items                       bootstrapped; streaming up to mariadb-bin.000002:99999"
+        " to be consistent",
+    ]
+
+
+def test_on_a_terminal_the_reason_runs_on_past_the_watermark_column_without_widening_it() -> None:
+    alone = PipelineStatus([_streaming("shop.orders", 1234, late=2, errors=3)], False, None)
+    terminal, before = io.StringIO(), io.StringIO()
+
+    console_for(before, terminal=True, width=140).print(status_view(alone, NOW))
+    console_for(terminal, terminal=True, width=140).print(status_view(_mixed(), NOW))
+
+    [header, orders, users, items] = screen(terminal.getvalue())
+    assert [header, orders] == screen(before.getvalue())
+    assert users == "shop.users                       bootstrapping: 5,000 rows read"
+    assert items == (
+        "shop.items                       bootstrapped; streaming up to mariadb-bin.000002:99999"
+        " to be consistent"
+    )
 
 
 def test_a_long_sink_table_name_widens_its_column_for_every_row() -> None:

@@ -2,7 +2,8 @@
 changes and errors; then, when the pipeline publishes reports, per mirror and job its windows.
 
 Plain output keeps the columns it had as hand-formatted text (scripts and tests split its lines
-on whitespace); a table that has no watermark yet says why in the watermark column."""
+on whitespace); a table that has no watermark yet says why where its watermark would be, in a
+line of its own that widens no column of the others."""
 
 from __future__ import annotations
 
@@ -41,20 +42,25 @@ def _tables(status: PipelineStatus, now: datetime) -> Table:
         Column(indented("position", _POSITION_GAP)),
     )
     for row in status.tables:
-        table.add_row(*_table_row(row, now))
+        why = _no_watermark(row)
+        if why is None:
+            table.add_row(*_table_row(row, now))
+        else:  # the other rows keep their columns, however long the reason
+            table.add_spanning_row(row.sink, why)
     return table
 
 
-def _table_row(table: TableStatus, now: datetime) -> list[RenderableType]:
+def _no_watermark(table: TableStatus) -> Text | None:
+    """Why ``table`` has no watermark to show, if it has none."""
     if table.progress is None:
-        return [
-            table.sink,
-            Text("no changelog table yet" if not table.exists else "no commits yet"),
-        ]
+        return Text("no changelog table yet" if not table.exists else "no commits yet")
     waiting = table.state()
-    if waiting is not None:
-        return [table.sink, Text(waiting, style="yellow")]
+    return None if waiting is None else Text(waiting, style="yellow")
+
+
+def _table_row(table: TableStatus, now: datetime) -> list[RenderableType]:
     progress = table.progress
+    assert progress is not None  # _no_watermark says why otherwise
     watermark = datetime.fromtimestamp(progress.watermark_ms / 1000, UTC)
     return [
         table.sink,
