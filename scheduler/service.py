@@ -81,13 +81,24 @@ class SchedulerService:
 
     def submit(self, run: Callable[[], None]) -> None:
         """Run a window in the bounded pool; it waits in the pool's queue when all are busy.
-        Once stopping, nothing is submitted: the window stays pending in the state store, and
-        the next scheduler runs it."""
+        Once stopping, nothing is submitted, and nothing still queued starts: the window stays
+        pending in the state store, and the next scheduler runs it. The stop waits only for
+        the windows already running, however many are queued."""
         with self._calls:
             if self._stopping:
                 logger.info("Scheduler stopping: a due window waits for the next start")
                 return
-            self._aps.add_job(run, executor="windows", misfire_grace_time=None)
+            self._aps.add_job(
+                self._unless_stopping(run), executor="windows", misfire_grace_time=None
+            )
+
+    def _unless_stopping(self, run: Callable[[], None]) -> Callable[[], None]:
+        def queued() -> None:
+            if self._stopping or self._stop.is_set():
+                return  # pending in the state store: the next start runs it
+            run()
+
+        return queued
 
     def wake(self) -> None:
         """Tick now rather than at the next period (a window finished: its successors may be
@@ -109,7 +120,7 @@ class SchedulerService:
         locks, which a restart of the state database frees)."""
         self._engines = list(engines)
         self._locks = list(locks)
-        stop = stop or self._stop
+        stop = self._stop = stop or self._stop
         self._aps.add_job(
             self._guarded(self._tick, stop),
             "interval",

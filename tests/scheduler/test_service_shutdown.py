@@ -9,7 +9,7 @@ from typing import cast
 from apscheduler.schedulers.base import STATE_STOPPED
 
 from scheduler.engine import WindowEngine
-from scheduler.service import SchedulerService
+from scheduler.service import SchedulerService, ServiceSettings
 from tidemark.stack.process import wait_for
 
 
@@ -51,3 +51,49 @@ def test_a_window_submitted_while_the_scheduler_stops_does_not_hang_the_shutdown
 
     assert not running.is_alive(), "the scheduler hung on its way out"
     assert engine.submitted.is_set()  # the tick got its answer: nothing runs after the stop
+
+
+class QueuingWindows:
+    """An engine whose first tick submits many windows to a pool of one: the first runs until
+    released, the others wait in the pool's queue."""
+
+    pipeline = "queued-windows"
+
+    def __init__(self, service: SchedulerService, windows: int) -> None:
+        self._service = service
+        self._windows = windows
+        self.started: list[int] = []
+        self.first_running = threading.Event()
+        self.release = threading.Event()
+
+    def tick(self) -> None:
+        if self.started or self.first_running.is_set():
+            return
+        for number in range(self._windows):
+            self._service.submit(lambda number=number: self._run(number))  # type: ignore[misc]
+
+    def _run(self, number: int) -> None:
+        self.started.append(number)
+        self.first_running.set()
+        self.release.wait(30)
+
+    def housekeeping(self) -> None:
+        pass
+
+
+def test_windows_still_queued_when_the_scheduler_stops_wait_for_its_next_start() -> None:
+    service = SchedulerService(ServiceSettings(max_workers=1))
+    engine = QueuingWindows(service, windows=50)
+    stop = threading.Event()
+    running = threading.Thread(
+        target=lambda: service.run([cast(WindowEngine, engine)], stop=stop), daemon=True
+    )
+    running.start()
+    assert engine.first_running.wait(30)
+
+    stop.set()
+    engine.release.set()  # the running window finishes; the 49 queued must not start
+    running.join(60)
+
+    assert not running.is_alive(), "the scheduler hung on its way out"
+    assert engine.started == [0]
