@@ -287,9 +287,15 @@ class TableMaintainer:
         self._now = now
 
     def maintain(
-        self, sink: SinkTable, *, dry_run: bool = False, only: str | None = None
+        self,
+        sink: SinkTable,
+        *,
+        dry_run: bool = False,
+        only: str | None = None,
+        on_result: Callable[[TableResult], None] | None = None,
     ) -> list[TableResult]:
-        """The changelog then the mirror of ``sink`` (or just the table named ``only``)."""
+        """The changelog then the mirror of ``sink`` (or just the table named ``only``,
+        ``tables_of``); ``on_result`` has each table's result as soon as that table is done."""
         try:
             mirror = self._mirror_progress(sink)
         except (Py4JJavaError, PySparkException) as error:
@@ -299,10 +305,13 @@ class TableMaintainer:
                 "safely: check the catalog, then run again"
             ) from error
         results = []
-        if only in (None, sink.name, sink.changelog):
-            results.append(self._run(sink.changelog, TableKind.CHANGELOG, mirror, dry_run))
-        if sink.mirror is not None and only in (None, sink.name, sink.mirror):
-            results.append(self._run(sink.mirror, TableKind.MIRROR, None, dry_run))
+        for table, kind in tables_of(sink, only):
+            # a changelog's history is kept for the windows its mirror has still to merge
+            needs = mirror if kind is TableKind.CHANGELOG else None
+            result = self._run(table, kind, needs, dry_run)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
         return results
 
     def _mirror_progress(self, sink: SinkTable) -> MirrorProgress | None:
@@ -471,6 +480,18 @@ class TableMaintainer:
         return ".".join(f"`{part}`" for part in (self._catalog, *table.split(".")))
 
 
+def tables_of(sink: SinkTable, only: str | None = None) -> list[tuple[str, TableKind]]:
+    """The tables of ``sink`` that maintenance runs on, in its order: the changelog, then the
+    mirror if there is one; with ``only``, just the table of that name (both for the sink
+    table's own name)."""
+    tables = []
+    if only in (None, sink.name, sink.changelog):
+        tables.append((sink.changelog, TableKind.CHANGELOG))
+    if sink.mirror is not None and only in (None, sink.name, sink.mirror):
+        tables.append((sink.mirror, TableKind.MIRROR))
+    return tables
+
+
 def maintain_tables(
     sinks: Sequence[SinkTable],
     catalog_name: str,
@@ -480,14 +501,19 @@ def maintain_tables(
     dry_run: bool = False,
     only: str | None = None,
     settings: MaintenanceSettings | None = None,
+    on_result: Callable[[TableResult], None] | None = None,
 ) -> list[TableResult]:
-    """Maintain every table of ``sinks`` in one local Spark session (``tidemark maintain``)."""
+    """Maintain every table of ``sinks`` in one local Spark session (``tidemark maintain``),
+    one after another as ``tables_of`` lists them; ``on_result`` has each table's result as
+    soon as that table is done, the return value all of them at the end."""
     spark = build_session(
         SparkSettings(app_name="tidemark-maintain", jars=jars), catalog_name, catalog_properties
     )
     maintainer = TableMaintainer(spark, catalog_name, settings)
     return [
-        result for sink in sinks for result in maintainer.maintain(sink, dry_run=dry_run, only=only)
+        result
+        for sink in sinks
+        for result in maintainer.maintain(sink, dry_run=dry_run, only=only, on_result=on_result)
     ]
 
 

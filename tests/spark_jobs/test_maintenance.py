@@ -24,6 +24,7 @@ from spark_jobs.maintenance import (
     TableKind,
     TableMaintainer,
     TableResult,
+    maintain_tables,
 )
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.spark_jobs.changelogs import DATA, T0, commit
@@ -101,6 +102,31 @@ def test_a_dry_run_changes_nothing(catalog: Catalog, spark: SparkSession, namesp
     assert changelog.snapshots_expired == KEPT_FROM  # what a real run would expire
     assert mirror.snapshots_expired == MIRROR_WINDOWS - 1
     assert changelog.files_after == changelog.files_before == FileCounts(COMMITS, 0)
+
+
+def test_each_table_s_result_is_reported_as_soon_as_that_table_is_done(
+    catalog: Catalog, spark: SparkSession, namespace: str, endpoints: StackEndpoints
+) -> None:
+    """What ``tidemark maintain`` shows as it goes: the changelog's result comes before the
+    mirror, its sink's next table, is compacted."""
+    lake = build_lake(catalog, spark, namespace)
+    mirror_files = files(spark, lake.sink.name)
+    reported: list[tuple[TableResult, list[str]]] = []
+
+    results = maintain_tables(
+        [lake.sink],
+        endpoints.catalog.name,
+        endpoints.catalog.properties(),
+        endpoints.spark.jars,
+        settings=SETTINGS,
+        on_result=lambda result: reported.append((result, files(spark, lake.sink.name))),
+    )
+
+    assert [result for result, _ in reported] == results
+    [(changelog, mirror_then), (mirror, _)] = reported
+    assert (changelog.kind, mirror.kind) == (TableKind.CHANGELOG, TableKind.MIRROR)
+    assert mirror_then == mirror_files
+    assert files(spark, lake.sink.name) != mirror_files
 
 
 def test_a_sink_whose_mirror_was_never_merged_keeps_its_changelog_history(

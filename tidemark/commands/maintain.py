@@ -31,21 +31,28 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _maintain(args: argparse.Namespace) -> int:
-    from spark_jobs.maintenance import maintain_tables
-    from tidemark.output.maintenance import render
+    from spark_jobs.maintenance import maintain_tables, tables_of
+    from tidemark.output.maintenance_progress import MaintenanceProgress
     from tidemark.pipeline import Pipeline
 
     pipeline = Pipeline.open(args.file)
     sinks = _selected(pipeline.plan.sinks, args.table)
-    results = maintain_tables(
-        sinks,
-        pipeline.config.tidemark.catalog_name,
-        pipeline.catalog_properties,
-        _spark_jars(),
-        dry_run=args.dry_run,
-        only=args.table,
-    )
-    sys.stdout.write("".join(render(result) for result in results))
+    jars = _spark_jars()
+    # each table's result as it is done; on a terminal above a bar of tables done
+    tables = [table for sink in sinks for table, _ in tables_of(sink, args.table)]
+    progress = MaintenanceProgress(tables, sys.stdout)
+    try:
+        results = maintain_tables(
+            sinks,
+            pipeline.config.tidemark.catalog_name,
+            pipeline.catalog_properties,
+            jars,
+            dry_run=args.dry_run,
+            only=args.table,
+            on_result=progress.finished,
+        )
+    finally:
+        progress.close()
     failed = [result for result in results if result.error is not None]
     if failed:
         names = ", ".join(result.table for result in failed)

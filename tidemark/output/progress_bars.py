@@ -1,5 +1,5 @@
-"""Progress bars on a terminal (``rich.progress``), for the bootstrap's and the backfill's
-displays.
+"""Progress bars on a terminal (``rich.progress``), for the bootstrap's, the backfill's and
+maintenance's displays.
 
 No thread redraws them: they move when the work reports, at most every ``every`` seconds of an
 injected clock, so a test's fake clock decides what is drawn and when. While they are up, log
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console, JustifyMethod
+from rich.console import Console, JustifyMethod, RenderableType
 from rich.progress import Progress, ProgressColumn, Task, TaskID
 from rich.table import Column
 from rich.text import Text
@@ -83,6 +83,10 @@ class ProgressBars:
     def remove(self, task: TaskID) -> None:
         self._bars.remove_task(task)
         self.draw(force=True)
+
+    def print(self, renderable: RenderableType, *, soft_wrap: bool = False) -> None:
+        """``renderable`` above the bars while they are up (else where the console is)."""
+        self._bars.console.print(renderable, soft_wrap=soft_wrap)
 
     @property
     def empty(self) -> bool:
