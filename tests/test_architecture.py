@@ -144,7 +144,6 @@ def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
                 "ingest.changelog.reports",
                 "scheduler.reports_consumer",
                 "tidemark.stack.kafka",
-                "tidemark.demo",
             ),
         ),
         # one output layer: the rest prints through it (the demo's view composes its picture)
