@@ -37,9 +37,10 @@ from pyspark.sql.functions import expr
 
 from spark_jobs.changelog_range import SnapshotInfo
 from spark_jobs.mirror_columns import AddedDefault, MirrorColumns, mirror_columns
+from spark_jobs.stamps import MirrorStamp, newest_stamp
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
-from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN, MirrorKey
+from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN
 from tidemark.errors import ConfigError, TerminalError
 
 logger = logging.getLogger(__name__)
@@ -88,15 +89,6 @@ class MirrorSpec:
 
 
 @dataclass(frozen=True)
-class MirrorState:
-    """What the mirror's newest stamped commit says it holds."""
-
-    window_end_ms: int
-    merged_order: int
-    snapshot_id: int
-
-
-@dataclass(frozen=True)
 class MergeCounts:
     changes: int  # changelog rows in the range
     keys: int  # distinct keys they touch (rows merged)
@@ -119,32 +111,12 @@ def table_snapshots(spark: SparkSession, table: str) -> list[SnapshotInfo]:
     ]
 
 
-def mirror_state(spark: SparkSession, mirror: str) -> MirrorState | None:
-    """The newest stamp of ``mirror``; None for a mirror not created or never committed to.
-
-    A mirror with commits but no stamp left (expired by maintenance) is refused: merging it
-    from order 0 up to an old window's bound could take keys back to older values.
-    """
+def mirror_state(spark: SparkSession, mirror: str) -> MirrorStamp | None:
+    """The newest stamp of ``mirror``, read through Spark (``spark_jobs.stamps`` reads it
+    without); None for a mirror not created or never committed to."""
     if not spark.catalog.tableExists(mirror):
         return None
-    snapshots = table_snapshots(spark, mirror)
-    stamped = [s for s in snapshots if MirrorKey.WINDOW_END in s.summary]
-    if not stamped:
-        if snapshots:
-            raise TerminalError(
-                f"the mirror {mirror} has commits but none carries a {MirrorKey.WINDOW_END} "
-                "stamp (were they expired?), so Tidemark cannot tell which windows it holds: "
-                "drop the mirror to rebuild it from the changelog, and keep the newest stamped "
-                "snapshot when expiring mirror snapshots"
-            )
-        return None
-    # stamps only grow, and compaction commits carry none: the largest window end is the newest
-    newest = max(stamped, key=lambda s: (int(s.summary[MirrorKey.WINDOW_END]), s.committed_at_ms))
-    return MirrorState(
-        window_end_ms=int(newest.summary[MirrorKey.WINDOW_END]),
-        merged_order=int(newest.summary.get(MirrorKey.MERGED_ORDER, "0")),
-        snapshot_id=newest.snapshot_id,
-    )
+    return newest_stamp(mirror, table_snapshots(spark, mirror))
 
 
 def merge_range(

@@ -34,12 +34,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.table import Table
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
 from spark_jobs.changelog_range import ChangelogBound, bound_at_order, find_bound
-from spark_jobs.merge import MirrorSpec, merge_range, mirror_state, table_snapshots
+from spark_jobs.merge import MergeCounts, MirrorSpec, merge_range
+from spark_jobs.stamps import newest_stamp, snapshot_infos, stamp_without_changes
 from spark_jobs.user_sql import read_statements
+from tidemark.catalog import load_catalog
 from tidemark.config.model import (
     JobConfig,
     PartitionField,
@@ -111,6 +116,8 @@ class WindowJobs:
         self._spark = session
         self._clock = clock
         self._catalog = config.tidemark.catalog_name
+        #: PyIceberg's client of the same catalog: stamps and bounds without a Spark job
+        self._lake: Catalog | None = None
 
     # --- mirrors -------------------------------------------------------------------------
 
@@ -120,7 +127,9 @@ class WindowJobs:
         started = self._clock()
         sink = self._sink(sink_table)
         spec = self.mirror_spec(sink)
-        state = mirror_state(self._spark, spec.mirror)
+        assert sink.mirror is not None  # mirror_spec refuses a sink without one
+        mirror = self._lake_table(sink.mirror)
+        state = newest_stamp(spec.mirror, snapshot_infos(mirror)) if mirror else None
         merged = state.merged_order if state else 0
         if state is not None and state.window_end_ms >= window.end_ms:
             logger.info(
@@ -130,7 +139,7 @@ class WindowJobs:
                 state.window_end_ms,
             )
             return MergeOutcome(sink.name, spec.mirror, window, True, merged, merged)
-        bound = self._bound(spec.changelog, window, up_to_order)
+        bound = self._bound(sink.changelog, window, up_to_order)
         high = max(bound.order, merged)
         stamps: dict[str, str] = {
             MirrorKey.WINDOW_START: str(window.start_ms),
@@ -139,7 +148,11 @@ class WindowJobs:
             MirrorKey.SOURCE_WATERMARK: str(bound.watermark_ms),
             MirrorKey.CHANGELOG_SNAPSHOT: str(bound.snapshot_id),
         }
-        counts = merge_range(self._spark, spec, merged, high, stamps)
+        if mirror is not None and high == merged:
+            # nothing to apply: the stamp alone, without a Spark job
+            counts = MergeCounts(0, 0, stamp_without_changes(mirror, stamps))
+        else:
+            counts = merge_range(self._spark, spec, merged, high, stamps)
         outcome = MergeOutcome(
             sink_table=sink.name,
             mirror=spec.mirror,
@@ -198,8 +211,18 @@ class WindowJobs:
             follow_renames=_follows(self._config, SchemaChangeType.RENAME_COLUMN),
         )
 
+    def _lake_table(self, identifier: str) -> Table | None:
+        """``identifier`` (``namespace.table``) as PyIceberg loads it, fresh; None if absent."""
+        if self._lake is None:
+            self._lake = load_catalog(self._catalog, reveal(self._config.sink.catalog_properties))
+        try:
+            return self._lake.load_table(identifier)
+        except NoSuchTableError:
+            return None
+
     def _bound(self, changelog: str, window: Window, up_to_order: int | None) -> ChangelogBound:
-        snapshots = table_snapshots(self._spark, changelog)
+        table = self._lake_table(changelog)
+        snapshots = snapshot_infos(table) if table is not None else []
         if up_to_order is not None:
             return bound_at_order(changelog, snapshots, up_to_order)
         return find_bound(changelog, snapshots, window.end_ms)

@@ -18,6 +18,7 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from spark_jobs.changelog_range import WindowNotCompleteError
+from spark_jobs.stamps import SPARK_APP_ID
 from spark_jobs.window_jobs import MergeOutcome, WindowJobs
 from tests.spark_jobs.sources import (
     changelog_watermark,
@@ -239,6 +240,29 @@ def test_a_window_without_changes_still_stamps_the_mirror(
     properties = {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {mirror}").collect()}
     assert properties["format-version"] == "2"
     assert properties["write.merge.mode"] == "merge-on-read"
+
+
+def test_a_window_that_brings_an_existing_mirror_no_change_is_stamped_without_a_spark_job(
+    orders_windows: StartOrders, admin_connection: Connection, spark: SparkSession
+) -> None:
+    orders = orders_windows(shards=2)
+    busy = orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 10.00, NOW())")
+    merged = newest_stamp(spark, orders.mirror)
+    orders.change()  # no statements: the source's clock moves on
+
+    quiet = orders.merge(orders.window_after(busy.window))
+
+    assert not quiet.skipped
+    assert (quiet.changes, quiet.keys) == (0, 0)
+    assert quiet.previous_order == quiet.merged_order == busy.merged_order
+    stamp = newest_stamp(spark, orders.mirror)
+    assert stamp[MirrorKey.WINDOW_END] == str(quiet.window.end_ms)
+    assert stamp[MirrorKey.CHANGELOG_SNAPSHOT] == str(quiet.changelog_snapshot)
+    assert stamp["snapshot_id"] == str(quiet.mirror_snapshot)
+    # Iceberg's Spark writes name their application in each commit; this one has none
+    assert SPARK_APP_ID in merged
+    assert SPARK_APP_ID not in stamp
+    assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, BOTH_SHARDS)
 
 
 def test_a_mirror_whose_stamps_were_expired_is_refused_rather_than_rewound(
