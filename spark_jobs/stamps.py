@@ -10,6 +10,8 @@ each.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -31,6 +33,8 @@ class MirrorStamp:
     window_end_ms: int
     merged_order: int
     snapshot_id: int
+    #: ``MirrorKey.CHANGELOG_STRUCTURE`` of the merge that made it; None before it was kept
+    structure: str | None = None
 
 
 def snapshot_infos(table: Table) -> list[SnapshotInfo]:
@@ -71,7 +75,26 @@ def newest_stamp(mirror: str, snapshots: Iterable[SnapshotInfo]) -> MirrorStamp 
         window_end_ms=int(newest.summary[MirrorKey.WINDOW_END]),
         merged_order=int(newest.summary.get(MirrorKey.MERGED_ORDER, "0")),
         snapshot_id=newest.snapshot_id,
+        structure=newest.summary.get(MirrorKey.CHANGELOG_STRUCTURE),
     )
+
+
+def structure_digest(changelog: Table, mirror_options: str) -> str:
+    """What a merge derives the mirror's columns, comment and properties from: the changelog's
+    schema, its schema history and comment (its properties), and the mirror's options as
+    configured (``mirror_options``). A merge stamps it; a window with no changes may skip the
+    merge only while it is the same, since the merge would also bring the mirror's structure
+    up to date."""
+    described = {
+        "schema": changelog.metadata.current_schema_id,
+        "properties": {
+            key: value
+            for key, value in sorted(changelog.properties.items())
+            if key.startswith("tidemark.schema.") or key == "comment"
+        },
+        "mirror": mirror_options,
+    }
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def stamp_without_changes(mirror: Table, stamps: Mapping[str, str]) -> int:

@@ -40,9 +40,14 @@ from pyiceberg.table import Table
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
-from spark_jobs.changelog_range import ChangelogBound, bound_at_order, find_bound
+from spark_jobs.changelog_range import ChangelogBound, SnapshotInfo, bound_at_order, find_bound
 from spark_jobs.merge import MergeCounts, MirrorSpec, merge_range
-from spark_jobs.stamps import newest_stamp, snapshot_infos, stamp_without_changes
+from spark_jobs.stamps import (
+    newest_stamp,
+    snapshot_infos,
+    stamp_without_changes,
+    structure_digest,
+)
 from spark_jobs.user_sql import read_statements
 from tidemark.catalog import load_catalog
 from tidemark.config.model import (
@@ -139,17 +144,27 @@ class WindowJobs:
                 state.window_end_ms,
             )
             return MergeOutcome(sink.name, spec.mirror, window, True, merged, merged)
-        bound = self._bound(sink.changelog, window, up_to_order)
+        changelog = self._lake_table(sink.changelog)
+        snapshots = snapshot_infos(changelog) if changelog is not None else []
+        bound = self._bound(sink.changelog, snapshots, window, up_to_order)
         high = max(bound.order, merged)
+        assert changelog is not None  # a bound was found in its snapshots
+        structure = structure_digest(changelog, repr(spec))
         stamps: dict[str, str] = {
             MirrorKey.WINDOW_START: str(window.start_ms),
             MirrorKey.WINDOW_END: str(window.end_ms),
             MirrorKey.MERGED_ORDER: str(high),
             MirrorKey.SOURCE_WATERMARK: str(bound.watermark_ms),
             MirrorKey.CHANGELOG_SNAPSHOT: str(bound.snapshot_id),
+            MirrorKey.CHANGELOG_STRUCTURE: structure,
         }
-        if mirror is not None and high == merged:
-            # nothing to apply: the stamp alone, without a Spark job
+        if (
+            mirror is not None
+            and state is not None
+            and high == merged
+            and (state.structure == structure)
+        ):
+            # no row to apply and no structure to follow: the stamp alone, without Spark
             counts = MergeCounts(0, 0, stamp_without_changes(mirror, stamps))
         else:
             counts = merge_range(self._spark, spec, merged, high, stamps)
@@ -220,9 +235,13 @@ class WindowJobs:
         except NoSuchTableError:
             return None
 
-    def _bound(self, changelog: str, window: Window, up_to_order: int | None) -> ChangelogBound:
-        table = self._lake_table(changelog)
-        snapshots = snapshot_infos(table) if table is not None else []
+    def _bound(
+        self,
+        changelog: str,
+        snapshots: list[SnapshotInfo],
+        window: Window,
+        up_to_order: int | None,
+    ) -> ChangelogBound:
         if up_to_order is not None:
             return bound_at_order(changelog, snapshots, up_to_order)
         return find_bound(changelog, snapshots, window.end_ms)

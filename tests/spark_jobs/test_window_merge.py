@@ -265,6 +265,19 @@ def test_a_window_that_brings_an_existing_mirror_no_change_is_stamped_without_a_
     assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, BOTH_SHARDS)
 
 
+def test_a_window_with_no_row_change_still_brings_a_column_the_source_added(
+    orders_windows: StartOrders, spark: SparkSession
+) -> None:
+    orders = orders_windows()
+    busy = orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 10.00, NOW())")
+    orders.change("ALTER TABLE orders_0 ADD COLUMN note TEXT")  # no row changes with it
+
+    quiet = orders.merge(orders.window_after(busy.window))
+
+    assert (quiet.changes, quiet.keys) == (0, 0)
+    assert "note" in spark.table(orders.mirror).columns
+
+
 def test_a_mirror_whose_stamps_were_expired_is_refused_rather_than_rewound(
     orders_windows: StartOrders, namespace: str, spark: SparkSession
 ) -> None:

@@ -17,6 +17,10 @@ class MirrorKey(StrEnum):
     MERGED_ORDER = "tidemark.merged-order"  # the last changelog _tm_order applied
     SOURCE_WATERMARK = "tidemark.source-watermark"  # the changelog watermark merged up to
     CHANGELOG_SNAPSHOT = "tidemark.changelog-snapshot"  # the changelog snapshot merged up to
+    #: a digest of what the merge derives the mirror's structure from (the changelog's schema,
+    #: schema history and comment, the mirror's options): while it is unchanged, a window
+    #: without changes may be stamped without a merge
+    CHANGELOG_STRUCTURE = "tidemark.changelog-structure"
 
 
 #: with ``mirror.deletes: keep``, true on a mirror row whose source row was deleted
