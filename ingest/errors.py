@@ -25,6 +25,27 @@ class StartupCheckError(IngestError, TerminalError):
         self.problems = problems
 
 
+class UnnamedColumnsError(IngestError, TerminalError):
+    """Row events whose table map names no column: the server wrote them with
+    ``binlog_row_metadata=MINIMAL`` after ingest's start-up check passed."""
+
+    def __init__(self, database: str, table: str) -> None:
+        super().__init__(
+            f"the binlog's row events of {database}.{table} carry no column names: the server "
+            "wrote them with binlog_row_metadata=MINIMAL. Run SET GLOBAL binlog_row_metadata = "
+            "FULL (and set it under [mysqld] in my.cnf); the events written meanwhile cannot be "
+            "matched to their columns, so start ingest after them (scan.startup.mode: "
+            "timestamp) and bootstrap the tables they changed again (drop their changelog "
+            "tables, scan.startup.mode: initial)"
+        )
+        self.database = database
+        self.table = table
+
+    def __reduce__(self) -> tuple[type[UnnamedColumnsError], tuple[str, str]]:
+        # raised in the reading process and raised again here, as pickled
+        return type(self), (self.database, self.table)
+
+
 class SourceSchemaError(IngestError, TerminalError):
     """A source table's structure cannot be read or has a column Tidemark cannot map."""
 

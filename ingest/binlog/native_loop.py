@@ -41,6 +41,7 @@ from ingest.binlog.events import (
     TransactionCommitted,
     TransactionStarted,
 )
+from ingest.errors import UnnamedColumnsError
 from tidemark.contracts.changelog import Operation
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.source import BinlogPosition
@@ -298,7 +299,10 @@ def column_names(table: Any) -> tuple[str, ...]:
     per batch)."""
     names: tuple[str, ...] | None = getattr(table, "_tidemark_columns", None)
     if names is None:
-        names = table._tidemark_columns = tuple(column.name for column in table.columns)
+        names = tuple(column.name for column in table.columns)
+        if None in names:
+            raise UnnamedColumnsError(table.schema, table.table)
+        table._tidemark_columns = names
     return names
 
 
