@@ -1,7 +1,7 @@
 """A pipeline file, opened once: everything a command, the demo or a script needs from it.
 
-``Pipeline.open(path)`` reads and validates the file; the rest is made on first use and kept:
-the catalog, the plan (which needs the source), the scheduler's state store, a Spark session.
+``Pipeline.open(path)`` reads and validates the file. The catalog and the plan (which needs the
+source) are made on first use and kept; a state store or a Spark session is made on each call.
 The runs are here too, so each door (``tidemark ingest``/``schedule``/``run``/``status``/...,
 the demo) wires them the same way: a command parses its arguments, opens the pipeline, calls it
 and prints what it returns (``tidemark.output``).
