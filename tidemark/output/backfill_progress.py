@@ -7,13 +7,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TextIO
 
-from rich.progress import BarColumn, ProgressColumn, Task
+from rich.progress import ProgressColumn, Task
 
 from tidemark.output.console import console_for, is_terminal
-from tidemark.output.progress_bars import ProgressBars, TextOf
+from tidemark.output.progress_bars import ProgressBars, TextOf, elapsed, name_bar_count
 from tidemark.windows import Window
 
 logger = logging.getLogger(__name__)
@@ -72,13 +71,4 @@ def _columns() -> list[ProgressColumn]:
         window = task.fields["window"]
         return "" if window is None else f"{window} done"
 
-    def elapsed(task: Task) -> str:
-        return f"{timedelta(seconds=round(task.elapsed or 0))} elapsed"
-
-    return [
-        TextOf(lambda task: task.description),
-        BarColumn(),
-        TextOf(lambda task: f"{task.completed:.0f}/{task.total:.0f} windows", justify="right"),
-        TextOf(last_done),
-        TextOf(elapsed, justify="right"),
-    ]
+    return [*name_bar_count("windows"), TextOf(last_done), elapsed()]

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from typing import TYPE_CHECKING, TextIO
 
-from rich.progress import BarColumn, ProgressColumn, Task
+from rich.progress import ProgressColumn
 from rich.text import Text
 
 from tidemark.output.console import console_for, is_terminal
 from tidemark.output.maintenance import render
-from tidemark.output.progress_bars import ProgressBars, TextOf
+from tidemark.output.progress_bars import ProgressBars, TextOf, elapsed, name_bar_count
 
 if TYPE_CHECKING:
     from spark_jobs.maintenance import TableResult
@@ -67,13 +66,8 @@ class MaintenanceProgress:
 def _columns() -> list[ProgressColumn]:
     """``maintain ━━━━━━━━━━━━━━━ 1/4 tables shop.orders 0:00:42 elapsed``."""
 
-    def elapsed(task: Task) -> str:
-        return f"{timedelta(seconds=round(task.elapsed or 0))} elapsed"
-
     return [
-        TextOf(lambda task: task.description),
-        BarColumn(),
-        TextOf(lambda task: f"{task.completed:.0f}/{task.total:.0f} tables", justify="right"),
+        *name_bar_count("tables"),
         TextOf(lambda task: task.fields["at_work"], wraps=True),
-        TextOf(elapsed, justify="right"),
+        elapsed(),
     ]

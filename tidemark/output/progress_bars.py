@@ -9,10 +9,11 @@ lines to the same terminal go above them (``tidemark.output.live_logs``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from rich.console import Console, JustifyMethod, RenderableType
-from rich.progress import Progress, ProgressColumn, Task, TaskID
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID
 from rich.table import Column
 from rich.text import Text
 
@@ -36,6 +37,22 @@ class TextOf(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         return Text(self._text_of(task), style=self._style)
+
+
+def name_bar_count(unit: str) -> list[ProgressColumn]:
+    """The task's name, its bar, and ``3/10 <unit>`` done of the total."""
+    return [
+        TextOf(lambda task: task.description),
+        BarColumn(),
+        TextOf(lambda task: f"{task.completed:.0f}/{task.total:.0f} {unit}", justify="right"),
+    ]
+
+
+def elapsed() -> TextOf:
+    """``0:00:42 elapsed`` since the bar came up."""
+    return TextOf(
+        lambda task: f"{timedelta(seconds=round(task.elapsed or 0))} elapsed", justify="right"
+    )
 
 
 class ProgressBars:
