@@ -47,7 +47,7 @@ from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tidemark.catalog import load_catalog
 from tidemark.config import load_pipeline
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.source import BinlogPosition, SourceConnection, current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -91,6 +91,9 @@ class LagRecorder:
     def publish(self, report: CommitReport) -> None:
         if report.rows_added and report.watermark_ms > 0:
             self.lags.append((report.committed_at_ms - report.watermark_ms) / 1000)
+
+    def publish_watermark(self, report: WatermarkReport) -> None:
+        pass  # the lag of commits with rows is the figure
 
     def tick(self) -> None:
         pass

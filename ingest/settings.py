@@ -23,6 +23,10 @@ class IngestSettings:
     max_transaction_rows: int = _FILE_DEFAULTS.max_transaction_rows
     #: tidemark.ingest.idle-commit-interval
     idle_commit_seconds: float = _FILE_DEFAULTS.idle_commit_interval.total_seconds()
+    #: tidemark.ingest.watermark-report-interval
+    watermark_report_seconds: float = _FILE_DEFAULTS.watermark_report_interval.total_seconds()
+    #: tables a watermark report names at most: a message of its own for each more
+    watermark_report_tables: int = 2_000
     #: the server sends a heartbeat when the binlog has been idle this long
     heartbeat_seconds: float = 1.0
     #: reconnect attempts in a row before giving up
@@ -44,6 +48,7 @@ class IngestSettings:
             flush_rows=options.flush_rows,
             max_transaction_rows=options.max_transaction_rows,
             idle_commit_seconds=options.idle_commit_interval.total_seconds(),
+            watermark_report_seconds=options.watermark_report_interval.total_seconds(),
             # heartbeats are how an idle stream hands control back for timed flushes
             heartbeat_seconds=min(1.0, flush_interval),
             snapshot_max_rows_per_second=options.snapshot_max_rows_per_second,

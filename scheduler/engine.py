@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -32,7 +32,7 @@ from scheduler.metrics import Metrics
 from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.windows import (
     EPOCH,
     TaskKind,
@@ -67,6 +67,8 @@ class EngineSettings:
     stall_after: timedelta = timedelta(minutes=10)
     #: reports read per tick at most, so a long backlog does not starve the windows
     max_reports_per_tick: int = 5_000
+    #: ... and for this long at most: under a steady stream a poll is never empty
+    max_read_time: timedelta = timedelta(seconds=1)
     #: how long one poll of Kafka may wait for reports
     poll_timeout_seconds: float = 0.2
     #: after a failed replan, how long before a report of an unknown table asks again
@@ -80,6 +82,12 @@ class Stall:
     table: str
     watermark: datetime
     since: datetime
+
+
+def _only(report: WatermarkReport, tables: Mapping[str, str]) -> WatermarkReport:
+    """``report`` with the marks of ``tables`` only (others are other pipelines')."""
+    marks = {table: mark for table, mark in report.tables.items() if table in tables}
+    return report.model_copy(update={"tables": marks})
 
 
 def inline(run: Callable[[], None]) -> None:
@@ -189,10 +197,15 @@ class WindowEngine:
             self._on_finished()
 
     def consume(self) -> int:
-        """Record the reports Kafka has, then commit their offsets; how many were new."""
+        """Record the reports Kafka has, then commit their offsets; how many were new (commit
+        reports recorded, and recorded ones whose watermark a watermark report moved)."""
         ours = self._schedule.sink_of
         new = read = 0
-        while read < self._settings.max_reports_per_tick:
+        started = self._clock()
+        while (
+            read < self._settings.max_reports_per_tick
+            and self._clock() - started < self._settings.max_read_time
+        ):
             batch = self._unrecorded or self._reports.poll(
                 timeout=self._settings.poll_timeout_seconds
             )
@@ -203,8 +216,12 @@ class WindowEngine:
             ours = self._adopt_new_tables(batch.reports) or ours
             # reports of other pipelines' tables share the topic; their offsets are ours too
             mine = [r for r in batch.reports if r.table in ours]
+            marks = [_only(w, ours) for w in batch.watermarks]
             try:
-                new += self._store.record_reports(mine, self._clock())
+                now = self._clock()
+                # commit reports first: a mark moves only a report already recorded
+                new += self._store.record_reports(mine, now)
+                new += self._store.record_watermarks(marks, now)
             except Exception:  # the state database: recorded again (idempotently) next tick
                 self._unrecorded = batch
                 raise

@@ -101,21 +101,35 @@ class TableState:
     @classmethod
     def from_reports(cls, reports: Iterable[ReportRecord]) -> TableState:
         # watermark 0 promises nothing: a table still bootstrapping, or not yet read
-        complete = sorted(
-            (r for r in reports if not r.partial and r.watermark_ms > 0),
-            key=lambda r: (r.watermark_ms, r.snapshot_id),
-        )
+        complete = [r for r in reports if not r.partial and r.watermark_ms > 0]
         if not complete:
             return cls()
-        return cls(complete[0].watermark_ms, complete[-1].watermark_ms, tuple(complete))
+        watermarks = [r.watermark_ms for r in complete]
+        return cls(min(watermarks), max(watermarks), tuple(complete))
 
     def cut(self, end: datetime) -> int | None:
-        """``last_order`` of the earliest non-partial report whose watermark is ≥ ``end``."""
+        """``last_order`` of the first non-partial report, in commit order, that is complete to
+        ``end``. A changelog commit holds everything an earlier one held, so it is complete to
+        at least every earlier one's watermark: after a restart, a commit can carry a lower
+        watermark than a watermark report gave the commit before it."""
         end_ms = _ms(end)
-        for report in sorted(self.history, key=lambda r: (r.watermark_ms, r.snapshot_id)):
-            if not report.partial and report.watermark_ms >= end_ms:
+        complete_to = 0
+        for report in _in_commit_order(self.history):
+            if report.partial:
+                continue
+            complete_to = max(complete_to, report.watermark_ms)
+            if complete_to >= end_ms:
                 return report.last_order
         return None
+
+
+def _in_commit_order(reports: Iterable[ReportRecord]) -> list[ReportRecord]:
+    """``last_order`` only grows from one commit to the next; reports from before it existed
+    (1.0) have none, and watermarks were the commit order then."""
+    reports = list(reports)
+    if any(r.last_order is None for r in reports):
+        return sorted(reports, key=lambda r: (r.watermark_ms, r.snapshot_id))
+    return sorted(reports, key=lambda r: (r.last_order, r.watermark_ms, r.snapshot_id))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from scheduler.errors import SchedulerError
 from tidemark.config.model import ReportsSettings, reveal
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, WatermarkReport, read_report
 from tidemark.errors import TransientError
 
 logger = logging.getLogger(__name__)
@@ -63,11 +63,12 @@ class ReportBatch:
     """Reports read in one poll, and the offsets to commit once they are recorded."""
 
     reports: tuple[CommitReport, ...] = ()
+    watermarks: tuple[WatermarkReport, ...] = ()
     #: (partition, next offset to read) per partition seen
     offsets: tuple[tuple[int, int], ...] = field(default=())
 
     def __len__(self) -> int:
-        return len(self.reports)
+        return len(self.reports) + len(self.watermarks)
 
 
 class ReportsConsumer:
@@ -80,13 +81,14 @@ class ReportsConsumer:
 
     def poll(self, max_messages: int = 500, timeout: float = 0.5) -> ReportBatch:
         """Up to ``max_messages`` reports. Raises ``TerminalError`` (from
-        ``CommitReport.from_json``) for a report of a newer major version or a malformed one:
+        ``read_report``) for a report of a newer major version or a malformed one:
         the scheduler stops rather than skip a watermark it cannot read."""
         try:
             messages = self._consumer.consume(num_messages=max_messages, timeout=timeout)
         except KafkaException as error:
             raise ReportsUnavailableError(f"reading {self._settings.topic}: {error}") from None
         reports: list[CommitReport] = []
+        watermarks: list[WatermarkReport] = []
         offsets: dict[int, int] = {}
         for message in messages:
             problem = message.error()
@@ -96,9 +98,13 @@ class ReportsConsumer:
             partition, offset = message.partition(), message.offset()
             if partition is None or offset is None:  # only error events lack them
                 continue
-            reports.append(CommitReport.from_json(message.value() or b""))
+            report = read_report(message.value() or b"")
+            if isinstance(report, CommitReport):
+                reports.append(report)
+            else:
+                watermarks.append(report)
             offsets[partition] = offset + 1
-        return ReportBatch(tuple(reports), tuple(sorted(offsets.items())))
+        return ReportBatch(tuple(reports), tuple(watermarks), tuple(sorted(offsets.items())))
 
     def commit(self, batch: ReportBatch) -> None:
         """Store the batch's offsets in the group: call only after recording its reports."""

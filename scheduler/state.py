@@ -27,10 +27,11 @@ import psycopg2
 import psycopg2.errors
 import psycopg2.extensions
 from psycopg2 import sql
+from psycopg2.extras import execute_values
 
 from scheduler.errors import SchedulerError
 from scheduler.gate import ReportRecord, RunState, TableState, TaskState, WindowRun
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import ConfigError, TerminalError, TransientError
 from tidemark.windows import TaskKind, Window, WindowTask
 
@@ -41,6 +42,8 @@ STATE_VERSION = 1
 DEFAULT_SCHEMA = "tidemark_scheduler"
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: how far a recorded report's table is complete: its own watermark, or a watermark report's
+_REACHED = sql.SQL("GREATEST(watermark_ms, marked_ms)")
 
 _DDL = """
 CREATE SCHEMA IF NOT EXISTS {schema};
@@ -66,6 +69,8 @@ CREATE INDEX IF NOT EXISTS reports_by_watermark ON {schema}.reports (table_name,
 -- added after version 1 was released: late changes' commit times (report 1.3)
 ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS late_from_ms bigint;
 ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS late_to_ms bigint;
+-- added after version 1 was released: how far watermark reports took the commit (report 2.0)
+ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS marked_ms bigint;
 CREATE TABLE IF NOT EXISTS {schema}.window_runs (
     pipeline text NOT NULL,
     task text NOT NULL,
@@ -259,19 +264,46 @@ class StateStore:
             )
             for r in reports
         ]
+        statement = sql.SQL(
+            "INSERT INTO {}.reports (table_name, snapshot_id, watermark_ms, last_order, "
+            "partial, position, rows_added, committed_at_ms, source, version, recorded_at, "
+            "late_from_ms, late_to_ms) VALUES %s "
+            "ON CONFLICT (table_name, snapshot_id) DO NOTHING RETURNING 1"
+        ).format(self._schema)
         with self._transaction() as cursor:
-            new = 0
-            statement = sql.SQL(
-                "INSERT INTO {}.reports (table_name, snapshot_id, watermark_ms, last_order, "
-                "partial, position, rows_added, committed_at_ms, source, version, recorded_at, "
-                "late_from_ms, late_to_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s, %s) "
-                "ON CONFLICT (table_name, snapshot_id) DO NOTHING"
-            ).format(self._schema)
-            for row in rows:
-                cursor.execute(statement, row)
-                new += cursor.rowcount
-        return new
+            # one statement a page: a flush of a thousand tables is a thousand reports
+            inserted = execute_values(cursor, statement.as_string(cursor), rows, fetch=True)
+        return len(inserted)
+
+    def record_watermarks(self, reports: Sequence[WatermarkReport], now: datetime) -> int:
+        """Raise the watermark of each recorded report a watermark report names (table and
+        snapshot id) to the watermark report's; marks of snapshots not recorded yet wait for
+        the next watermark report (``WatermarkReport``). Returns how many reports moved."""
+        marks: dict[tuple[str, int], int] = {}
+        for report in reports:
+            for table, mark in report.tables.items():
+                key = (table, mark.snapshot_id)
+                marks[key] = max(marks.get(key, 0), report.watermark_ms)
+        if not marks:
+            return 0
+        rows = [(table, snapshot, watermark, now) for (table, snapshot), watermark in marks.items()]
+        statement = sql.SQL(
+            # recorded_at is when the watermark last moved (``watermark_reached_at``)
+            "UPDATE {}.reports AS r SET marked_ms = m.watermark_ms, recorded_at = m.now "
+            "FROM (VALUES %s) AS m (table_name, snapshot_id, watermark_ms, now) "
+            "WHERE r.table_name = m.table_name AND r.snapshot_id = m.snapshot_id "
+            "AND NOT r.partial AND GREATEST(r.watermark_ms, r.marked_ms) < m.watermark_ms "
+            "RETURNING 1"
+        ).format(self._schema)
+        with self._transaction() as cursor:
+            moved = execute_values(
+                cursor,
+                statement.as_string(cursor),
+                rows,
+                template="(%s, %s::bigint, %s::bigint, %s::timestamptz)",
+                fetch=True,
+            )
+        return len(moved)
 
     def late_changes(
         self, pipeline: str, changelog: str, mirror: WindowTask, after: datetime, upto: datetime
@@ -326,12 +358,12 @@ class StateStore:
         with self._transaction() as cursor:
             cursor.execute(
                 sql.SQL(
-                    "DELETE FROM {schema}.reports WHERE table_name = ANY(%s) AND watermark_ms < %s "
+                    "DELETE FROM {schema}.reports WHERE table_name = ANY(%s) AND {reached} < %s "
                     "AND (table_name, snapshot_id) NOT IN ("
                     "SELECT DISTINCT ON (table_name) table_name, snapshot_id FROM {schema}.reports "
-                    "WHERE table_name = ANY(%s) AND watermark_ms < %s AND NOT partial "
-                    "ORDER BY table_name, watermark_ms DESC, snapshot_id DESC)"
-                ).format(schema=self._schema),
+                    "WHERE table_name = ANY(%s) AND {reached} < %s AND NOT partial "
+                    "ORDER BY table_name, {reached} DESC, snapshot_id DESC)"
+                ).format(schema=self._schema, reached=_REACHED),
                 (list(tables), before_ms, list(tables), before_ms),
             )
             return int(cursor.rowcount)
@@ -344,20 +376,22 @@ class StateStore:
         with self._transaction() as cursor:
             cursor.execute(
                 sql.SQL(
-                    # watermark 0 promises nothing (a table still bootstrapping): no bound
-                    "SELECT table_name, min(watermark_ms), max(watermark_ms) FROM {}.reports "
-                    "WHERE table_name = ANY(%s) AND NOT partial AND watermark_ms > 0 "
+                    # watermark 0 promises nothing (a table still bootstrapping): no bound;
+                    # the first is the first a report gave, whatever marks did since
+                    "SELECT table_name, min(COALESCE(NULLIF(watermark_ms, 0), marked_ms)), "
+                    "max({reached}) FROM {schema}.reports "
+                    "WHERE table_name = ANY(%s) AND NOT partial AND {reached} > 0 "
                     "GROUP BY table_name"
-                ).format(self._schema),
+                ).format(schema=self._schema, reached=_REACHED),
                 (changelogs,),
             )
             bounds = {row[0]: (int(row[1]), int(row[2])) for row in cursor.fetchall()}
             cursor.execute(
                 sql.SQL(
-                    "SELECT table_name, snapshot_id, watermark_ms, last_order FROM {}.reports "
-                    "WHERE table_name = ANY(%s) AND NOT partial AND watermark_ms >= %s "
-                    "ORDER BY table_name, watermark_ms, snapshot_id"
-                ).format(self._schema),
+                    "SELECT table_name, snapshot_id, {reached}, last_order FROM {schema}.reports "
+                    "WHERE table_name = ANY(%s) AND NOT partial AND {reached} >= %s "
+                    "ORDER BY table_name, {reached}, snapshot_id"
+                ).format(schema=self._schema, reached=_REACHED),
                 (changelogs, since_ms),
             )
             history: dict[str, list[ReportRecord]] = defaultdict(list)
@@ -375,10 +409,10 @@ class StateStore:
         with self._transaction() as cursor:
             cursor.execute(
                 sql.SQL(
-                    "SELECT DISTINCT ON (table_name) table_name, snapshot_id, watermark_ms, "
-                    "recorded_at FROM {}.reports WHERE table_name = ANY(%s) AND NOT partial "
-                    "ORDER BY table_name, watermark_ms DESC, recorded_at ASC"
-                ).format(self._schema),
+                    "SELECT DISTINCT ON (table_name) table_name, snapshot_id, {reached}, "
+                    "recorded_at FROM {schema}.reports WHERE table_name = ANY(%s) AND NOT partial "
+                    "ORDER BY table_name, {reached} DESC, recorded_at ASC"
+                ).format(schema=self._schema, reached=_REACHED),
                 (list(tables),),
             )
             return {row[0]: RecordedReport(*row) for row in cursor.fetchall()}

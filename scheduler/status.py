@@ -44,6 +44,16 @@ def describe_pipeline(
     return describe(PipelineSchedule.from_config(config, sinks), StateStore(state), now)
 
 
+def recorded_watermarks(
+    config: PipelineConfig, sinks: Sequence[SinkTable], state: StateSettings
+) -> dict[str, int]:
+    """Per sink table, the watermark its recorded reports have reached (watermark reports
+    included)."""
+    schedule = PipelineSchedule.from_config(config, sinks)
+    tables = StateStore(state).table_states(schedule.changelogs, since_ms=2**62)
+    return {sink: table.watermark_ms for sink, table in tables.items() if table.watermark_ms}
+
+
 def describe(schedule: PipelineSchedule, store: StateStore, now: datetime) -> list[TaskStatus]:
     """One row per task of ``schedule``, mirrors first, from the recorded state at ``now``."""
     tasks = store.task_states(schedule.pipeline)

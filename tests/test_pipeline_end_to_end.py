@@ -55,7 +55,7 @@ def _one_minute_windows(endpoints: StackEndpoints, reports_topic: str) -> str:
         f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
         "  ingest:\n"
         "    flush-interval: 1 s\n"
-        "    idle-commit-interval: 2 s\n"
+        "    watermark-report-interval: 2 s\n"
     )
 
 

@@ -226,7 +226,15 @@ class Pipeline:
         sinks = self.plan.sinks
         tables = [table_status(self.catalog, sink.name, sink.changelog) for sink in sinks]
         scheduled = self.config.tidemark.reports is not None
-        return PipelineStatus(tables, scheduled, self.windows(now) if scheduled else None)
+        windows = self.windows(now) if scheduled else None
+        if windows is not None:  # a scheduler has run: it knows the watermark reports
+            from scheduler.status import recorded_watermarks
+
+            recorded = recorded_watermarks(self.config, sinks, self.state_settings())
+            tables = [
+                replace(table, recorded_watermark_ms=recorded.get(table.sink)) for table in tables
+            ]
+        return PipelineStatus(tables, scheduled, windows)
 
     def windows(self, now: datetime) -> Sequence[TaskStatus] | None:
         """Per mirror and job its windows; None when no scheduler has run for the pipeline."""

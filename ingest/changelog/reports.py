@@ -23,6 +23,10 @@ snapshot id (docs/architecture.md#commit-report): a report may arrive twice. On 
 the reports of a table come in commit order, with one exception: when the broker refuses a
 report for good (the topic was deleted, the message is too large), reports of that table already
 sent after it stay on the topic, and the refused one follows them when it is republished.
+
+Watermark reports (``publish_watermark``) are best effort: each says as much as the one before
+and more, and the scheduler applies one only to commit reports it has, so a dropped one costs a
+watermark report interval of freshness and nothing else.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from ingest.errors import IngestError
 from tidemark.config.model import ReportsSettings, reveal
 from tidemark.contracts.progress import TableProgress
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import ConfigError, TransientError
 
 logger = logging.getLogger(__name__)
@@ -195,6 +199,24 @@ class CommitReportPublisher:
                 self._fall_behind(report.table, report.snapshot_id)
             elif not self._produce(report):
                 self._fall_behind(report.table, report.snapshot_id)
+        self._producer.poll(0)
+
+    def publish_watermark(self, report: WatermarkReport) -> None:
+        """Hand ``report`` to Kafka if it can be done now; otherwise drop it: the next one
+        promises as much and more, and the scheduler applies a mark only to commit reports
+        it has, which are never dropped."""
+        with self._lock:
+            ready = self._state.topic_ready and self._state.pending() < self._settings.max_pending
+        if ready:
+            try:
+                self._producer.produce(
+                    self._settings.topic,
+                    key=report.key.encode(),
+                    value=report.to_json(),
+                    on_delivery=_log_lost_watermark,
+                )
+            except (BufferError, KafkaException) as error:
+                logger.debug("Watermark report not sent (%s); the next one follows", error)
         self._producer.poll(0)
 
     def pending(self) -> int:
@@ -401,6 +423,11 @@ class CommitReportPublisher:
         )
 
 
+def _log_lost_watermark(error: KafkaError | None, _message: Message) -> None:
+    if error is not None and error.code() not in _PURGED:
+        logger.debug("Kafka refused a watermark report (%s); the next one follows", error)
+
+
 class _TailReader:
     """Finds each table's last report by reading the topic backwards, a window at a time."""
 
@@ -508,6 +535,9 @@ class KafkaReports:
 
     def publish(self, report: CommitReport) -> None:
         self._publisher.publish(report)
+
+    def publish_watermark(self, report: WatermarkReport) -> None:
+        self._publisher.publish_watermark(report)
 
     def tick(self) -> None:
         self._publisher.recover(self._catalog)

@@ -27,6 +27,17 @@ class TableStatus:
     bootstrap: BootstrapState | None = None
     #: rows in the error table (``ingest.changelog.error_table``)
     errors: int = 0
+    #: the watermark the scheduler recorded, from commit and watermark reports: ahead of the
+    #: table's own while it has no changes (``tidemark.contracts.reports.WatermarkReport``)
+    recorded_watermark_ms: int | None = None
+
+    @property
+    def watermark_ms(self) -> int | None:
+        """How far the table is complete: its newest commit's watermark, or what a watermark
+        report has promised since, whichever is later."""
+        if self.progress is None:
+            return None
+        return max(self.progress.watermark_ms, self.recorded_watermark_ms or 0)
 
     def state(self) -> str | None:
         """Why the table has no watermark yet, if that is the case."""
@@ -37,9 +48,10 @@ class TableStatus:
         return None
 
     def watermark_lag_seconds(self, now: datetime) -> float | None:
-        if self.progress is None or self.progress.watermark_ms <= 0:
+        watermark_ms = self.watermark_ms
+        if watermark_ms is None or watermark_ms <= 0:
             return None
-        return now.timestamp() - self.progress.watermark_ms / 1000
+        return now.timestamp() - watermark_ms / 1000
 
 
 def table_status(catalog: Catalog, sink: str, changelog: str) -> TableStatus:

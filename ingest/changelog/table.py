@@ -106,7 +106,18 @@ class ChangelogTable:
         with _Transaction(self._table) as transaction:
             transaction.delete(delete_filter=rows, snapshot_properties=progress.summary())
 
+    def last_commit_id(self) -> int | None:
+        """The snapshot id of the newest Tidemark commit (compactions are skipped)."""
+        snapshot = self._newest_tidemark_snapshot()
+        return None if snapshot is None else snapshot.snapshot_id
+
     def _newest_tidemark_summary(self) -> dict[str, str] | None:
+        snapshot = self._newest_tidemark_snapshot()
+        if snapshot is None or snapshot.summary is None:
+            return None
+        return dict(snapshot.summary.additional_properties)
+
+    def _newest_tidemark_snapshot(self) -> Snapshot | None:
         metadata = self._table.metadata
         current = metadata.current_snapshot()
         if current is None:
@@ -114,7 +125,7 @@ class ChangelogTable:
         for snapshot in ancestors_of(current, metadata):
             summary = snapshot.summary.additional_properties if snapshot.summary else {}
             if TableProgress.from_summary(summary) is not None:
-                return dict(summary)
+                return snapshot
         return None
 
 

@@ -160,6 +160,8 @@ class ChangeAssembler:
         self._pending_count = 0
         #: per sink, late rows (``_count_late``) committed since its last flush
         self._late: dict[str, LateChanges] = {}
+        #: per sink, the watermark a watermark report promised it (``marked``)
+        self._marked_ms: dict[str, int] = {}
         self._in_transaction = False
         self._transaction: dict[str, ChangeRows] = {}
         self._transaction_rows = 0
@@ -239,6 +241,32 @@ class ChangeAssembler:
 
     def progress(self, sink: str) -> TableProgress | None:
         return self._progress.get(sink)
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    def complete_tables(self) -> dict[str, int]:
+        """The sinks whose changelog has every change before the watermark now, with their
+        last order: each sink with a progress, but for those with rows waiting for a flush, a
+        transaction committed only in part, or a bootstrap's hold not yet passed. None before
+        the watermark promises anything. A transaction being read commits after the
+        watermark, and its rows will come after that last order."""
+        if self._watermark_ms <= 0:
+            return {}
+        return {
+            sink: progress.last_order
+            for sink, progress in self._progress.items()
+            if sink not in self._pending
+            and not progress.partial_rows
+            and (progress.hold_until is None or progress.hold_until <= self._boundary)
+        }
+
+    def marked(self, sinks: Collection[str], watermark_ms: int) -> None:
+        """A watermark report promised ``sinks`` ``watermark_ms``: a change of theirs that
+        committed before it is late (``_count_late``), as after a commit with it."""
+        for sink in sinks:
+            self._marked_ms[sink] = watermark_ms
 
     @property
     def in_transaction(self) -> bool:
@@ -435,8 +463,11 @@ class ChangeAssembler:
         """Count ``rows`` as late when their transaction committed, by the binlog's clock, more
         than a second (its granularity) before the watermark ``sink`` already published: a
         clock step back. Windows run before they arrived miss them."""
-        published = self._progress.get(sink)
-        if rows == 0 or published is None or commit_ms + 1000 > published.watermark_ms:
+        progress = self._progress.get(sink)
+        published = max(
+            progress.watermark_ms if progress is not None else 0, self._marked_ms.get(sink, 0)
+        )
+        if rows == 0 or commit_ms + 1000 > published:
             return
         known = self._late.get(sink)
         self._late[sink] = (
@@ -451,7 +482,7 @@ class ChangeAssembler:
             rows,
             sink,
             datetime.fromtimestamp(commit_ms / 1000, UTC).isoformat(),
-            datetime.fromtimestamp(published.watermark_ms / 1000, UTC).isoformat(),
+            datetime.fromtimestamp(published / 1000, UTC).isoformat(),
         )
 
     def _on_statement(self, event: StatementExecuted) -> None:

@@ -1,13 +1,15 @@
-"""The ingest loop: binlog events in, changelog commits and commit reports out.
+"""The ingest loop: binlog events in, changelog commits and reports out.
 
-Owns reconnects (at transaction boundaries only), flush timing, idle-table heartbeats and the
-stop conditions. The decisions about rows live in ``ingest.stream.assembler``; the commits in
+Owns reconnects (at transaction boundaries only), flush timing, the watermark reports and idle
+commits that move idle tables' watermarks and positions, and the stop conditions. The
+decisions about rows live in ``ingest.stream.assembler``; the commits in
 ``ingest.changelog.table``.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -28,7 +30,7 @@ from ingest.errors import SchemaChangeStopError
 from ingest.gc_pacing import fewer_collections
 from ingest.settings import IngestSettings
 from ingest.stream.assembler import ChangeAssembler, Flush
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, TableMark, WatermarkReport
 from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,9 @@ class ReportSink(Protocol):
     block the loop for long."""
 
     def publish(self, report: CommitReport) -> None: ...
+
+    def publish_watermark(self, report: WatermarkReport) -> None:
+        """Best effort: the next one says as much, and more."""
 
     def tick(self) -> None:
         """Called on every tick of the loop: a chance to retry what could not be sent."""
@@ -106,9 +111,12 @@ class IngestRunner:
         self._rows_at_last_log = 0
         self._events = 0
         self._last_flush = clock()
-        self._last_idle_commit = clock()
-        #: tables still to have their empty commit in the idle round under way
+        self._last_watermark_report = clock()
+        #: tables still to have their empty commit in the idle round under way, which began
+        #: at ``_idle_round_started`` with ``_idle_round_size`` tables
         self._idle_round: deque[str] = deque()
+        self._idle_round_started = clock()
+        self._idle_round_size = 0
         self._last_progress_log = clock()
 
     def consistent_from(self) -> BinlogPosition:
@@ -235,33 +243,73 @@ class IngestRunner:
 
     def _tick(self) -> None:
         started = self._clock()
-        if not self._idle_round and (
-            started - self._last_idle_commit >= self._settings.idle_commit_seconds
-        ):
-            self._observe_server_clock()
-            self._idle_round.extend(sorted(self._assembler.known_tables()))
         if self._assembler.pending_rows:
             self._commit(self._assembler.flush())
-        if self._idle_round:
-            self._commit_idle(started)
-        # deadlines count from the end of the work: a round longer than the idle interval
-        # must not make the next event start another one
+        if started - self._last_watermark_report >= self._settings.watermark_report_seconds:
+            self._report_watermark()
+        self._commit_idle(started)
+        # deadlines count from the end of the work: a tick longer than an interval must not
+        # make the next event start another one
         self._last_flush = self._clock()
         if self._reports is not None:
             self._reports.tick()
         if started - self._last_progress_log >= self._settings.progress_log_seconds:
             self._log_progress(started)
 
-    def _commit_idle(self, started: float) -> None:
-        """Empty commits that move idle tables' watermarks, for one tick's time budget at most
-        (and at least one): a thousand tables' round is spread over many ticks, and the binlog
-        is read between them. The round ends when every table has had its turn."""
-        while self._idle_round:
-            self._commit(self._assembler.flush(idle_tables=[self._idle_round.popleft()]))
-            if self._clock() - started >= self._settings.tick_budget_seconds:
-                break
+    def _report_watermark(self) -> None:
+        """Learn the source's clock, then tell the scheduler how far every table without
+        pending changes is complete, in one message per ``watermark_report_tables`` tables: an
+        idle table's watermark moves without a commit (``WatermarkReport``)."""
+        self._last_watermark_report = self._clock()
+        self._observe_server_clock()
+        if self._reports is None:
+            return
+        marks: dict[str, TableMark] = {}
+        for sink, last_order in self._assembler.complete_tables().items():
+            table = self._tables.get(sink)
+            snapshot_id = None if table is None else table.last_commit_id()
+            if table is not None and snapshot_id is not None and not is_errors_sink(sink):
+                marks[table.identifier] = TableMark(snapshot_id=snapshot_id, last_order=last_order)
+        if not marks:
+            return
+        watermark_ms = self._assembler.watermark_ms
+        names = sorted(marks)
+        size = self._settings.watermark_report_tables
+        for first in range(0, len(names), size):
+            self._reports.publish_watermark(
+                WatermarkReport(
+                    source=self._assembler.source,
+                    watermark_ms=watermark_ms,
+                    position=str(self._assembler.read_through),
+                    published_at_ms=int(self._wall_clock() * 1000),
+                    tables={name: marks[name] for name in names[first : first + size]},
+                )
+            )
+        sinks = {sink for sink, table in self._tables.items() if table.identifier in marks}
+        self._assembler.marked(sinks, watermark_ms)
+
+    def _commit_idle(self, now: float) -> None:
+        """Empty commits that move idle tables' position (where a restart reads from) and the
+        watermark in the table itself: each table once an ``idle_commit_seconds``, paced
+        evenly over it, and at most one tick's time budget at a time (at least one commit),
+        so a thousand tables cost a few commits a second and reading goes on between them."""
+        interval = self._settings.idle_commit_seconds
         if not self._idle_round:
-            self._last_idle_commit = self._clock()
+            if now - self._idle_round_started < interval:
+                return
+            # the watermark the round's commits carry (without reports, the one that moves)
+            self._observe_server_clock()
+            self._idle_round.extend(sorted(self._assembler.known_tables()))
+            self._idle_round_started = now
+            self._idle_round_size = len(self._idle_round)
+        share = min(1.0, (now - self._idle_round_started) / interval)
+        done = self._idle_round_size - len(self._idle_round)
+        due = math.ceil(self._idle_round_size * share) - done
+        while self._idle_round and due > 0:
+            self._commit(self._assembler.flush(idle_tables=[self._idle_round.popleft()]))
+            due -= 1
+            if self._clock() - now >= self._settings.tick_budget_seconds:
+                break
 
     def _observe_server_clock(self) -> None:
         try:

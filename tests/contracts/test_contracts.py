@@ -41,8 +41,8 @@ def test_a_report_of_an_older_minor_version_reads_with_the_defaults_of_later_fie
     ("payload", "message"),
     [
         (
-            {"version": "2.0"},
-            "commit report version 2.0 is newer than this Tidemark understands (1.3); "
+            {"version": "3.0"},
+            "commit report version 3.0 is newer than this Tidemark understands (2.x); "
             "upgrade the scheduler before the ingest",
         ),
         ({"table": "t"}, "commit report has no valid 'version' field: ''"),

@@ -22,7 +22,7 @@ from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.changelog import SummaryKey
 from tidemark.contracts.progress import TableProgress
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, read_report
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -249,8 +249,9 @@ def consume_reports(endpoints: StackEndpoints, topic: str, count: int) -> list[C
         while len(reports) < count and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             payload = None if message is None or message.error() else message.value()
-            if payload is not None:
-                reports.append(CommitReport.from_json(payload))
+            report = None if payload is None else read_report(payload)
+            if isinstance(report, CommitReport):
+                reports.append(report)
     finally:
         consumer.close()
     return reports

@@ -21,7 +21,7 @@ from scheduler.service import PipelineRun, ServiceSettings, run
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateSettings, StateStore
 from tidemark.config.plan import SinkTable
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, TableMark, WatermarkReport
 from tidemark.windows import Window
 
 DEADLINE = 60.0
@@ -79,12 +79,33 @@ def report(
     )
 
 
-def publish(servers: str, topic: str, reports: Sequence[CommitReport | bytes]) -> None:
+def watermark_report(watermark: str, **snapshots: tuple[int, int]) -> WatermarkReport:
+    """The watermark report ingest would publish: ``snapshots`` maps a sink table's name
+    (``shop_users`` for shop.users) to the snapshot id and last order of its last commit."""
+    return WatermarkReport(
+        source="127.0.0.1:3306",
+        watermark_ms=ms(watermark),
+        position="mariadb-bin.000001:999",
+        published_at_ms=ms(watermark),
+        tables={
+            f"{name.replace('_', '.', 1)}_changelog": TableMark(
+                snapshot_id=snapshot_id, last_order=last_order
+            )
+            for name, (snapshot_id, last_order) in snapshots.items()
+        },
+    )
+
+
+def publish(
+    servers: str, topic: str, reports: Sequence[CommitReport | WatermarkReport | bytes]
+) -> None:
     """Produce ``reports`` keyed by table, as ingest does, and wait for the broker."""
     producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True})
     for item in reports:
         if isinstance(item, CommitReport):
             producer.produce(topic, key=item.table.encode(), value=item.to_json())
+        elif isinstance(item, WatermarkReport):
+            producer.produce(topic, key=item.key.encode(), value=item.to_json())
         else:
             producer.produce(topic, key=b"shop.orders_changelog", value=item)
     assert producer.flush(30) == 0

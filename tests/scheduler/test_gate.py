@@ -101,6 +101,18 @@ def test_the_merge_cut_is_the_earliest_complete_report_at_or_past_the_window_end
     assert (due.window, due.up_to_order, due.attempt) == (window("10:05"), 9, 1)
 
 
+def test_a_commit_is_complete_to_every_earlier_commits_watermark() -> None:
+    # a watermark report took commit 1 to 10:10; after a restart ingest re-read from an older
+    # position, and commit 2 (rows that committed at 10:10:30) carries only 10:08
+    tables = {"shop.orders": table(("10:10", 5), ("10:08", 7), ("10:11", 9))}
+    tasks = {mirror_task("shop.orders"): done("10:00")}
+
+    (due,) = decide(mirrors("shop.orders"), tables, tasks, at("10:12")).due
+
+    # commit 1 already held everything before 10:05: commit 2's rows belong to later windows
+    assert (due.window, due.up_to_order) == (window("10:05"), 5)
+
+
 def test_the_first_window_ends_at_the_first_boundary_after_the_first_watermark() -> None:
     tables = {"shop.orders": table(("10:02:10", 1), ("10:13", 4))}
 

@@ -43,6 +43,7 @@ from tests.scheduler.harness import (
     serving,
     sink,
     two_table_schedule,
+    watermark_report,
 )
 from tidemark.contracts.reports import CommitReport
 from tidemark.errors import TerminalError
@@ -127,6 +128,35 @@ def test_reports_for_two_tables_fire_exactly_the_expected_windows_once(
         "10:10": "shop.orders=10:10,shop.users=10:10",
     }
     assert store.report_count("shop.orders_changelog") == 3
+
+
+def test_a_watermark_report_moves_an_idle_tables_windows_without_a_commit(
+    store: StateStore,
+    state_settings: StateSettings,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    # users commits once at 10:02 and then only ingest's watermark reports speak for it; the
+    # first names a snapshot of users no commit report announced, which must move nothing
+    users = f"{USERS}_changelog"
+    commits = [r for r in REPORTS if r.table != users or r.snapshot_id == 1]
+    marks = [
+        watermark_report("10:04", shop_users=(99, 7)),
+        watermark_report("10:10:00", shop_users=(1, 5)),
+    ]
+    publish(servers, reports_topic, [*commits, *marks])
+
+    serve_until(
+        all_succeeded(store, unique_name), store, executor, servers, reports_topic, unique_name
+    )
+
+    merges = {(c.task, c.window_end.strftime("%H:%M")): c.up_to_order for c in executor.calls()}
+    assert sorted(merges) == EXPECTED
+    assert merges["mirror:shop.users", "10:05"] == 5
+    assert merges["mirror:shop.users", "10:10"] == 5
+    assert store.report_count(users) == 1
 
 
 def test_a_scheduler_killed_inside_a_window_completes_each_window_once_after_restart(
@@ -522,7 +552,7 @@ def test_a_report_of_a_newer_major_version_stops_the_scheduler_with_the_fix(
     reports_topic: str,
     unique_name: str,
 ) -> None:
-    newer = json.loads(REPORTS[0].to_json()) | {"version": "2.0"}
+    newer = json.loads(REPORTS[0].to_json()) | {"version": "3.0"}
     publish(servers, reports_topic, [json.dumps(newer).encode()])
     schedule = PipelineRun(
         two_table_schedule(unique_name), consumer_settings(servers, reports_topic, unique_name)

@@ -537,10 +537,18 @@ class IngestOptions(_Frozen):
         parse=at_least_one,
         doc="a transaction with more rows is committed in parts, so memory stays bounded",
     )
-    idle_commit_interval: timedelta = option(
+    watermark_report_interval: timedelta = option(
         timedelta(seconds=10),
         parse=positive_duration,
-        doc="tables without changes get an empty commit this often, so their watermark moves",
+        doc="how often ingest tells the scheduler, in one message on the report topic, how far "
+        "the tables without new changes are complete: their watermark moves without a commit",
+    )
+    idle_commit_interval: timedelta = option(
+        timedelta(minutes=10),
+        parse=positive_duration,
+        doc="tables without changes get an empty commit this often, spread over the interval: "
+        "it moves where a restart reads from, and the watermark readers of the table itself "
+        "see (without `tidemark.reports`, the only way it moves)",
     )
     snapshot_max_rows_per_second: int | None = option(
         None,

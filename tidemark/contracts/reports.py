@@ -1,18 +1,25 @@
-"""The commit report ingest publishes to Kafka after each changelog commit, and the scheduler reads.
+"""What ingest publishes to the report topic, and the scheduler reads: a commit report after each
+changelog commit, and a watermark report now and then for the tables without changes.
 
 Change a field and every consumer of an existing topic breaks: add optional fields, never rename.
+A reader refuses a message of a newer major version than it knows, so a scheduler older than its
+ingest stops with the fix rather than misread a watermark.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tidemark.errors import TerminalError
 
 COMMIT_REPORT_VERSION = "1.3"
+#: the watermark report came with 2.0: a 1.x reader cannot tell it from a malformed commit report
+WATERMARK_REPORT_VERSION = "2.0"
+#: the newest major version this reader understands, of either kind
+READABLE_MAJOR = 2
 
 
 class CommitReport(BaseModel):
@@ -68,21 +75,82 @@ class CommitReport(BaseModel):
 
     @classmethod
     def from_json(cls, payload: bytes) -> CommitReport:
-        """Parse a report, refusing one from a newer major version than this reader knows."""
-        try:
-            raw: Any = json.loads(payload)
-        except ValueError as error:
-            raise TerminalError(f"commit report is not JSON: {error}") from error
-        version = str(raw.get("version", "")) if isinstance(raw, dict) else ""
-        major = version.split(".", 1)[0]
-        if not major.isdigit():
-            raise TerminalError(f"commit report has no valid 'version' field: {version!r}")
-        if int(major) > int(COMMIT_REPORT_VERSION.split(".", 1)[0]):
-            raise TerminalError(
-                f"commit report version {version} is newer than this Tidemark understands "
-                f"({COMMIT_REPORT_VERSION}); upgrade the scheduler before the ingest"
-            )
-        try:
-            return cls.model_validate(raw)
-        except ValidationError as error:
-            raise TerminalError(f"commit report is malformed: {error}") from error
+        """Parse a commit report, refusing a message of another kind or a newer major
+        version than this reader knows."""
+        report = read_report(payload)
+        if not isinstance(report, CommitReport):
+            raise TerminalError(f"expected a commit report, got a {report.kind} report")
+        return report
+
+
+class TableMark(BaseModel):
+    """Where one changelog table stands in a watermark report."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    snapshot_id: int = Field(description="the table's last commit by ingest")
+    last_order: int = Field(ge=0, description="the last _tm_order value in that commit")
+
+
+class WatermarkReport(BaseModel):
+    """Published by ingest every ``watermark-report-interval``: each table it names has every
+    change that committed before ``watermark_ms`` in its changelog, up to the snapshot and
+    ``last_order`` named; one message for all of a pipeline's tables without pending changes,
+    in place of an empty commit to each (added in 2.0).
+
+    A table's own commit reports and this message travel on different partitions, so a
+    reader applies a mark only to a snapshot whose commit report it already has (the reports
+    of one table arrive in commit order): a mark never stands in for a missing report."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    version: str = WATERMARK_REPORT_VERSION
+    kind: Literal["watermark"] = "watermark"
+    source: str = Field(description="the source the pipeline reads (summary tidemark.source)")
+    watermark_ms: int
+    position: str = Field(description="the binlog position read through when it was taken")
+    published_at_ms: int
+    tables: dict[str, TableMark] = Field(
+        description="namespace.table of each changelog table it covers, and where it stands"
+    )
+
+    def to_json(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @property
+    def key(self) -> str:
+        """The Kafka key: no changelog table is named so (a table name has no colon)."""
+        return f"watermark:{self.source}"
+
+
+def read_report(payload: bytes) -> CommitReport | WatermarkReport:
+    """Parse a message of the report topic, refusing one from a newer major version than this
+    reader knows, or one it cannot read."""
+    try:
+        raw: Any = json.loads(payload)
+    except ValueError as error:
+        raise TerminalError(f"commit report is not JSON: {error}") from error
+    version = str(raw.get("version", "")) if isinstance(raw, dict) else ""
+    major = version.split(".", 1)[0]
+    if not major.isdigit():
+        raise TerminalError(f"commit report has no valid 'version' field: {version!r}")
+    if int(major) > READABLE_MAJOR:
+        raise TerminalError(
+            f"commit report version {version} is newer than this Tidemark understands "
+            f"({READABLE_MAJOR}.x); upgrade the scheduler before the ingest"
+        )
+    kind = raw.get("kind", "commit")
+    model: type[CommitReport] | type[WatermarkReport]
+    if kind == "commit":
+        model = CommitReport
+    elif kind == "watermark":
+        model = WatermarkReport
+    else:
+        raise TerminalError(
+            f"report kind {kind!r} (version {version}) is unknown to this Tidemark; "
+            "upgrade the scheduler before the ingest"
+        )
+    try:
+        return model.model_validate(raw)
+    except ValidationError as error:
+        raise TerminalError(f"{kind} report is malformed: {error}") from error

@@ -59,9 +59,9 @@ def _no_watermark(table: TableStatus) -> Text | None:
 
 
 def _table_row(table: TableStatus, now: datetime) -> list[RenderableType]:
-    progress = table.progress
-    assert progress is not None  # _no_watermark says why otherwise
-    watermark = datetime.fromtimestamp(progress.watermark_ms / 1000, UTC)
+    progress, watermark_ms = table.progress, table.watermark_ms
+    assert progress is not None and watermark_ms is not None  # else _no_watermark says why
+    watermark = datetime.fromtimestamp(watermark_ms / 1000, UTC)
     return [
         table.sink,
         watermark.isoformat(timespec="milliseconds"),
