@@ -18,6 +18,7 @@ from pyiceberg.catalog import load_catalog as load_pyiceberg_catalog
 from pyiceberg.exceptions import NoSuchNamespaceError
 
 from tidemark.errors import ConfigError
+from tidemark.sql_catalog import TidemarkSqlCatalog
 
 #: Every table Tidemark creates keeps only its last few metadata files. A changelog commits every
 #: few seconds and each metadata file holds the table's whole snapshot list, so kept files grow
@@ -33,8 +34,12 @@ _SQLALCHEMY_DIALECTS = {"postgresql": "postgresql+psycopg2", "sqlite": "sqlite"}
 
 
 def load_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
-    """A PyIceberg catalog named ``name`` from Java-style catalog ``properties``."""
-    return load_pyiceberg_catalog(name, **pyiceberg_properties(properties))
+    """A PyIceberg catalog named ``name`` from Java-style catalog ``properties``; a JDBC
+    catalog is ``TidemarkSqlCatalog``, which commits without re-reading each table first."""
+    translated = pyiceberg_properties(properties)
+    if translated.get("type") == "sql":
+        return TidemarkSqlCatalog(name, **translated)
+    return load_pyiceberg_catalog(name, **translated)
 
 
 def purge_namespace(catalog: Catalog, namespace: str, *, drop: bool = False) -> list[str]:

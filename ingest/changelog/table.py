@@ -17,13 +17,14 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.table import Table, TableMetadata, Transaction
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
-from pyiceberg.table.update import TableUpdate, update_table_metadata
+from pyiceberg.table.update import TableUpdate
 from pyiceberg.transforms import DayTransform
 
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
 from tidemark.contracts.progress import TableProgress
+from tidemark.sql_catalog import staged_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,8 @@ class ChangelogTable:
 
 
 class _Transaction(Transaction):
-    """pyiceberg's transaction, with its staged metadata computed once per staged state.
+    """pyiceberg's transaction, with its staged metadata computed once per staged state, and
+    without a deep copy (``tidemark.sql_catalog.staged_metadata``).
 
     pyiceberg (0.12) computes ``table_metadata`` afresh on every read: it applies the staged
     updates to a deep copy of the whole table metadata, every snapshot in it included, and one
@@ -148,7 +150,7 @@ class _Transaction(Transaction):
         base, updates = self._table.metadata, self._updates
         staged = self._staged
         if staged is None or staged[0] is not base or staged[1] is not updates:
-            staged = self._staged = (base, updates, update_table_metadata(base, updates))
+            staged = self._staged = (base, updates, staged_metadata(base, updates))
         return staged[2]
 
 
