@@ -11,6 +11,8 @@ functions by timed calls of themselves, and writes what they did as JSON lines t
   watermark it stamped, ms), ``rows``, ``began``, ``ended``;
 - ``flush``: one per ``IngestRunner._commit`` with tables: ``tables``, ``rows``, ``began``,
   ``ended``;
+- ``watermark``: one per watermark report handed to Kafka (``KafkaReports.publish_watermark``):
+  ``tables`` (the changelogs it names), ``wm``, ``at``;
 - ``stopped``: the run's summary (``commits``, ``rows``, ``reason``) once it ended.
 
 With ``--profile PATH``, a thread samples the main thread's stack every 10 ms (py-spy is not
@@ -72,6 +74,7 @@ def instrument(log: EventLog) -> None:
     """Time ingest's stages and commits; the first binlog event marks the start of streaming."""
     import ingest.launch as launch
     from ingest.bootstrap.bootstrapper import Bootstrapper
+    from ingest.changelog.reports import KafkaReports
     from ingest.changelog.table import ChangelogTable
     from ingest.stream.assembler import ChangeAssembler
     from ingest.stream.runner import IngestRunner
@@ -125,6 +128,14 @@ def instrument(log: EventLog) -> None:
         )
 
     IngestRunner._commit = timed_flush  # type: ignore[method-assign]
+
+    publish_watermark = KafkaReports.publish_watermark
+
+    def logged_watermark(self: KafkaReports, report: Any) -> None:
+        publish_watermark(self, report)
+        log.write("watermark", tables=sorted(report.tables), wm=report.watermark_ms, at=time.time())
+
+    KafkaReports.publish_watermark = logged_watermark  # type: ignore[method-assign]
 
 
 class StackSampler:

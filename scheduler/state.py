@@ -69,8 +69,10 @@ CREATE INDEX IF NOT EXISTS reports_by_watermark ON {schema}.reports (table_name,
 -- added after version 1 was released: late changes' commit times (report 1.3)
 ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS late_from_ms bigint;
 ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS late_to_ms bigint;
--- added after version 1 was released: how far watermark reports took the commit (report 2.0)
+-- added after version 1 was released: how far watermark reports took the commit, the newest
+-- and the first (report 2.0)
 ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS marked_ms bigint;
+ALTER TABLE {schema}.reports ADD COLUMN IF NOT EXISTS first_marked_ms bigint;
 CREATE TABLE IF NOT EXISTS {schema}.window_runs (
     pipeline text NOT NULL,
     task text NOT NULL,
@@ -279,20 +281,23 @@ class StateStore:
         """Raise the watermark of each recorded report a watermark report names (table and
         snapshot id) to the watermark report's; marks of snapshots not recorded yet wait for
         the next watermark report (``WatermarkReport``). Returns how many reports moved."""
-        marks: dict[tuple[str, int], int] = {}
+        # per commit, the first and the newest watermark the reports give it
+        marks: dict[tuple[str, int], tuple[int, int]] = {}
         for report in reports:
             for table, mark in report.tables.items():
-                key = (table, mark.snapshot_id)
-                marks[key] = max(marks.get(key, 0), report.watermark_ms)
+                key, watermark = (table, mark.snapshot_id), report.watermark_ms
+                first, newest = marks.get(key, (watermark, watermark))
+                marks[key] = (min(first, watermark), max(newest, watermark))
         if not marks:
             return 0
-        rows = [(table, snapshot, watermark, now) for (table, snapshot), watermark in marks.items()]
+        rows = [(table, snapshot, *span, now) for (table, snapshot), span in marks.items()]
         statement = sql.SQL(
             # recorded_at is when the watermark last moved (``watermark_reached_at``)
-            "UPDATE {}.reports AS r SET marked_ms = m.watermark_ms, recorded_at = m.now "
-            "FROM (VALUES %s) AS m (table_name, snapshot_id, watermark_ms, now) "
+            "UPDATE {}.reports AS r SET marked_ms = m.newest, recorded_at = m.now, "
+            "first_marked_ms = COALESCE(r.first_marked_ms, m.first) "
+            "FROM (VALUES %s) AS m (table_name, snapshot_id, first, newest, now) "
             "WHERE r.table_name = m.table_name AND r.snapshot_id = m.snapshot_id "
-            "AND NOT r.partial AND GREATEST(r.watermark_ms, r.marked_ms) < m.watermark_ms "
+            "AND NOT r.partial AND GREATEST(r.watermark_ms, r.marked_ms) < m.newest "
             "RETURNING 1"
         ).format(self._schema)
         with self._transaction() as cursor:
@@ -300,7 +305,7 @@ class StateStore:
                 cursor,
                 statement.as_string(cursor),
                 rows,
-                template="(%s, %s::bigint, %s::bigint, %s::timestamptz)",
+                template="(%s, %s::bigint, %s::bigint, %s::bigint, %s::timestamptz)",
                 fetch=True,
             )
         return len(moved)
@@ -378,7 +383,7 @@ class StateStore:
                 sql.SQL(
                     # watermark 0 promises nothing (a table still bootstrapping): no bound;
                     # the first is the first a report gave, whatever marks did since
-                    "SELECT table_name, min(COALESCE(NULLIF(watermark_ms, 0), marked_ms)), "
+                    "SELECT table_name, min(COALESCE(NULLIF(watermark_ms, 0), first_marked_ms)), "
                     "max({reached}) FROM {schema}.reports "
                     "WHERE table_name = ANY(%s) AND NOT partial AND {reached} > 0 "
                     "GROUP BY table_name"

@@ -159,6 +159,34 @@ def test_a_watermark_report_moves_an_idle_tables_windows_without_a_commit(
     assert store.report_count(users) == 1
 
 
+def test_a_table_bootstrapped_and_then_idle_starts_its_windows_from_its_first_mark(
+    store: StateStore,
+    state_settings: StateSettings,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+) -> None:
+    executor = RecordingExecutor(state_settings)
+    # users' only commit is its bootstrap's, with no watermark (it promises nothing yet); the
+    # watermark reports that follow must start its windows at the first of them, not chase
+    # each newer one
+    users = f"{USERS}_changelog"
+    bootstrap = report(USERS, 1, "10:02", 5).model_copy(update={"watermark_ms": 0})
+    commits = [*(r for r in REPORTS if r.table != users), bootstrap]
+    marks = [
+        watermark_report(clock, shop_users=(1, 5)) for clock in ("10:02", "10:06", "10:10:00")
+    ]
+    publish(servers, reports_topic, [*commits, *marks])
+
+    serve_until(
+        all_succeeded(store, unique_name), store, executor, servers, reports_topic, unique_name
+    )
+
+    merges = {(c.task, c.window_end.strftime("%H:%M")): c.up_to_order for c in executor.calls()}
+    assert sorted(merges) == EXPECTED
+    assert merges["mirror:shop.users", "10:05"] == 5
+
+
 def test_a_scheduler_killed_inside_a_window_completes_each_window_once_after_restart(
     store: StateStore,
     state_settings: StateSettings,

@@ -599,3 +599,44 @@ def test_a_row_the_lake_cannot_hold_goes_to_the_error_sink_and_the_rest_of_its_e
     )
     assert json.loads(error["payload"]) == {"id": "2", "name": "'bad'"}
     assert error[MetadataColumn.ORDER_KEY] == 1
+
+
+def test_a_watermark_report_names_the_tables_complete_to_the_watermark() -> None:
+    bootstrapped = TableProgress(START, 0, last_order=50, source="db:3306", hold_until=at(900))
+    changes = assembler(users=bootstrapped)
+    feed(changes, transaction(200, (1, "a"), seconds=10))
+    changes.flush()  # orders holds row 1
+    feed(changes, transaction(300, (2, "b"), seconds=20))  # ... and row 2 waits for a flush
+
+    waiting = changes.complete_tables()
+    changes.flush()
+    flushed = changes.complete_tables()
+    feed(changes, transaction(900, (3, "c"), table="users", seconds=30))
+    changes.flush()
+
+    # orders only once its rows are committed; users only past its bootstrap's hold
+    assert waiting == {}
+    assert flushed == {"lake.orders": 2}
+    assert changes.complete_tables() == {"lake.orders": 2, "lake.users": 51}
+
+
+def test_a_table_with_part_of_a_transaction_committed_is_not_complete() -> None:
+    changes = assembler()
+    feed(changes, transaction(100, (9, "z"), seconds=5))
+    changes.flush()
+    events = transaction(200, *[(key, f"r{key}") for key in range(1, 13)], seconds=10)
+
+    feed(changes, events[:-1])  # two parts of six committed, the transaction still open
+
+    assert changes.complete_tables() == {}
+
+
+def test_changes_committed_before_a_watermark_a_report_promised_are_counted_late() -> None:
+    changes = assembler()
+    feed(changes, transaction(200, (1, "a"), seconds=1))
+    changes.flush()  # orders' own commit says T0 + 1 s
+    changes.marked({"lake.orders"}, T0 + 60_000)  # a watermark report said T0 + 60 s
+
+    feed(changes, transaction(300, (2, "b"), seconds=30))
+
+    assert changes.flush().tables[0].progress.late_rows == 1
