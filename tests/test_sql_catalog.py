@@ -74,4 +74,5 @@ def test_a_commit_keeps_the_metadata_log_and_the_tables_history(
     current = catalog.load_table(table.name())
     assert current.metadata == table.metadata
     assert [entry.metadata_file for entry in current.metadata.metadata_log][0] == created_at
-    assert [s.snapshot_id for s in current.snapshots()] == [s.snapshot_id for s in table.snapshots()]
+    history = [snapshot.snapshot_id for snapshot in table.snapshots()]
+    assert [snapshot.snapshot_id for snapshot in current.snapshots()] == history

@@ -173,9 +173,7 @@ def test_a_table_bootstrapped_and_then_idle_starts_its_windows_from_its_first_ma
     users = f"{USERS}_changelog"
     bootstrap = report(USERS, 1, "10:02", 5).model_copy(update={"watermark_ms": 0})
     commits = [*(r for r in REPORTS if r.table != users), bootstrap]
-    marks = [
-        watermark_report(clock, shop_users=(1, 5)) for clock in ("10:02", "10:06", "10:10:00")
-    ]
+    marks = [watermark_report(clock, shop_users=(1, 5)) for clock in ("10:02", "10:06", "10:10:00")]
     publish(servers, reports_topic, [*commits, *marks])
 
     serve_until(
