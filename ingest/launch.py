@@ -21,7 +21,7 @@ from ingest.errors import SchemaChangeStopError
 from ingest.schema.evolution import promotes
 from ingest.schema.source_tables import read_source_tables
 from ingest.schema.structure_changes import Truncation
-from ingest.schema.tracker import SchemaTracker, StructureFollower, TrackerOptions
+from ingest.schema.tracker import STARTED, SchemaTracker, StructureFollower, TrackerOptions
 from ingest.schema.types import arrow_schema
 from ingest.settings import IngestSettings
 from ingest.startup.checks import run_startup_checks
@@ -32,6 +32,7 @@ from tidemark.config.inventory import read_tables
 from tidemark.config.model import PipelineConfig, StartupMode, reveal
 from tidemark.config.plan import Plan, SinkTable, build_plan
 from tidemark.contracts.progress import TableProgress
+from tidemark.contracts.schema_history import SchemaVersion, versions_property
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import ConfigError
 from tidemark.source import current_position, server_clock
@@ -98,8 +99,20 @@ def _onboard_sink(
     if table is None:
         booleans = config.source.treat_tinyint1_as_boolean
         schema = _widest_schema(sink.name, members, booleans)
+        # a new table is created with its members' first schema versions, which the trackers
+        # would otherwise commit one by one right after
+        first_versions = {
+            key: value
+            for member in members
+            for key, value in versions_property(
+                member.table_id, [SchemaVersion(1, STARTED, member)]
+            ).items()
+        }
         table = open_changelog(
-            catalog, sink.changelog, schema, reveal(config.sink.table_properties)
+            catalog,
+            sink.changelog,
+            schema,
+            {**reveal(config.sink.table_properties), **first_versions},
         )
         onboarding.tables[sink.name] = table
     shared = next(
@@ -112,7 +125,7 @@ def _onboard_sink(
     )
     tracker = shared or SchemaTracker(config.source.connection(), table, _tracker_options(config))
     for member in members:
-        tracker.start(member, since="start-up")
+        tracker.start(member, since=STARTED)
         onboarding.trackers[member.table_id] = tracker
         onboarding.sources[(member.database, member.name)] = member
         onboarding.bindings[(member.database, member.name)] = Binding(

@@ -169,14 +169,24 @@ def open_changelog(
     namespace = identifier.rsplit(".", 1)[0]
     catalog.create_namespace_if_not_exists(namespace)
     logger.info("Creating changelog table %s", identifier)
-    with catalog.create_table_transaction(
+    transaction = catalog.create_table_transaction(
         identifier,
         schema=changelog_schema(data),
         properties={**DEFAULT_PROPERTIES, **properties},
-    ) as transaction:
-        with transaction.update_spec() as spec:
-            spec.add_field(MetadataColumn.EVENT_TIME, DayTransform(), "event_day")
-    return ChangelogTable(catalog.load_table(identifier))
+    )
+    with transaction.update_spec() as spec:
+        spec.add_field(MetadataColumn.EVENT_TIME, DayTransform(), "event_day")
+    created = transaction.commit_transaction()
+    # the created table as the catalog now has it, without reading it back (one table of many)
+    return ChangelogTable(
+        Table(
+            created.name(),
+            metadata=created.metadata,
+            metadata_location=created.metadata_location,
+            io=created.io,
+            catalog=catalog,
+        )
+    )
 
 
 def with_retention(table: Table) -> Table:

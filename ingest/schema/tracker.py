@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 Columns = tuple[str, ...]
 
 
+#: where a schema version met at start-up was first seen
+STARTED = "start-up"
+
+
 @dataclass(frozen=True)
 class TrackerOptions:
     behavior: SchemaChangeBehavior = SchemaChangeBehavior.LENIENT
@@ -53,7 +57,7 @@ class SchemaTracker:
         source: SourceConnection,
         changelog: ChangelogTable,
         options: TrackerOptions,
-        locate: Callable[[], str] = lambda: "start-up",
+        locate: Callable[[], str] = lambda: STARTED,
     ) -> None:
         self._source = source
         self._changelog = changelog

@@ -23,6 +23,7 @@ from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.changelog import SummaryKey
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.reports import CommitReport, read_report
+from tidemark.contracts.schema_history import PROPERTY_PREFIX
 from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -101,6 +102,27 @@ def _pipeline(
             **options,
         )
     )
+
+
+def test_a_new_table_is_onboarded_in_one_commit_with_its_first_schema_version(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    orders: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    config = _pipeline(tmp_path, endpoints, source_database, namespace, server_id)
+
+    build_runner(config, catalog, reports=None, settings=IngestSettings())
+
+    table = catalog.load_table(f"{namespace}.orders_changelog")
+    # created with the schema history in its properties, then the start position's commit:
+    # at a thousand tables, a commit more each is seconds more before streaming
+    assert len(table.metadata.metadata_log) == 1
+    assert any(key.startswith(PROPERTY_PREFIX) for key in table.properties)
+    assert len(table.snapshots()) == 1
 
 
 def test_earliest_offset_replays_the_binlog_the_server_still_has(
