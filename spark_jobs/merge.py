@@ -21,6 +21,12 @@ The merge is idempotent for any ``low`` at or below what the mirror already hold
 latest image of a key twice gives the same row. The commit carries the ``MirrorKey`` stamps in
 its snapshot summary (Iceberg 1.11 + Spark 4.1 take them from the session conf
 ``spark.sql.iceberg.snapshot-property.<key>``); a merge of no rows still commits one.
+
+A scheduler merges each of hundreds of mirrors every window, mostly a few changes each, so a
+merge's fixed cost counts: Spark reads the range once (the projected range is cached: one query
+over it gives the counts and the truncate markers, and the ``MERGE`` reads it; a marker adds the
+read from the start), and the mirror's snapshot ids come from its properties rather than from a
+query of its ``.snapshots``.
 """
 
 from __future__ import annotations
@@ -123,34 +129,58 @@ def merge_range(
     spark: SparkSession, spec: MirrorSpec, low: int, high: int, stamps: Mapping[str, str]
 ) -> MergeCounts:
     """Merge the changelog rows with ``low < _tm_order <= high`` into the mirror, stamped."""
-    view = f"tm_latest_{uuid.uuid4().hex[:12]}"
     changelog = spark.table(spec.changelog)
-    in_range = changelog.where(
-        f"`{MetadataColumn.ORDER_KEY}` > {low} AND `{MetadataColumn.ORDER_KEY}` <= {high}"
-    )
-    changes = in_range
-    truncations = _truncations(in_range)
-    if truncations:
-        logger.warning(
-            "Mirror %s: %s truncated; merging its changelog from the start up to order %d",
-            spec.mirror,
-            ", ".join(f"{t.database}.{t.table} (order {t.order})" for t in truncations),
-            high,
-        )
-        changes = changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}")
-    changelog_properties = _properties(spark, spec.changelog)
-    evolution = _evolution(spec, changelog_properties)
-    current = _without_dropped(_with_lineage(changes, evolution), evolution)
-    projected = _project(spark, spec, current, evolution.dropped)
-    columns = _data_columns(spec, projected)
-    _ensure_mirror(spark, spec, projected, columns, evolution)
-    _follow_comment(spark, spec)
-    latest = _truncated(_latest(projected.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), truncations)
-    latest = latest.cache()
+    evolution = _evolution(spec, _properties(spark, spec.changelog))
+    # the range is read once: the counts, the truncate markers and the MERGE take it from here
+    changes = _project(
+        spark,
+        spec,
+        changelog.where(
+            f"`{MetadataColumn.ORDER_KEY}` > {low} AND `{MetadataColumn.ORDER_KEY}` <= {high}"
+        ),
+        evolution,
+    ).cache()
     try:
-        latest.createOrReplaceTempView(view)
-        keys = latest.count()
-        change_count = in_range.count() if keys else 0
+        columns = _data_columns(spec, changes)
+        in_range = _scan(changes, spec.key)
+        keys = in_range.keys
+        if in_range.truncations:
+            logger.warning(
+                "Mirror %s: %s truncated; merging its changelog from the start up to order %d",
+                spec.mirror,
+                ", ".join(
+                    f"{t.database}.{t.table} (order {t.order})" for t in in_range.truncations
+                ),
+                high,
+            )
+            changes.unpersist()
+            changes = _project(
+                spark, spec, changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}"), evolution
+            ).cache()
+            keys = _scan(changes, spec.key).keys
+        _ensure_mirror(spark, spec, changes, columns, evolution)
+        _follow_comment(spark, spec)
+        latest = _truncated(
+            _latest(changes.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), in_range.truncations
+        )
+        snapshot_id = _merge(spark, spec, latest, columns, stamps)
+    finally:
+        changes.unpersist()
+    # a range of truncate markers alone, in a changelog without rows, brings no change
+    return MergeCounts(in_range.rows if keys else 0, keys, snapshot_id)
+
+
+def _merge(
+    spark: SparkSession,
+    spec: MirrorSpec,
+    latest: DataFrame,
+    columns: list[str],
+    stamps: Mapping[str, str],
+) -> int:
+    """``MERGE INTO`` the mirror from ``latest``, stamped; the mirror's snapshot after it."""
+    view = f"tm_latest_{uuid.uuid4().hex[:12]}"
+    latest.createOrReplaceTempView(view)
+    try:
         before = _current_snapshot(spark, spec.mirror)
         with _stamped(spark, stamps):
             spark.sql(_merge_statement(spec, view, columns))
@@ -161,9 +191,30 @@ def merge_range(
                 after = _current_snapshot(spark, spec.mirror)
     finally:
         spark.catalog.dropTempView(view)
-        latest.unpersist()
     assert after is not None
-    return MergeCounts(change_count, keys, after)
+    return after
+
+
+@dataclass(frozen=True)
+class _Scan:
+    rows: int  # changelog rows, truncate markers included
+    keys: int  # distinct keys of the changes other than truncate markers
+    truncations: list[_Truncation]
+
+
+def _scan(changes: DataFrame, key: Sequence[str]) -> _Scan:
+    """What a merge reports and needs to know before it merges ``changes`` (projected), in one
+    query: the rows, the keys they change (as many as the latest changes), the markers."""
+    keys = f"struct({', '.join(f'`{k}`' for k in key)})"  # a NULL in a key is a key too
+    row = changes.selectExpr(
+        "count(*) AS rows",
+        f"count(DISTINCT {keys}) FILTER (WHERE {_OP} != '{_TRUNCATE}') AS keys",
+        f"collect_list(struct({_SOURCE_DB}, {_SOURCE_TABLE}, {_ORDER})) "
+        f"FILTER (WHERE {_OP} = '{_TRUNCATE}') AS markers",
+    ).first()
+    assert row is not None  # an aggregate without grouping has one row
+    markers = sorted(row.markers, key=lambda marker: marker[2])
+    return _Scan(row.rows, row.keys, [_Truncation(*marker) for marker in markers])
 
 
 def _evolution(spec: MirrorSpec, changelog_properties: Mapping[str, str]) -> MirrorColumns:
@@ -227,13 +278,6 @@ def _default_literal(frame: DataFrame, default: AddedDefault) -> str:
     return f"CAST('{_escape(default.value)}' AS {kind})"
 
 
-def _truncations(changes: DataFrame) -> list[_Truncation]:
-    markers = changes.where(f"`{MetadataColumn.OPERATION}` = '{_TRUNCATE}'").select(
-        MetadataColumn.SOURCE_DATABASE, MetadataColumn.SOURCE_TABLE, MetadataColumn.ORDER_KEY
-    )
-    return [_Truncation(*row) for row in markers.collect()]
-
-
 def _truncated(latest: DataFrame, truncations: Sequence[_Truncation]) -> DataFrame:
     """Latest changes that a later truncate of their source table removed become deletes."""
     if not truncations:
@@ -255,10 +299,12 @@ def _without_dropped(changes: DataFrame, evolution: MirrorColumns) -> DataFrame:
 
 
 def _project(
-    spark: SparkSession, spec: MirrorSpec, changes: DataFrame, dropped: frozenset[str]
+    spark: SparkSession, spec: MirrorSpec, changes: DataFrame, evolution: MirrorColumns
 ) -> DataFrame:
+    """``changes`` as the transform makes them (``evolution`` applied first), with the internal
+    columns the merge needs."""
     source = f"tm_changes_{uuid.uuid4().hex[:12]}"
-    changes.createOrReplaceTempView(source)
+    _without_dropped(_with_lineage(changes, evolution), evolution).createOrReplaceTempView(source)
     projection = spec.projection or "*"
     passes = f"coalesce(({spec.filter}), false)" if spec.filter else "true"
     try:
@@ -272,9 +318,11 @@ def _project(
         raise ConfigError(
             f"the transform of {spec.mirror} does not evaluate as Spark SQL over the changelog "
             f"{spec.changelog} (projection: {projection!r}, filter: {spec.filter!r}): "
-            f"{_first_line(error)}.{_dropped_hint(dropped)} Fix transform.projection/filter in "
-            "the pipeline file"
+            f"{_first_line(error)}.{_dropped_hint(evolution.dropped)} Fix "
+            "transform.projection/filter in the pipeline file"
         ) from error
+    finally:
+        spark.catalog.dropTempView(source)  # the frame holds its plan; the name is not needed
 
 
 def _dropped_hint(dropped: frozenset[str]) -> str:
@@ -457,10 +505,10 @@ def _merge_statement(spec: MirrorSpec, view: str, columns: list[str]) -> str:
 
 
 def _current_snapshot(spark: SparkSession, table: str) -> int | None:
-    rows = spark.sql(
-        f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
-    ).collect()
-    return int(rows[0].snapshot_id) if rows else None
+    """The table's current snapshot, which Iceberg lists among its properties: no Spark job,
+    where a query of ``<table>.snapshots`` runs one."""
+    snapshot = _properties(spark, table).get("current-snapshot-id", "none")
+    return None if snapshot == "none" else int(snapshot)
 
 
 @contextmanager

@@ -195,6 +195,7 @@ def test_each_window_leaves_the_mirror_equal_to_the_source_and_a_rerun_changes_n
     assert stamp[MirrorKey.MERGED_ORDER] == str(outcome.merged_order)
     assert int(stamp[MirrorKey.SOURCE_WATERMARK]) >= first.end_ms
     assert stamp[MirrorKey.CHANGELOG_SNAPSHOT] == str(outcome.changelog_snapshot)
+    assert stamp["snapshot_id"] == str(outcome.mirror_snapshot)
     assert (outcome.changes, outcome.keys) == (11, 4)  # 103 is deleted by its key change
 
     rerun = orders.merge(first)
@@ -276,6 +277,10 @@ def test_a_window_with_no_row_change_still_brings_a_column_the_source_added(
 
     assert (quiet.changes, quiet.keys) == (0, 0)
     assert "note" in spark.table(orders.mirror).columns
+    # a merge of no rows commits the window's stamps all the same
+    stamp = newest_stamp(spark, orders.mirror)
+    assert stamp[MirrorKey.WINDOW_END] == str(quiet.window.end_ms)
+    assert stamp["snapshot_id"] == str(quiet.mirror_snapshot) != str(busy.mirror_snapshot)
 
 
 def test_a_mirror_whose_stamps_were_expired_is_refused_rather_than_rewound(
@@ -354,7 +359,11 @@ def test_a_truncated_shard_leaves_the_mirror_and_the_other_shard_stays(
     if keep_deletes:
         gone = spark.sql(f"SELECT order_no, status FROM {mirror} WHERE _tm_deleted ORDER BY 1")
         assert [tuple(row) for row in gone.collect()] == [(101, "new"), (102, "paid")]
-    assert outcome.changes == 4  # three rows and the truncate marker
+    # three rows and the truncate marker; the keys of the whole changelog, merged from its start
+    assert (outcome.changes, outcome.keys) == (4, 4)
+    stamp = newest_stamp(spark, mirror)
+    assert stamp[MirrorKey.MERGED_ORDER] == str(outcome.merged_order)
+    assert stamp["snapshot_id"] == str(outcome.mirror_snapshot)
 
 
 @pytest.mark.parametrize(
