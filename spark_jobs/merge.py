@@ -11,6 +11,8 @@ SQL, and the latest change of each key (by ``_tm_order``) is merged:
   before the marker is deleted (flagged with ``mirror.deletes: keep``). The mirror does not
   know which source table each row came from, so a range holding a marker is merged from the
   start of the changelog, which keeps every change: the cost of one rebuild, for a rare event.
+  That merge applies every marker up to ``high``, those of earlier ranges too: the rows an
+  earlier truncate removed are in the changelog from its start, and would come back.
 
 Before merging, the mirror follows its changelog's structure: columns added and types widened;
 under ``evolve``/``try_evolve`` columns dropped and renamed (``spark_jobs.mirror_columns``);
@@ -96,8 +98,8 @@ class MirrorSpec:
 
 @dataclass(frozen=True)
 class MergeCounts:
-    changes: int  # changelog rows in the range
-    keys: int  # distinct keys they touch (rows merged)
+    changes: int  # changelog rows in the range, truncate markers included
+    keys: int  # distinct keys merged: those of the range, or of the changelog from its start
     snapshot_id: int  # the stamped mirror commit
 
 
@@ -128,7 +130,9 @@ def mirror_state(spark: SparkSession, mirror: str) -> MirrorStamp | None:
 def merge_range(
     spark: SparkSession, spec: MirrorSpec, low: int, high: int, stamps: Mapping[str, str]
 ) -> MergeCounts:
-    """Merge the changelog rows with ``low < _tm_order <= high`` into the mirror, stamped."""
+    """Merge the changelog rows with ``low < _tm_order <= high`` into the mirror, stamped; from
+    the start of the changelog, with every truncate marker up to ``high``, if the range holds
+    a marker."""
     changelog = spark.table(spec.changelog)
     evolution = _evolution(spec, _properties(spark, spec.changelog))
     # the range is read once: the counts, the truncate markers and the MERGE take it from here
@@ -143,7 +147,7 @@ def merge_range(
     try:
         columns = _data_columns(spec, changes)
         in_range = _scan(changes, spec.key)
-        keys = in_range.keys
+        keys, truncations = in_range.keys, in_range.truncations
         if in_range.truncations:
             logger.warning(
                 "Mirror %s: %s truncated; merging its changelog from the start up to order %d",
@@ -157,11 +161,13 @@ def merge_range(
             changes = _project(
                 spark, spec, changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}"), evolution
             ).cache()
-            keys = _scan(changes, spec.key).keys
+            # the markers of earlier ranges too: the rows they removed are read again
+            from_start = _scan(changes, spec.key)
+            keys, truncations = from_start.keys, from_start.truncations
         _ensure_mirror(spark, spec, changes, columns, evolution)
         _follow_comment(spark, spec)
         latest = _truncated(
-            _latest(changes.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), in_range.truncations
+            _latest(changes.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), truncations
         )
         snapshot_id = _merge(spark, spec, latest, columns, stamps)
     finally:
@@ -279,13 +285,15 @@ def _default_literal(frame: DataFrame, default: AddedDefault) -> str:
 
 
 def _truncated(latest: DataFrame, truncations: Sequence[_Truncation]) -> DataFrame:
-    """Latest changes that a later truncate of their source table removed become deletes."""
+    """Latest changes that a later truncate of their source table removed become deletes: those
+    before the table's last marker, which removed the rows of its earlier ones too."""
     if not truncations:
         return latest
+    last = {(t.database, t.table): t.order for t in sorted(truncations, key=lambda t: t.order)}
     removed = " OR ".join(
-        f"({_SOURCE_DB} = '{_escape(t.database)}' AND {_SOURCE_TABLE} = '{_escape(t.table)}' "
-        f"AND {_ORDER} < {t.order})"
-        for t in truncations
+        f"({_SOURCE_DB} = '{_escape(database)}' AND {_SOURCE_TABLE} = '{_escape(table)}' "
+        f"AND {_ORDER} < {order})"
+        for (database, table), order in sorted(last.items())
     )
     return latest.withColumn(_OP, expr(f"CASE WHEN {removed} THEN '{_DELETE}' ELSE {_OP} END"))
 

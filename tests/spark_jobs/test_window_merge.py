@@ -366,6 +366,51 @@ def test_a_truncated_shard_leaves_the_mirror_and_the_other_shard_stays(
     assert stamp["snapshot_id"] == str(outcome.mirror_snapshot)
 
 
+@pytest.mark.parametrize("keep_deletes", [False, True], ids=["deletes-applied", "deletes-kept"])
+def test_a_truncate_of_another_shard_in_a_later_window_leaves_the_earlier_one_truncated(
+    orders_windows: StartOrders,
+    admin_connection: Connection,
+    spark: SparkSession,
+    keep_deletes: bool,
+) -> None:
+    orders = orders_windows(
+        shards=2,
+        top_level="  schema.change.behavior: try_evolve",
+        table_options="      mirror:\n        deletes: keep\n" if keep_deletes else "",
+    )
+    first = orders.change_and_merge(
+        "INSERT INTO orders_0 VALUES (1, 101, 'new', 10.00, NOW()), (2, 102, 'new', 20.00, NOW())",
+        "INSERT INTO orders_1 VALUES (1, 201, 'new', 30.00, NOW())",
+    )
+    orders.change("TRUNCATE TABLE orders_0")
+    second = orders.merge(orders.window_after(first.window))
+    mirror = orders.mirror
+    live = "WHERE NOT _tm_deleted" if keep_deletes else ""
+    query = f"SELECT order_no, status, amount FROM {mirror} {live} ORDER BY order_no"
+    assert [tuple(row) for row in spark.sql(query).collect()] == [(201, "new", Decimal("30.00"))]
+    orders.change(
+        "UPDATE orders_1 SET status = 'paid' WHERE order_no = 201",
+        "TRUNCATE TABLE orders_1",
+        "INSERT INTO orders_1 VALUES (2, 202, 'after', 40.00, NOW())",
+    )
+
+    # merged from the start again: orders_0's marker of the window before still applies
+    third = orders.merge(orders.window_after(second.window))
+
+    rows = [tuple(row) for row in spark.sql(query).collect()]
+    assert rows == source_rows(admin_connection, BOTH_SHARDS)
+    assert rows == [(202, "after", Decimal("40.00"))]
+    if keep_deletes:
+        gone = spark.sql(f"SELECT order_no, status FROM {mirror} WHERE _tm_deleted ORDER BY 1")
+        assert [tuple(row) for row in gone.collect()] == [
+            (101, "new"),
+            (102, "new"),
+            (201, "paid"),
+        ]
+    # the window's two rows and its marker; the keys of the whole changelog
+    assert (third.changes, third.keys) == (3, 4)
+
+
 @pytest.mark.parametrize(
     ("behavior", "columns", "rows"),
     [
