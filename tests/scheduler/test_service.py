@@ -9,9 +9,9 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -45,7 +45,7 @@ from tests.scheduler.harness import (
     two_table_schedule,
     watermark_report,
 )
-from tidemark.contracts.reports import CommitReport
+from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.kafka import Kafka
@@ -99,6 +99,34 @@ def tick_until(engine: WindowEngine, condition: Callable[[], bool]) -> None:
     assert wait_for(lambda: (engine.tick(), condition())[1], timeout=DEADLINE)
 
 
+@dataclass(frozen=True)
+class Scheduling:
+    """The real service on the test's topic and state, with a recording executor."""
+
+    store: StateStore
+    state: StateSettings
+    servers: str
+    topic: str
+    pipeline: str
+
+    def cuts_once_all_succeeded(
+        self, messages: Sequence[CommitReport | WatermarkReport]
+    ) -> dict[tuple[str, str], int | None]:
+        """Publish ``messages``, serve until every expected window succeeded; each window's
+        cut (``up_to_order``) by task and window end (``HH:MM``)."""
+        executor = RecordingExecutor(self.state)
+        publish(self.servers, self.topic, messages)
+        serve_until(
+            all_succeeded(self.store, self.pipeline),
+            self.store,
+            executor,
+            self.servers,
+            self.topic,
+            self.pipeline,
+        )
+        return {(c.task, c.window_end.strftime("%H:%M")): c.up_to_order for c in executor.calls()}
+
+
 def test_reports_for_two_tables_fire_exactly_the_expected_windows_once(
     store: StateStore,
     state_settings: StateSettings,
@@ -137,7 +165,6 @@ def test_a_watermark_report_moves_an_idle_tables_windows_without_a_commit(
     reports_topic: str,
     unique_name: str,
 ) -> None:
-    executor = RecordingExecutor(state_settings)
     # users commits once at 10:02 and then only ingest's watermark reports speak for it; the
     # first names a snapshot of users no commit report announced, which must move nothing
     users = f"{USERS}_changelog"
@@ -146,13 +173,10 @@ def test_a_watermark_report_moves_an_idle_tables_windows_without_a_commit(
         watermark_report("10:04", shop_users=(99, 7)),
         watermark_report("10:10:00", shop_users=(1, 5)),
     ]
-    publish(servers, reports_topic, [*commits, *marks])
+    scheduling = Scheduling(store, state_settings, servers, reports_topic, unique_name)
 
-    serve_until(
-        all_succeeded(store, unique_name), store, executor, servers, reports_topic, unique_name
-    )
+    merges = scheduling.cuts_once_all_succeeded([*commits, *marks])
 
-    merges = {(c.task, c.window_end.strftime("%H:%M")): c.up_to_order for c in executor.calls()}
     assert sorted(merges) == EXPECTED
     assert merges["mirror:shop.users", "10:05"] == 5
     assert merges["mirror:shop.users", "10:10"] == 5
@@ -166,7 +190,6 @@ def test_a_table_bootstrapped_and_then_idle_starts_its_windows_from_its_first_ma
     reports_topic: str,
     unique_name: str,
 ) -> None:
-    executor = RecordingExecutor(state_settings)
     # users' only commit is its bootstrap's, with no watermark (it promises nothing yet); the
     # watermark reports that follow must start its windows at the first of them, not chase
     # each newer one
@@ -174,13 +197,10 @@ def test_a_table_bootstrapped_and_then_idle_starts_its_windows_from_its_first_ma
     bootstrap = report(USERS, 1, "10:02", 5).model_copy(update={"watermark_ms": 0})
     commits = [*(r for r in REPORTS if r.table != users), bootstrap]
     marks = [watermark_report(clock, shop_users=(1, 5)) for clock in ("10:02", "10:06", "10:10:00")]
-    publish(servers, reports_topic, [*commits, *marks])
+    scheduling = Scheduling(store, state_settings, servers, reports_topic, unique_name)
 
-    serve_until(
-        all_succeeded(store, unique_name), store, executor, servers, reports_topic, unique_name
-    )
+    merges = scheduling.cuts_once_all_succeeded([*commits, *marks])
 
-    merges = {(c.task, c.window_end.strftime("%H:%M")): c.up_to_order for c in executor.calls()}
     assert sorted(merges) == EXPECTED
     assert merges["mirror:shop.users", "10:05"] == 5
 
