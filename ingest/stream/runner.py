@@ -291,8 +291,9 @@ class IngestRunner:
     def _commit_idle(self, now: float) -> None:
         """Empty commits that move idle tables' position (where a restart reads from) and the
         watermark in the table itself: each table once an ``idle_commit_seconds``, paced
-        evenly over it, and at most one tick's time budget at a time (at least one commit),
-        so a thousand tables cost a few commits a second and reading goes on between them."""
+        evenly over it, and at most one tick's time budget at a time, so a thousand tables
+        cost a few commits a second and reading goes on between them. A round that takes
+        longer than the interval is followed by the next at once."""
         interval = self._settings.idle_commit_seconds
         if not self._idle_round:
             if now - self._idle_round_started < interval:
