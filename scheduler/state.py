@@ -408,6 +408,20 @@ class StateStore:
                 states[sink] = TableState(first, last, tuple(history[changelog]))
         return states
 
+    def watermarks(self, tables: Iterable[str]) -> dict[str, int]:
+        """Per changelog table with a promise, the watermark its recorded reports reached
+        (watermark reports included)."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT table_name, max({reached}) FROM {schema}.reports "
+                    "WHERE table_name = ANY(%s) AND NOT partial AND {reached} > 0 "
+                    "GROUP BY table_name"
+                ).format(schema=self._schema, reached=_REACHED),
+                (list(tables),),
+            )
+            return {row[0]: int(row[1]) for row in cursor.fetchall()}
+
     def watermark_reached_at(self, tables: Iterable[str]) -> dict[str, RecordedReport]:
         """Per changelog table, the first recorded report that carried its current watermark:
         when the watermark last moved, by the scheduler's clock."""

@@ -44,14 +44,15 @@ def describe_pipeline(
     return describe(PipelineSchedule.from_config(config, sinks), StateStore(state), now)
 
 
-def recorded_watermarks(
-    config: PipelineConfig, sinks: Sequence[SinkTable], state: StateSettings
-) -> dict[str, int]:
+def recorded_watermarks(sinks: Sequence[SinkTable], state: StateSettings) -> dict[str, int]:
     """Per sink table, the watermark its recorded reports have reached (watermark reports
     included)."""
-    schedule = PipelineSchedule.from_config(config, sinks)
-    tables = StateStore(state).table_states(schedule.changelogs, since_ms=2**62)
-    return {sink: table.watermark_ms for sink, table in tables.items() if table.watermark_ms}
+    store = StateStore(state)
+    try:
+        reached = store.watermarks(sink.changelog for sink in sinks)
+    finally:
+        store.close()
+    return {sink.name: reached[sink.changelog] for sink in sinks if sink.changelog in reached}
 
 
 def describe(schedule: PipelineSchedule, store: StateStore, now: datetime) -> list[TaskStatus]:

@@ -230,7 +230,7 @@ class Pipeline:
         if windows is not None:  # a scheduler has run: it knows the watermark reports
             from scheduler.status import recorded_watermarks
 
-            recorded = recorded_watermarks(self.config, sinks, self.state_settings())
+            recorded = recorded_watermarks(sinks, self.state_settings())
             tables = [
                 replace(table, recorded_watermark_ms=recorded.get(table.sink)) for table in tables
             ]

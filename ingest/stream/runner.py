@@ -265,11 +265,13 @@ class IngestRunner:
         if self._reports is None:
             return
         marks: dict[str, TableMark] = {}
+        marked: list[str] = []
         for sink, last_order in self._assembler.complete_tables().items():
             table = self._tables.get(sink)
             snapshot_id = None if table is None else table.last_commit_id()
             if table is not None and snapshot_id is not None and not is_errors_sink(sink):
                 marks[table.identifier] = TableMark(snapshot_id=snapshot_id, last_order=last_order)
+                marked.append(sink)
         if not marks:
             return
         watermark_ms = self._assembler.watermark_ms
@@ -285,8 +287,7 @@ class IngestRunner:
                     tables={name: marks[name] for name in names[first : first + size]},
                 )
             )
-        sinks = {sink for sink, table in self._tables.items() if table.identifier in marks}
-        self._assembler.marked(sinks, watermark_ms)
+        self._assembler.marked(marked, watermark_ms)
 
     def _commit_idle(self, now: float) -> None:
         """Empty commits that move idle tables' position (where a restart reads from) and the

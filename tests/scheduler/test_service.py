@@ -181,6 +181,7 @@ def test_a_watermark_report_moves_an_idle_tables_windows_without_a_commit(
     assert merges["mirror:shop.users", "10:05"] == 5
     assert merges["mirror:shop.users", "10:10"] == 5
     assert store.report_count(users) == 1
+    assert store.watermarks([users]) == {users: ms("10:10:00")}  # what status shows
 
 
 def test_a_table_bootstrapped_and_then_idle_starts_its_windows_from_its_first_mark(
