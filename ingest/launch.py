@@ -15,7 +15,7 @@ from ingest.binlog import process
 from ingest.bootstrap.background import BackgroundBootstrap
 from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap.display import BootstrapDisplay, LogDisplay
-from ingest.changelog.error_table import errors_sink, load_error_table, open_error_table, sink_of
+from ingest.changelog.error_table import ErrorTables, errors_sink, sink_of
 from ingest.changelog.table import ChangelogTable, open_changelog
 from ingest.errors import SchemaChangeStopError
 from ingest.schema.evolution import promotes
@@ -211,6 +211,7 @@ def build_runner(
     databases = sorted({database for database, _ in onboarding.bindings})
     progress = {sink: table.progress() for sink, table in onboarding.tables.items()}
     to_bootstrap = _to_bootstrap(config, onboarding, progress)
+    error_tables = ErrorTables(catalog, onboarding.tables)
     bootstrapping = {job.sink for job in to_bootstrap}
     # tables added to a running pipeline (or whose bootstrap a crash cut short) bootstrap in
     # a thread while the tables already streaming go on (ingest.bootstrap.background)
@@ -230,8 +231,8 @@ def build_runner(
             source_id,
             _bootstrap_settings(config, settings),
             display or LogDisplay(),
-            open_errors=lambda sink: open_error_table(catalog, sink),
-            find_errors=lambda sink: load_error_table(catalog, sink),
+            open_errors=error_tables.open,
+            find_errors=error_tables.find,
         )
         if in_background:
             deferred.update(
@@ -241,20 +242,19 @@ def build_runner(
                 bootstrapper,
                 to_bootstrap,
                 deferred,
-                functools.partial(_error_table_progress, catalog),
+                functools.partial(_error_table_progress, error_tables),
             )
         else:
             progress.update(bootstrapper.run(to_bootstrap))
     # an error table that lags its changelog table (a crash between their commits) is re-read
-    error_tables = _existing_error_tables(catalog, onboarding)
-    if in_background:  # theirs join at the hand-over
-        error_tables = {
-            errors: table
-            for errors, table in error_tables.items()
-            if sink_of(errors) not in bootstrapping
-        }
+    # (theirs join at the hand-over when they bootstrap in the background)
+    streaming = [
+        sink for sink in onboarding.tables if not (in_background and sink in bootstrapping)
+    ]
+    earlier_errors = error_tables.existing(streaming)
+    if in_background:
         progress = {sink: p for sink, p in progress.items() if sink not in bootstrapping}
-    progress.update({errors: table.progress() for errors, table in error_tables.items()})
+    progress.update({errors: table.progress() for errors, table in earlier_errors.items()})
     if to_bootstrap:
         start = min(p.position for p in progress.values() if p is not None)
     else:
@@ -286,10 +286,8 @@ def build_runner(
     return IngestRunner(
         source=source,
         databases=databases,
-        tables={**onboarding.tables, **error_tables},
-        open_table=lambda sink: (
-            onboarding.tables.get(sink) or open_error_table(catalog, sink_of(sink))
-        ),
+        tables={**onboarding.tables, **earlier_errors},
+        open_table=lambda sink: onboarding.tables.get(sink) or error_tables.open(sink_of(sink)),
         assembler=assembler,
         reports=reports,
         settings=settings,
@@ -318,20 +316,10 @@ def _captured_unless_deferred(
     return not (deferred and (database, table) in deferred) and captures(database, table)
 
 
-def _error_table_progress(catalog: Catalog, sink: str) -> dict[str, TableProgress]:
-    table = load_error_table(catalog, sink)
+def _error_table_progress(error_tables: ErrorTables, sink: str) -> dict[str, TableProgress]:
+    table = error_tables.find(sink)
     progress = None if table is None else table.progress()
     return {} if progress is None else {errors_sink(sink): progress}
-
-
-def _existing_error_tables(catalog: Catalog, onboarding: Onboarding) -> dict[str, ChangelogTable]:
-    """Error tables from earlier runs: their progress takes part in where reading resumes."""
-    found = {}
-    for sink in onboarding.tables:
-        table = load_error_table(catalog, sink)
-        if table is not None:
-            found[errors_sink(sink)] = table
-    return found
 
 
 def _to_bootstrap(

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from ingest.changelog.table import DEFAULT_PROPERTIES, ChangelogTable
 from ingest.errors import UnconvertibleValueError
@@ -96,3 +96,54 @@ def open_error_table(catalog: Catalog, sink: str) -> ChangelogTable:
     )
     catalog.create_table(identifier, schema=ERROR_SCHEMA, properties=dict(DEFAULT_PROPERTIES))
     return ChangelogTable(catalog.load_table(identifier))
+
+
+class ErrorTables:
+    """The error tables of a run's sink tables, known from one listing per namespace.
+
+    Nearly every sink table has no error table, and asking the catalog for each one is a
+    failed ``load_table`` per sink table: over a thousand tables, a second of start-up. The
+    listing is taken once; the tables this object creates join it, so what the run creates
+    later (``open``) is found too. Another process creating an error table of this pipeline's
+    sink tables meanwhile is not expected: one ingest runs a pipeline."""
+
+    def __init__(self, catalog: Catalog, sinks: Iterable[str]) -> None:
+        self._catalog = catalog
+        self._existing = _tables_in(catalog, {_namespace_of(sink) for sink in sinks})
+
+    def find(self, sink: str) -> ChangelogTable | None:
+        """The error table of ``sink`` if it exists."""
+        if error_table_name(sink) not in self._existing:
+            return None
+        return load_error_table(self._catalog, sink)
+
+    def open(self, sink: str) -> ChangelogTable:
+        """The error table of ``sink``, created if it does not exist yet."""
+        table = open_error_table(self._catalog, sink)
+        self._existing.add(error_table_name(sink))
+        return table
+
+    def existing(self, sinks: Iterable[str]) -> dict[str, ChangelogTable]:
+        """The error tables of ``sinks`` that exist, by ``errors_sink`` name."""
+        found = {}
+        for sink in sinks:
+            table = self.find(sink)
+            if table is not None:
+                found[errors_sink(sink)] = table
+        return found
+
+
+def _namespace_of(identifier: str) -> str:
+    return identifier.rsplit(".", 1)[0]
+
+
+def _tables_in(catalog: Catalog, namespaces: Iterable[str]) -> set[str]:
+    """The identifiers (``namespace.name``) of every table in ``namespaces``."""
+    found: set[str] = set()
+    for namespace in namespaces:
+        try:
+            identifiers = catalog.list_tables(namespace)
+        except NoSuchNamespaceError:
+            continue
+        found.update(".".join(identifier) for identifier in identifiers)
+    return found

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyiceberg.catalog import Catalog
 
+from ingest.changelog.error_table import ErrorTables, errors_sink
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end, write_pipeline
@@ -201,3 +202,74 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
     errors = _rows(catalog, f"{namespace}.visits_errors")
     assert len(changelog) == 196
     assert sorted(int(json.loads(r["payload"])["id"]) for r in errors) == [50, 100, 150, 200]
+
+
+def _recording_load_table(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The identifiers ``catalog.load_table`` is asked for from here on."""
+    asked: list[str] = []
+    load_table = catalog.load_table
+
+    def recording(identifier: str | tuple[str, ...]) -> Any:
+        asked.append(identifier if isinstance(identifier, str) else ".".join(identifier))
+        return load_table(identifier)
+
+    monkeypatch.setattr(catalog, "load_table", recording)
+    return asked
+
+
+def test_a_start_up_looks_up_only_the_error_tables_that_exist(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _table(admin_connection)
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE notes (id INT PRIMARY KEY, note TEXT)")
+        cursor.execute("INSERT INTO notes VALUES (1, 'a'), (2, 'b')")
+        cursor.execute("INSERT INTO visits VALUES (1, '2024-01-01', 'x'), (2, '0000-00-00', 'y')")
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="visits|notes",
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+    )
+    asked = _recording_load_table(catalog, monkeypatch)
+
+    _run([], admin_connection, path, catalog, endpoints, server_id)  # makes visits_errors
+    _run(
+        ["INSERT INTO visits VALUES (3, '0000-00-00', 'z')"],
+        admin_connection,
+        path,
+        catalog,
+        endpoints,
+        server_id,
+    )
+
+    assert f"{namespace}.notes_errors" not in asked
+    assert f"{namespace}.visits_errors" in asked
+    errors = _rows(catalog, f"{namespace}.visits_errors")
+    assert [int(json.loads(row["payload"])["id"]) for row in errors] == [2, 3]
+
+
+def test_an_error_table_created_in_a_run_is_found_by_it(
+    namespace: str, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = f"{namespace}.visits"
+    error_tables = ErrorTables(catalog, [sink, f"{namespace}.notes"])
+    asked = _recording_load_table(catalog, monkeypatch)
+
+    assert error_tables.find(sink) is None
+    assert asked == []  # known from the listing
+    created = error_tables.open(sink)
+
+    found = error_tables.find(sink)
+    assert found is not None and found.identifier == created.identifier
+    assert error_tables.existing([sink, f"{namespace}.notes"]).keys() == {errors_sink(sink)}
