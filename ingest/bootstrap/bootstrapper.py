@@ -16,11 +16,15 @@ committed once (with a warning: it is held in memory, and a crash reads it again
 lake cannot hold go to the sink table's error table (``ingest.changelog.error_table``).
 
 Tables of different sink tables are read in parallel (``parallelism`` threads, each with its own
-snapshot); source tables routed to the same sink table one after another.
+snapshot); source tables routed to the same sink table one after another. A reader reads its next
+table in the snapshot of its last one while that is younger than ``snapshot_max_age``
+(``SnapshotLender``): each table's rows are still those at its snapshot's position ``P``, and
+that ``P`` is what its progress records, so the argument above holds table by table.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -34,7 +38,7 @@ from pyiceberg.expressions import And, EqualTo, GreaterThan, Reference
 from pyiceberg.expressions.literals import literal
 
 from ingest.bootstrap.display import BootstrapDisplay
-from ingest.bootstrap.snapshot_reader import Chunk, ConsistentSnapshot
+from ingest.bootstrap.snapshot_reader import Chunk, ConsistentSnapshot, SnapshotLender
 from ingest.changelog.error_table import error_row
 from ingest.changelog.table import ChangelogTable
 from ingest.errors import UnconvertibleValueError
@@ -57,6 +61,8 @@ class BootstrapSettings:
     #: cap on rows read per second per source table, to protect the source; None: no cap
     max_rows_per_second: float | None = None
     parallelism: int = 1
+    #: seconds after it opened that a snapshot is still lent to a next table (``SnapshotLender``)
+    snapshot_max_age: float = 5.0
     server_time_zone: str | None = None
     tinyint1_as_boolean: bool = True
 
@@ -116,16 +122,29 @@ class Bootstrapper:
     def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
         """Bootstrap every sink table; returns each one's progress after its last commit. The
         display is closed however this ends: a failure or a stop finishes no table."""
+        snapshots = SnapshotLender(self.source, self.settings.snapshot_max_age, self.clock)
         try:
+            members = [member for sink in sinks for member in sink.members]
+            bootstrap = functools.partial(
+                self.bootstrap, snapshots=snapshots, estimates=estimated_rows(self.source, members)
+            )
             if self.settings.parallelism <= 1 or len(sinks) <= 1:
-                return {sink.sink: self.bootstrap(sink) for sink in sinks}
+                return {sink.sink: bootstrap(sink) for sink in sinks}
             with ThreadPoolExecutor(self.settings.parallelism, "bootstrap") as pool:
-                futures = {sink.sink: pool.submit(self.bootstrap, sink) for sink in sinks}
+                futures = {sink.sink: pool.submit(bootstrap, sink) for sink in sinks}
                 return {name: future.result() for name, future in futures.items()}
         finally:
+            snapshots.close()
             self.display.close()
 
-    def bootstrap(self, sink: SinkBootstrap) -> TableProgress:
+    def bootstrap(
+        self,
+        sink: SinkBootstrap,
+        snapshots: SnapshotLender,
+        estimates: Mapping[str, int | None],
+    ) -> TableProgress:
+        """Bootstraps one sink table, its members one after another; ``estimates`` are the
+        members' estimated rows, by table id, for the display."""
         state = sink.table.bootstrap() or BootstrapState()
         progress = sink.table.progress()
         if progress is not None and state.tables:
@@ -135,7 +154,10 @@ class Bootstrapper:
             name = member.table_id
             if state.table(name).done:
                 continue
-            progress, state = self._read(sink, member, progress, state)
+            self.display.start(name, state.table(name).rows, estimates.get(name))
+            with snapshots.lend() as snapshot:
+                progress, state = self._read(sink, member, snapshot, progress, state)
+            self.display.finish(name)
         assert progress is not None  # every member commits at least once
         return progress
 
@@ -143,9 +165,12 @@ class Bootstrapper:
         self,
         sink: SinkBootstrap,
         member: SourceTable,
+        snapshot: ConsistentSnapshot,
         progress: TableProgress | None,
         state: BootstrapState,
     ) -> tuple[TableProgress, BootstrapState]:
+        """Reads ``member`` in ``snapshot`` after what ``state`` says is committed, committing
+        as it goes; returns the sink table's progress and state after its last commit."""
         name = member.table_id
         key = paging_key(member)
         done = state.table(name)
@@ -162,40 +187,37 @@ class Bootstrapper:
             tinyint1_as_boolean=self.settings.tinyint1_as_boolean,
         )
         pacer = Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
-        self.display.start(name, done.rows, estimated_rows(self.source, member))
-        with ConsistentSnapshot(self.source) as snapshot:
-            progress = _started(progress, snapshot.position, self.source_id)
-            metadata = _Metadata(member, snapshot, sink.versions.get(name, SCHEMA_VERSION))
-            names = [column.name for column in member.columns]
-            batches: list[pa.RecordBatch] = []
-            pending, after = 0, done.after
-            for chunk in _chunks(snapshot, member, key, done.after, self.settings):
-                if self.stop.is_set():
-                    raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
-                data, refused = _convert(convert, chunk, member)
-                if refused:
-                    errors_order = self._keep_refused(
-                        sink.sink, member, snapshot, progress.position, refused
-                    )
-                    state = replace(state, errors_order=errors_order)
-                batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
-                progress = replace(progress, last_order=progress.last_order + batch.num_rows)
-                batches.append(batch)
-                pending += batch.num_rows
-                after = chunk.last_key
-                pacer.took(batch.num_rows)
-                self.display.advance(name, batch.num_rows)
-                if key is not None and pending >= self.settings.commit_rows:
-                    done = SourceTableBootstrap(False, after, done.rows + pending)
-                    state = state.with_table(name, done)
-                    rows = pa.Table.from_batches(batches, sink.table.schema)
-                    sink.table.commit(rows, progress, state)
-                    batches, pending = [], 0
-            done = SourceTableBootstrap(True, after, done.rows + pending)
-            state = state.with_table(name, done)
-            rows = pa.Table.from_batches(batches, sink.table.schema)
-            sink.table.commit(rows, progress, state)
-        self.display.finish(name)
+        progress = _started(progress, snapshot.position, self.source_id)
+        metadata = _Metadata(member, snapshot, sink.versions.get(name, SCHEMA_VERSION))
+        names = [column.name for column in member.columns]
+        batches: list[pa.RecordBatch] = []
+        pending, after = 0, done.after
+        for chunk in _chunks(snapshot, member, key, done.after, self.settings):
+            if self.stop.is_set():
+                raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
+            data, refused = _convert(convert, chunk, member)
+            if refused:
+                errors_order = self._keep_refused(
+                    sink.sink, member, snapshot, progress.position, refused
+                )
+                state = replace(state, errors_order=errors_order)
+            batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
+            progress = replace(progress, last_order=progress.last_order + batch.num_rows)
+            batches.append(batch)
+            pending += batch.num_rows
+            after = chunk.last_key
+            pacer.took(batch.num_rows)
+            self.display.advance(name, batch.num_rows)
+            if key is not None and pending >= self.settings.commit_rows:
+                done = SourceTableBootstrap(False, after, done.rows + pending)
+                state = state.with_table(name, done)
+                rows = pa.Table.from_batches(batches, sink.table.schema)
+                sink.table.commit(rows, progress, state)
+                batches, pending = [], 0
+        done = SourceTableBootstrap(True, after, done.rows + pending)
+        state = state.with_table(name, done)
+        rows = pa.Table.from_batches(batches, sink.table.schema)
+        sink.table.commit(rows, progress, state)
         return progress, state
 
     def _errors_of_committed_chunks_only(self, sink: str, state: BootstrapState) -> BootstrapState:
@@ -270,16 +292,31 @@ def paging_key(table: SourceTable) -> tuple[str, ...] | None:
     return None
 
 
-def estimated_rows(source: SourceConnection, table: SourceTable) -> int | None:
-    """InnoDB's estimate of the table's rows, for the ETA; None when unknown."""
+def estimated_rows(source: SourceConnection, tables: Sequence[SourceTable]) -> dict[str, int]:
+    """InnoDB's estimate of each table's rows, for the ETA, by table id (none when unknown);
+    one query for all of them, not a connection each."""
+    if not tables:
+        return {}
+    databases = sorted({table.database for table in tables})
+    names = sorted({table.name for table in tables})
+    wanted = {(table.database, table.name) for table in tables}
     with source.connect() as conn, conn.cursor() as cursor:
         cursor.execute(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES "
-            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-            (table.database, table.name),
+            "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES "
+            f"WHERE TABLE_SCHEMA IN ({_placeholders(databases)}) "
+            f"AND TABLE_NAME IN ({_placeholders(names)})",
+            (*databases, *names),
         )
-        row = cursor.fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+        rows = cursor.fetchall()
+    return {
+        f"{database}.{name}": int(count)
+        for database, name, count in rows
+        if (database, name) in wanted and count is not None
+    }
+
+
+def _placeholders(values: Sequence[object]) -> str:
+    return ", ".join(["%s"] * len(values))
 
 
 def _chunks(
