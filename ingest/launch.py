@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -50,6 +51,8 @@ class Onboarding:
     bindings: dict[tuple[str, str], Binding]
     #: per physical source table
     trackers: dict[str, SchemaTracker]
+    #: per sink table: its members share one (a lookup, not a scan of every binding per sink)
+    sink_trackers: dict[str, SchemaTracker] = dataclasses.field(default_factory=dict)
 
     def route(self, database: str, table: str) -> Binding | None:
         return self.bindings.get((database, table))
@@ -115,15 +118,10 @@ def _onboard_sink(
             {**reveal(config.sink.table_properties), **first_versions},
         )
         onboarding.tables[sink.name] = table
-    shared = next(
-        (
-            onboarding.trackers[f"{database}.{table}"]
-            for (database, table), binding in onboarding.bindings.items()
-            if binding.sink == sink.name
-        ),
-        None,
-    )
-    tracker = shared or SchemaTracker(config.source.connection(), table, _tracker_options(config))
+    tracker = onboarding.sink_trackers.get(sink.name)
+    if tracker is None:
+        tracker = SchemaTracker(config.source.connection(), table, _tracker_options(config))
+        onboarding.sink_trackers[sink.name] = tracker
     for member in members:
         tracker.start(member, since=STARTED)
         onboarding.trackers[member.table_id] = tracker
