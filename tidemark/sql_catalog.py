@@ -81,8 +81,8 @@ class TidemarkSqlCatalog(SqlCatalog):
         version = self._parse_metadata_version(base_location) + 1
         provider = load_location_provider(metadata.location, metadata.properties)
         location = provider.new_table_metadata_file_location(version)
-        io = self._load_file_io(properties=metadata.properties, location=location)
-        self._write_metadata(metadata=metadata, io=io, metadata_path=location)
+        # the table's own FileIO: a new one per commit read PyIceberg's configuration again
+        self._write_metadata(metadata=metadata, io=table.io, metadata_path=location)
         identifier = table.name()
         namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
         name = Catalog.table_name_from(identifier)

@@ -20,6 +20,7 @@ from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from pyiceberg.table.update import TableUpdate
 from pyiceberg.transforms import DayTransform
 
+from ingest.changelog.append import Appender
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
@@ -50,6 +51,7 @@ class ChangelogTable:
     def __init__(self, table: Table) -> None:
         self._table = table
         self.schema = table.schema().as_arrow()
+        self._appender = Appender(table, fallback=self._append_with_pyiceberg)
 
     @property
     def identifier(self) -> str:
@@ -96,11 +98,11 @@ class ChangelogTable:
         properties = progress.summary()
         if bootstrap is not None:
             properties.update(bootstrap.summary())
+        return self._appender.append(rows, properties)
+
+    def _append_with_pyiceberg(self, rows: pa.Table, properties: dict[str, str]) -> None:
         with _Transaction(self._table) as transaction:
             transaction.append(rows, snapshot_properties=properties)
-        snapshot = self._table.current_snapshot()
-        assert snapshot is not None  # an append always leaves one
-        return snapshot
 
     def delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
         """Delete the rows matching ``rows``, in a commit that keeps ``progress``."""
