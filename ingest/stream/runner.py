@@ -8,16 +8,20 @@ decisions about rows live in ``ingest.stream.assembler``; the commits in
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import logging
 import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import pymysql
+from pyiceberg.table.snapshots import Snapshot
 
 from ingest.binlog.events import Heartbeat, RowsChanged
 from ingest.binlog.process import ProcessBinlogReader
@@ -29,7 +33,7 @@ from ingest.changelog.table import ChangelogTable
 from ingest.errors import SchemaChangeStopError
 from ingest.gc_pacing import fewer_collections
 from ingest.settings import IngestSettings
-from ingest.stream.assembler import ChangeAssembler, Flush
+from ingest.stream.assembler import ChangeAssembler, Flush, TableFlush
 from tidemark.contracts.reports import CommitReport, TableMark, WatermarkReport
 from tidemark.source import BinlogPosition, SourceConnection
 
@@ -118,6 +122,8 @@ class IngestRunner:
         self._idle_round_started = clock()
         self._idle_round_size = 0
         self._last_progress_log = clock()
+        #: commits the tables of one flush concurrently, while ``run`` runs
+        self._committers: ThreadPoolExecutor | None = None
 
     def consistent_from(self) -> BinlogPosition:
         """Where every table is consistent with the source: past the bootstraps' reads."""
@@ -132,13 +138,26 @@ class IngestRunner:
         if self._background is not None:
             self._background.start()
         try:
-            with fewer_collections():
+            with fewer_collections(), self._commit_pool():
                 return self._run(stop)
         finally:
             if self._background is not None:
                 # stopped before the hand-over: the bootstrap stops at its next chunk (the
                 # next run resumes after what it committed); nothing runs behind a run
                 self._background.stop()
+
+    @contextlib.contextmanager
+    def _commit_pool(self) -> Iterator[None]:
+        threads = self._settings.commit_threads
+        if threads <= 1:
+            yield
+            return
+        with ThreadPoolExecutor(threads, thread_name_prefix="commit") as pool:
+            self._committers = pool
+            try:
+                yield
+            finally:
+                self._committers = None
 
     def _run(self, stop: StopWhen) -> RunSummary:
         started = self._clock()
@@ -323,21 +342,40 @@ class IngestRunner:
         self._assembler.observe_caught_up(position, server_time_ms)
 
     def _commit(self, flush: Flush) -> None:
-        for table_flush in flush.tables:
-            table = self._table(table_flush.sink)
-            changes = table_flush.changes
-            snapshot = table.commit(changes.to_arrow(table.schema), table_flush.progress)
-            if is_errors_sink(table_flush.sink):
-                self._summary.errors += len(changes)
-            else:
-                self._summary.rows += len(changes)
-            self._summary.commits += 1
-            self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id
-            if is_errors_sink(table_flush.sink):
-                continue  # the scheduler waits for changelog tables only
-            report = report_from_snapshot(table.identifier, snapshot)
-            if self._reports is not None and report is not None:
-                self._reports.publish(report)
+        """Commit each table's rows with its progress, then count them and publish their
+        reports in the flush's order. Tables are committed ``commit_threads`` at a time; a
+        failure is raised once every table of the flush has finished, committed or failed,
+        and the committed ones are reported: the next flush never commits to a table this one
+        still does."""
+        work = [(table_flush, self._table(table_flush.sink)) for table_flush in flush.tables]
+        if self._committers is None or len(work) <= 1:
+            for table_flush, table in work:
+                self._committed(table_flush, table, _commit_table(table_flush, table))
+            return
+        futures = [self._committers.submit(_commit_table, *job) for job in work]
+        concurrent.futures.wait(futures)
+        failures = [error for future in futures if (error := future.exception()) is not None]
+        for (table_flush, table), future in zip(work, futures, strict=True):
+            if future.exception() is None:
+                self._committed(table_flush, table, future.result())
+        if failures:
+            raise failures[0]
+
+    def _committed(
+        self, table_flush: TableFlush, table: ChangelogTable, snapshot: Snapshot
+    ) -> None:
+        changes = table_flush.changes
+        if is_errors_sink(table_flush.sink):
+            self._summary.errors += len(changes)
+        else:
+            self._summary.rows += len(changes)
+        self._summary.commits += 1
+        self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id
+        if is_errors_sink(table_flush.sink):
+            return  # the scheduler waits for changelog tables only
+        report = report_from_snapshot(table.identifier, snapshot)
+        if self._reports is not None and report is not None:
+            self._reports.publish(report)
 
     def _table(self, sink: str) -> ChangelogTable:
         table = self._tables.get(sink)
@@ -360,3 +398,7 @@ class IngestRunner:
         )
         self._rows_at_last_log = self._summary.rows
         self._last_progress_log = now
+
+
+def _commit_table(table_flush: TableFlush, table: ChangelogTable) -> Snapshot:
+    return table.commit(table_flush.changes.to_arrow(table.schema), table_flush.progress)
