@@ -16,12 +16,9 @@ manifest merging on, or with column names Avro cannot hold go through PyIceberg'
 instead (``Appender.lean``), which gives the same snapshot.
 
 **Fencing.** A commit names the snapshot its batch follows; if the catalog moved on (the
-guarded update of ``tidemark.sql_catalog`` changes nothing), the table is read again. When the
-newest snapshot carrying Tidemark progress is still the one this writer last saw, the commit in
-between was maintenance (a compaction, an expiry) and the append is applied again on top of it,
-as PyIceberg does. Otherwise another writer appended changes: ``ConcurrentWriterError``, with
-nothing applied, because appending again would repeat changes that writer already committed
-(two ingest processes on one pipeline, issue 28).
+guarded update of ``tidemark.sql_catalog`` changes nothing), the table is read again and the
+append is applied on top only if maintenance, not another writer, came in between
+(``ingest.changelog.fencing``); else ``ConcurrentWriterError`` and nothing is committed.
 """
 
 from __future__ import annotations
@@ -65,7 +62,6 @@ from pyiceberg.table.snapshots import (
     Snapshot,
     SnapshotSummaryCollector,
     Summary,
-    ancestors_of,
     update_snapshot_summaries,
 )
 from pyiceberg.table.update import (
@@ -77,20 +73,20 @@ from pyiceberg.table.update import (
 from pyiceberg.typedef import Record
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
+from ingest.changelog.fencing import (
+    ConcurrentWriterError,
+    check_no_other_writer,
+    newest_progress_id,
+)
 from ingest.changelog.manifest_writers import (
     AvroLayout,
     LaidOutManifestListWriter,
     LaidOutManifestWriter,
     manifest_layout,
 )
-from tidemark.contracts.progress import TableProgress
 
 #: attempts at one commit when maintenance commits in between (PyIceberg's default is 4 retries)
 COMMIT_ATTEMPTS = 5
-
-
-class ConcurrentWriterError(RuntimeError):
-    """Another writer appended changes to a changelog table since this one last committed."""
 
 
 @dataclass(frozen=True)
@@ -247,7 +243,7 @@ class _LeanCommit:
 
     def run(self) -> Snapshot:
         metadata = self._table.metadata
-        follows = _newest_progress_id(metadata)
+        follows = newest_progress_id(metadata)
         snapshot_id = metadata.new_snapshot_id()
         data_files = [
             self._write_data_file(metadata, key, part, number)
@@ -262,7 +258,7 @@ class _LeanCommit:
                     if attempt == COMMIT_ATTEMPTS - 1:
                         raise
                     self._table.refresh()
-                    _check_no_other_writer(self._table, follows)
+                    check_no_other_writer(self._table, follows)
             raise AssertionError("unreachable")  # the loop returns or raises
         except (CommitFailedException, ConcurrentWriterError):
             # the commit did not land: nothing refers to these files
@@ -444,31 +440,3 @@ def _assigned(manifest: ManifestFile, sequence_number: int) -> ManifestFile:
     if listed.min_sequence_number == UNASSIGNED_SEQ:
         listed.min_sequence_number = sequence_number
     return listed
-
-
-def _newest_progress_id(metadata: TableMetadata) -> int | None:
-    """The snapshot id of the newest commit that carries Tidemark progress."""
-    current = metadata.current_snapshot()
-    if current is None:
-        return None
-    for snapshot in ancestors_of(current, metadata):
-        summary = snapshot.summary.additional_properties if snapshot.summary else {}
-        if TableProgress.from_summary(summary) is not None:
-            return snapshot.snapshot_id
-    return None
-
-
-def _check_no_other_writer(table: Table, follows: int | None) -> None:
-    newest = _newest_progress_id(table.metadata)
-    if newest == follows:
-        return
-    snapshot = table.metadata.snapshot_by_id(newest) if newest is not None else None
-    summary = snapshot.summary.additional_properties if snapshot and snapshot.summary else {}
-    progress = TableProgress.from_summary(summary)
-    raise ConcurrentWriterError(
-        f"another writer committed to {'.'.join(table.name())} since this process last did "
-        f"(snapshot {newest}, binlog position {progress.position if progress else '?'}): two "
-        "ingest processes are running for one pipeline. Nothing of this batch was committed; "
-        "stop the other process (or this one) and restart one: it resumes from the table's "
-        "own progress, exactly once."
-    )

@@ -16,11 +16,17 @@ from pyiceberg.catalog import Catalog, MetastoreCatalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.table import CreateTableTransaction, Table, TableMetadata, Transaction
-from pyiceberg.table.snapshots import Snapshot, ancestors_of
+from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import TableUpdate
 from pyiceberg.transforms import DayTransform
 
 from ingest.changelog.append import Appender
+from ingest.changelog.fencing import (
+    ConcurrentWriterError,
+    check_no_other_writer,
+    newest_progress_id,
+    newest_progress_snapshot,
+)
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
@@ -121,15 +127,7 @@ class ChangelogTable:
         return dict(snapshot.summary.additional_properties)
 
     def _newest_tidemark_snapshot(self) -> Snapshot | None:
-        metadata = self._table.metadata
-        current = metadata.current_snapshot()
-        if current is None:
-            return None
-        for snapshot in ancestors_of(current, metadata):
-            summary = snapshot.summary.additional_properties if snapshot.summary else {}
-            if TableProgress.from_summary(summary) is not None:
-                return snapshot
-        return None
+        return newest_progress_snapshot(self._table.metadata)
 
 
 class _StagedOnce(Transaction):
@@ -157,7 +155,22 @@ class _StagedOnce(Transaction):
 
 
 class _Transaction(_StagedOnce):
-    """A changelog's transaction (``_StagedOnce``)."""
+    """A changelog's transaction (``_StagedOnce``), whose commit PyIceberg applies again after
+    a concurrent commit only if that was not another writer's (``ingest.changelog.fencing``)."""
+
+    def __init__(self, table: Table, autocommit: bool = False) -> None:
+        super().__init__(table, autocommit)
+        self._follows = newest_progress_id(table.metadata)
+
+    def _rebuild_snapshot_updates(self) -> None:
+        # called by PyIceberg's retry, after it read the table again
+        try:
+            check_no_other_writer(self._table, self._follows)
+        except ConcurrentWriterError:
+            for producer in self._snapshot_producers:
+                producer._clean_all_uncommitted()  # as PyIceberg does when a commit fails
+            raise
+        super()._rebuild_snapshot_updates()
 
 
 class _CreateTransaction(_StagedOnce, CreateTableTransaction):
