@@ -17,9 +17,10 @@ lake cannot hold go to the sink table's error table (``ingest.changelog.error_ta
 
 Tables of different sink tables are read in parallel (``parallelism`` threads, each with its own
 snapshot); source tables routed to the same sink table one after another. A reader reads its next
-table in the snapshot of its last one while that is younger than ``snapshot_max_age``
-(``SnapshotLender``): each table's rows are still those at its snapshot's position ``P``, and
-that ``P`` is what its progress records, so the argument above holds table by table.
+table in the snapshot of its last one while that is younger than ``snapshot_max_age`` and the
+table fits in one chunk (``SnapshotLender``; a longer table is read again in a snapshot of its
+own, nothing of it committed yet): each table's rows are still those at its snapshot's position
+``P``, and that ``P`` is what its progress records, so the argument above holds table by table.
 """
 
 from __future__ import annotations
@@ -100,6 +101,11 @@ class Pacer:
             self.sleep(ahead)
 
 
+class _LongerThanAChunk(Exception):  # noqa: N818 - a signal, caught in Bootstrapper
+    """A table read in a snapshot already used for others has more than a chunk of rows: it
+    is read in a snapshot of its own (``SnapshotLender``)."""
+
+
 class BootstrapStopped(Exception):  # noqa: N818 - asked for, not a failure
     """``Bootstrapper.stop`` was set: the next run resumes after the last committed chunk."""
 
@@ -155,11 +161,31 @@ class Bootstrapper:
             if state.table(name).done:
                 continue
             self.display.start(name, state.table(name).rows, estimates.get(name))
-            with snapshots.lend() as snapshot:
-                progress, state = self._read(sink, member, snapshot, progress, state)
+            progress, state = self._read_in_lent_snapshot(snapshots, sink, member, progress, state)
             self.display.finish(name)
         assert progress is not None  # every member commits at least once
         return progress
+
+    def _read_in_lent_snapshot(
+        self,
+        snapshots: SnapshotLender,
+        sink: SinkBootstrap,
+        member: SourceTable,
+        progress: TableProgress | None,
+        state: BootstrapState,
+    ) -> tuple[TableProgress, BootstrapState]:
+        """``_read`` in a snapshot lent from earlier tables if ``member`` fits in one chunk,
+        else in one of its own: the earlier tables' locks are not held through a long read.
+        The shared snapshot ends when its borrower gives up (``SnapshotLender.lend``)."""
+        # a table without a key is one unbuffered query: to give it up would read it to its end
+        if paging_key(member) is not None:
+            try:
+                with snapshots.lend() as snapshot:
+                    return self._read(sink, member, snapshot, progress, state)
+            except _LongerThanAChunk:
+                pass
+        with snapshots.lend(own=True) as snapshot:
+            return self._read(sink, member, snapshot, progress, state)
 
     def _read(
         self,
@@ -195,6 +221,10 @@ class Bootstrapper:
         for chunk in _chunks(snapshot, member, key, done.after, self.settings):
             if self.stop.is_set():
                 raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
+            if snapshot.tables > 1 and len(chunk.rows) >= self.settings.chunk_size:
+                # the first chunk (a later one never comes in a shared snapshot): nothing of
+                # the table is written yet
+                raise _LongerThanAChunk(name)
             data, refused = _convert(convert, chunk, member)
             if refused:
                 errors_order = self._keep_refused(

@@ -53,6 +53,8 @@ class ConsistentSnapshot:
         self._conn: pymysql.connections.Connection[Any] | None = None
         self.position = BinlogPosition("", 0)
         self.read_at = datetime.fromtimestamp(0, UTC)
+        #: the tables lent it so far (``SnapshotLender``), the one being read included
+        self.tables = 0
 
     def __enter__(self) -> ConsistentSnapshot:
         conn = open_connection(**self._source.pymysql_settings(), autocommit=False)
@@ -149,10 +151,14 @@ class SnapshotLender:
     more than reading them. Reading a table in a snapshot opened for an earlier one is as exact
     as in its own: its rows are the source's state at that snapshot's position, where its
     stream starts (``ingest.bootstrap.bootstrapper``). What the source pays for it is the old
-    row versions a read view keeps, so a snapshot is lent again only up to ``max_age`` seconds
-    after it opened: a table is read in a read view at most that much older than its own
-    would be. Readers in parallel each borrow their own. A snapshot whose borrower failed is
-    closed, never lent again: its connection may be mid-result or gone."""
+    row versions a read view keeps, and the metadata locks its transaction holds on every table
+    read in it until it ends (an ALTER TABLE of one waits for them, and writers queue behind
+    the ALTER). So a snapshot is lent again only up to ``max_age`` seconds after it opened, and
+    a borrower reads only a table of one page in a snapshot already used (the bootstrapper
+    borrows one of its ``own`` for a longer table): those locks last at most ``max_age`` plus
+    one small table's read and commit. Readers in parallel each borrow their own. A snapshot
+    whose borrower failed is closed, never lent again: its connection may be mid-result or
+    gone."""
 
     def __init__(
         self, source: SourceConnection, max_age: float, clock: Callable[[], float]
@@ -165,8 +171,14 @@ class SnapshotLender:
         self._idle: list[tuple[float, ConsistentSnapshot]] = []
 
     @contextmanager
-    def lend(self) -> Iterator[ConsistentSnapshot]:
-        opened, snapshot = self._young_idle() or self._open()
+    def lend(self, *, own: bool = False) -> Iterator[ConsistentSnapshot]:
+        """A snapshot for one table: a young one given back by an earlier table, or with
+        ``own`` (for a table longer than a page) a new one; then idle ones are closed, as a long
+        read may keep every reader from coming back for them."""
+        if own:
+            self.close()
+        opened, snapshot = (None if own else self._young_idle()) or self._open()
+        snapshot.tables += 1
         try:
             yield snapshot
         except BaseException:

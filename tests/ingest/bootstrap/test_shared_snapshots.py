@@ -1,5 +1,8 @@
 """Small tables are read in a snapshot lent from one table to the next while it is young.
 
+A table longer than a chunk is read in a snapshot of its own, so that the locks of the tables read
+before it are not held through its read.
+
 Each table's rows are the source's state at the position of the snapshot it was read in, and
 streaming fills in every change after that position: a row written between two tables' reads is
 read by the bootstrap only if the second table got a snapshot of its own.
@@ -78,7 +81,11 @@ def _config(
 
 
 def _bootstrap(
-    config: PipelineConfig, catalog: Catalog, connection: Connection, clock: Callable[[], float]
+    config: PipelineConfig,
+    catalog: Catalog,
+    connection: Connection,
+    clock: Callable[[], float],
+    chunk_size: int,
 ) -> None:
     """Bootstraps ``first`` then ``second`` with ``clock``, writing to ``second`` between."""
     onboarding = onboard(config, catalog)
@@ -94,7 +101,7 @@ def _bootstrap(
     Bootstrapper(
         source,
         f"{source.host}:{source.port}",
-        BootstrapSettings(snapshot_max_age=5.0),
+        BootstrapSettings(chunk_size=chunk_size, snapshot_max_age=5.0),
         _WritesBeforeTable(connection, SECOND),
         clock=clock,
     ).run(sinks)
@@ -112,8 +119,21 @@ def _read_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [row for row in rows if row["_tm_op"] == "r"]
 
 
-@pytest.mark.parametrize("young", [True, False], ids=["young", "aged"])
-def test_the_next_table_is_read_in_the_last_snapshot_while_it_is_young_and_stays_exact(
+def _standing_still() -> float:
+    return 0.0
+
+
+@pytest.mark.parametrize(
+    ("clock", "chunk_size", "shares"),
+    [
+        (_standing_still, 100, True),
+        # moves 10 s, twice the age limit, at each reading
+        (itertools.count(0.0, 10.0).__next__, 100, False),
+        (_standing_still, 5, False),  # the second table is two chunks long
+    ],
+    ids=["young", "aged", "longer-than-a-chunk"],
+)
+def test_the_next_table_is_read_in_the_last_snapshot_while_young_and_short_and_stays_exact(
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -121,19 +141,19 @@ def test_the_next_table_is_read_in_the_last_snapshot_while_it_is_young_and_stays
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
-    young: bool,
+    clock: Callable[[], float],
+    chunk_size: int,
+    shares: bool,
 ) -> None:
     _two_tables(admin_connection)
     config = _config(tmp_path / "p.yaml", endpoints, source_database, namespace, server_id)
-    # a clock that stands still, or one that moves 10 s (twice the age limit) each reading
-    clock = (lambda: 0.0) if young else itertools.count(0.0, 10.0).__next__
 
-    _bootstrap(config, catalog, admin_connection, clock)
+    _bootstrap(config, catalog, admin_connection, clock, chunk_size)
 
     first = _read_rows(changelog(catalog, namespace, "first"))
     second = _read_rows(changelog(catalog, namespace, SECOND))
-    assert ({row["_tm_position"] for row in second} == {first[0]["_tm_position"]}) is young
-    assert (100 in {row["id"] for row in second}) is not young  # the row written between
+    assert ({row["_tm_position"] for row in second} == {first[0]["_tm_position"]}) is shares
+    assert (100 in {row["id"] for row in second}) is not shares  # the row written between
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
     run_to_end(runner, endpoints, server_id, max_seconds=60)
     for table in ("first", SECOND):
