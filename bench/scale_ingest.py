@@ -9,8 +9,8 @@ functions by timed calls of themselves, and writes what they did as JSON lines t
 - ``streaming``: ``at``, when the first binlog event reached the assembler;
 - ``commit``: one per changelog commit (``ChangelogTable.commit``): ``table``, ``wm`` (the
   watermark it stamped, ms), ``rows``, ``began``, ``ended``;
-- ``flush``: one per ``IngestRunner._commit`` with tables: ``tables``, ``rows``, ``began``,
-  ``ended``;
+- ``flush``: one per flush with tables (``IngestRunner._start_commits``): ``tables``,
+  ``rows``, ``began``, ``ended`` (when its last commit ended, in the background or not);
 - ``watermark``: one per watermark report handed to Kafka (``KafkaReports.publish_watermark``):
   ``tables`` (the changelogs it names), ``wm``, ``at``;
 - ``stopped``: the run's summary (``commits``, ``rows``, ``reason``) once it ended.
@@ -111,23 +111,35 @@ def instrument(log: EventLog) -> None:
 
     ChangelogTable.commit = timed_commit  # type: ignore[method-assign]
 
-    flush_commit = IngestRunner._commit
+    start_commits = IngestRunner._start_commits
 
     def timed_flush(self: IngestRunner, flush: Any) -> None:
-        if not flush.tables:
-            flush_commit(self, flush)
-            return
         began = time.time()
-        flush_commit(self, flush)
-        log.write(
-            "flush",
-            tables=len(flush.tables),
-            rows=sum(len(table.changes) for table in flush.tables),
-            began=began,
-            ended=time.time(),
-        )
+        start_commits(self, flush)
+        if not flush.tables:
+            return
 
-    IngestRunner._commit = timed_flush  # type: ignore[method-assign]
+        def logged(ended: float) -> None:
+            log.write(
+                "flush",
+                tables=len(flush.tables),
+                rows=sum(len(table.changes) for table in flush.tables),
+                began=began,
+                ended=ended,
+            )
+
+        in_flight = self._in_flight
+        if in_flight is None:  # committed here, one table after another
+            logged(time.time())
+            return
+
+        def when_finished() -> None:  # the commits run in the background
+            in_flight.finished.wait()
+            logged(time.time())
+
+        threading.Thread(target=when_finished, daemon=True).start()
+
+    IngestRunner._start_commits = timed_flush  # type: ignore[method-assign]
 
     publish_watermark = KafkaReports.publish_watermark
 

@@ -77,6 +77,28 @@ class RunSummary:
     snapshots: dict[str, int] = field(default_factory=dict)
 
 
+class _FlushInFlight:
+    """The commits of one flush, running in the background; ``finished`` is set when the last
+    one has ended, committed or failed."""
+
+    def __init__(
+        self, work: list[tuple[TableFlush, ChangelogTable]], pool: ThreadPoolExecutor
+    ) -> None:
+        self.work = work
+        self.finished = threading.Event()
+        self._remaining = len(work)
+        self._lock = threading.Lock()
+        self.futures = [pool.submit(_commit_table, *job) for job in work]
+        for future in self.futures:
+            future.add_done_callback(self._ended)
+
+    def _ended(self, _: concurrent.futures.Future[Snapshot]) -> None:
+        with self._lock:
+            self._remaining -= 1
+            if self._remaining == 0:
+                self.finished.set()
+
+
 class _HandedOver(Exception):  # noqa: N818 - a signal, not an error
     """The stream must be read again from where the handed-over tables start."""
 
@@ -124,6 +146,8 @@ class IngestRunner:
         self._last_progress_log = clock()
         #: commits the tables of one flush concurrently, while ``run`` runs
         self._committers: ThreadPoolExecutor | None = None
+        #: the flush being committed in the background, if any
+        self._in_flight: _FlushInFlight | None = None
 
     def consistent_from(self) -> BinlogPosition:
         """Where every table is consistent with the source: past the bootstraps' reads."""
@@ -261,15 +285,25 @@ class IngestRunner:
         )
 
     def _tick(self) -> None:
+        """Commit what waits, in the background while reading goes on (one flush at a time),
+        and between two flushes, with nothing in flight, the watermark report and idle
+        commits."""
         started = self._clock()
-        if self._assembler.pending_rows:
-            self._commit(self._assembler.flush())
+        if self._in_flight is not None:
+            if (
+                not self._in_flight.finished.is_set()
+                and self._assembler.pending_rows < self._settings.flush_rows
+            ):
+                return  # reading goes on
+            self._finish_in_flight()
         if started - self._last_watermark_report >= self._settings.watermark_report_seconds:
             self._report_watermark()
         self._commit_idle(started)
-        # deadlines count from the end of the work: a tick longer than an interval must not
-        # make the next event start another one
-        self._last_flush = self._clock()
+        if self._assembler.pending_rows:
+            self._start_commits(self._assembler.flush())
+        # deadlines count from the end of the work, or from a background flush's start: a
+        # tick longer than an interval must not make the next event start another one
+        self._last_flush = started if self._in_flight is not None else self._clock()
         if self._reports is not None:
             self._reports.tick()
         if started - self._last_progress_log >= self._settings.progress_log_seconds:
@@ -342,20 +376,35 @@ class IngestRunner:
         self._assembler.observe_caught_up(position, server_time_ms)
 
     def _commit(self, flush: Flush) -> None:
-        """Commit each table's rows with its progress, then count them and publish their
-        reports in the flush's order. Tables are committed ``commit_threads`` at a time; a
-        failure is raised once every table of the flush has finished, committed or failed,
-        and the committed ones are reported: the next flush never commits to a table this one
-        still does."""
+        """Commit ``flush`` and wait for it (and for a flush in flight before it)."""
+        self._finish_in_flight()
+        self._start_commits(flush)
+        self._finish_in_flight()
+
+    def _start_commits(self, flush: Flush) -> None:
+        """Commit each table's rows with its progress: ``commit_threads`` tables at a time in
+        the background (``_finish_in_flight`` collects them), or here, one after another."""
+        assert self._in_flight is None  # one flush at a time: its tables' next commits wait
         work = [(table_flush, self._table(table_flush.sink)) for table_flush in flush.tables]
         if self._committers is None or len(work) <= 1:
             for table_flush, table in work:
                 self._committed(table_flush, table, _commit_table(table_flush, table))
             return
-        futures = [self._committers.submit(_commit_table, *job) for job in work]
-        concurrent.futures.wait(futures)
-        failures = [error for future in futures if (error := future.exception()) is not None]
-        for (table_flush, table), future in zip(work, futures, strict=True):
+        self._in_flight = _FlushInFlight(work, self._committers)
+
+    def _finish_in_flight(self) -> None:
+        """Wait for the flush in flight; count and report its commits in the flush's order.
+        A failure is raised once every table of the flush has finished, committed or failed,
+        and after the committed ones are reported: the next flush never commits to a table
+        this one still does, and the scheduler hears of every commit that landed."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is None:
+            return
+        in_flight.finished.wait()
+        failures = [
+            error for future in in_flight.futures if (error := future.exception()) is not None
+        ]
+        for (table_flush, table), future in zip(in_flight.work, in_flight.futures, strict=True):
             if future.exception() is None:
                 self._committed(table_flush, table, future.result())
         if failures:

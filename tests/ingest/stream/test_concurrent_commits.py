@@ -1,9 +1,11 @@
-"""The tables of one flush are committed several at a time (``IngestSettings.commit_threads``):
-each gets its rows once, and a table whose commit fails neither hides the others' commits nor
-their reports."""
+"""The tables of one flush are committed several at a time (``IngestSettings.commit_threads``)
+and in the background: each gets its rows once, a table whose commit fails neither hides the
+others' commits nor their reports, and the binlog is read while a flush commits."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,11 +13,15 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
+from ingest.changelog.table import ChangelogTable
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
+from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
-from tidemark.config import load_pipeline
+from tests.polling import wait_until
+from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.reports import CommitReport, WatermarkReport
+from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 
 if TYPE_CHECKING:
@@ -50,16 +56,12 @@ def twelve_tables(orders: Connection) -> Connection:
     return orders
 
 
-def test_one_flush_commits_every_table_once_and_reports_each_even_when_one_fails(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    twelve_tables: Connection,
-    tmp_path: Path,
-    server_id: int,
-) -> None:
-    config = load_pipeline(
+@pytest.fixture
+def config(
+    endpoints: StackEndpoints, source_database: str, namespace: str, tmp_path: Path, server_id: int
+) -> PipelineConfig:
+    """A pipeline of the tables ``t00``...``t11``."""
+    return load_pipeline(
         write_pipeline(
             tmp_path / "p.yaml",
             endpoints,
@@ -69,6 +71,82 @@ def test_one_flush_commits_every_table_once_and_reports_each_even_when_one_fails
             server_id=server_id,
         )
     )
+
+
+class CommitGate:
+    """Once ``armed``, holds every changelog commit until ``opened``, telling when the first
+    one is waiting."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.waiting = threading.Event()
+        self.opened = threading.Event()
+
+    def hold(self) -> None:
+        if not self.armed:
+            return
+        self.waiting.set()
+        assert self.opened.wait(timeout=120), "the gate was never opened"
+
+
+@pytest.fixture
+def commit_gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[CommitGate]:
+    gate = CommitGate()
+    commit = ChangelogTable.commit
+
+    def held_commit(self: ChangelogTable, *arguments: object, **keywords: object) -> object:
+        gate.hold()
+        return commit(self, *arguments, **keywords)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ChangelogTable, "commit", held_commit)
+    yield gate
+    gate.opened.set()
+
+
+def test_the_binlog_is_read_while_a_flush_commits(
+    endpoints: StackEndpoints,
+    catalog: Catalog,
+    namespace: str,
+    config: PipelineConfig,
+    twelve_tables: Connection,
+    server_id: int,
+    commit_gate: CommitGate,
+) -> None:
+    settings = IngestSettings(commit_threads=4, flush_interval_seconds=0.1)
+    runner = build_runner(config, catalog, None, settings)
+    commit_gate.armed = True  # the start-up's own commits are done
+    stop = threading.Event()
+    run = threading.Thread(target=runner.run, args=(StopWhen(requested=stop),), daemon=True)
+    run.start()
+    try:
+        with twelve_tables.cursor() as cursor:
+            cursor.execute("INSERT INTO t00 VALUES (1, 1)")
+            cursor.execute("INSERT INTO t01 VALUES (1, 1)")
+        wait_until("a flush committing", commit_gate.waiting.is_set, seconds=60)
+        with twelve_tables.cursor() as cursor:
+            cursor.execute("INSERT INTO t02 VALUES (1, 2)")
+        later = current_position(endpoints.mariadb.cdc_source(server_id))
+
+        # the flush of t00 and t01 still holds: what came after is read all the same
+        wait_until("reading on", lambda: runner.consistent_from() >= later, seconds=60)
+    finally:
+        commit_gate.opened.set()
+        stop.set()
+        run.join(timeout=120)
+    assert not run.is_alive()
+    for table, qty in (("t00", [1]), ("t01", [1]), ("t02", [2])):
+        rows = catalog.load_table(f"{namespace}.{table}_changelog").scan().to_arrow()
+        assert rows["qty"].to_pylist() == qty
+
+
+def test_one_flush_commits_every_table_once_and_reports_each_even_when_one_fails(
+    endpoints: StackEndpoints,
+    namespace: str,
+    catalog: Catalog,
+    config: PipelineConfig,
+    twelve_tables: Connection,
+    server_id: int,
+) -> None:
     reports = Reports()
     settings = IngestSettings(commit_threads=4, flush_interval_seconds=3600.0)
     runner = build_runner(config, catalog, reports, settings)
