@@ -3,6 +3,8 @@ less, and never a second writer's batch on top of the first's."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -79,6 +81,28 @@ def test_a_second_writer_commits_nothing_and_is_told_why(
         1,
         3,
     ]
+
+
+def test_two_writers_committing_at_the_same_moment_never_both_commit(
+    catalog: Catalog, namespace: str
+) -> None:
+    writers = [open_changelog(catalog, f"{namespace}.orders", DATA, {}) for _ in range(2)]
+    start = threading.Barrier(len(writers))
+
+    def write(writer: ChangelogTable, index: int) -> str:
+        start.wait()
+        try:
+            commit(writer, index)
+        except ConcurrentWriterError:
+            return "refused"
+        return "committed"
+
+    with ThreadPoolExecutor(len(writers)) as pool:
+        outcomes = list(pool.map(write, writers, [1, 2]))
+
+    assert sorted(outcomes) == ["committed", "refused"]
+    qty = catalog.load_table(writers[0].identifier).scan().to_arrow()["qty"].to_pylist()
+    assert qty == [1 if outcomes[0] == "committed" else 2]
 
 
 def test_an_append_after_a_compaction_lands_on_top_of_it_once(
