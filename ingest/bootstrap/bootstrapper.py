@@ -18,9 +18,10 @@ lake cannot hold go to the sink table's error table (``ingest.changelog.error_ta
 Tables of different sink tables are read in parallel (``parallelism`` threads, each with its own
 snapshot); source tables routed to the same sink table one after another. A reader reads its next
 table in the snapshot of its last one while that is younger than ``snapshot_max_age`` and the
-table fits in one chunk (``SnapshotLender``; a longer table is read again in a snapshot of its
-own, nothing of it committed yet): each table's rows are still those at its snapshot's position
-``P``, and that ``P`` is what its progress records, so the argument above holds table by table.
+table fits in one chunk (``SnapshotLender``; a longer table, or one rebuilt by an ALTER since
+the snapshot opened, is read again in a snapshot of its own, nothing of it committed yet): each
+table's rows are still those at its snapshot's position ``P``, and that ``P`` is what its
+progress records, so the argument above holds table by table.
 """
 
 from __future__ import annotations
@@ -39,7 +40,12 @@ from pyiceberg.expressions import And, EqualTo, GreaterThan, Reference
 from pyiceberg.expressions.literals import literal
 
 from ingest.bootstrap.display import BootstrapDisplay
-from ingest.bootstrap.snapshot_reader import Chunk, ConsistentSnapshot, SnapshotLender
+from ingest.bootstrap.snapshot_reader import (
+    Chunk,
+    ConsistentSnapshot,
+    SnapshotLender,
+    changed_since_opened,
+)
 from ingest.changelog.error_table import error_row
 from ingest.changelog.table import ChangelogTable
 from ingest.errors import UnconvertibleValueError
@@ -101,9 +107,10 @@ class Pacer:
             self.sleep(ahead)
 
 
-class _LongerThanAChunk(Exception):  # noqa: N818 - a signal, caught in Bootstrapper
-    """A table read in a snapshot already used for others has more than a chunk of rows: it
-    is read in a snapshot of its own (``SnapshotLender``)."""
+class _NotForASharedSnapshot(Exception):  # noqa: N818 - a signal, caught in Bootstrapper
+    """A table read in a snapshot already used for others has more than a chunk of rows, or
+    was rebuilt since the snapshot opened: it is read in a snapshot of its own
+    (``SnapshotLender``). Raised before anything of the table is written."""
 
 
 class BootstrapStopped(Exception):  # noqa: N818 - asked for, not a failure
@@ -181,11 +188,28 @@ class Bootstrapper:
         if paging_key(member) is not None:
             try:
                 with snapshots.lend() as snapshot:
-                    return self._read(sink, member, snapshot, progress, state)
-            except _LongerThanAChunk:
-                pass
+                    return self._read_shared(sink, member, snapshot, progress, state)
+            except _NotForASharedSnapshot as reason:
+                logger.debug("%s is read in a snapshot of its own: %s", member.table_id, reason)
         with snapshots.lend(own=True) as snapshot:
             return self._read(sink, member, snapshot, progress, state)
+
+    def _read_shared(
+        self,
+        sink: SinkBootstrap,
+        member: SourceTable,
+        snapshot: ConsistentSnapshot,
+        progress: TableProgress | None,
+        state: BootstrapState,
+    ) -> tuple[TableProgress, BootstrapState]:
+        """``_read``; a table rebuilt since a snapshot used for others opened could have been
+        read in its own, as before snapshots were shared, so it is, not refused."""
+        try:
+            return self._read(sink, member, snapshot, progress, state)
+        except Exception as error:
+            if snapshot.tables > 1 and changed_since_opened(error):
+                raise _NotForASharedSnapshot("rebuilt since the snapshot opened") from error
+            raise
 
     def _read(
         self,
@@ -224,7 +248,7 @@ class Bootstrapper:
             if snapshot.tables > 1 and len(chunk.rows) >= self.settings.chunk_size:
                 # the first chunk (a later one never comes in a shared snapshot): nothing of
                 # the table is written yet
-                raise _LongerThanAChunk(name)
+                raise _NotForASharedSnapshot("longer than a chunk")
             data, refused = _convert(convert, chunk, member)
             if refused:
                 errors_order = self._keep_refused(

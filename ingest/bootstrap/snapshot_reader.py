@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 KeyValues = tuple[Any, ...]
 
+#: ER_TABLE_DEF_CHANGED: the table was rebuilt (ALTER) after the read view opened
+_TABLE_DEFINITION_CHANGED = 1412
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -216,6 +219,12 @@ class SnapshotLender:
 
     def _young(self, opened: float) -> bool:
         return self._clock() - opened < self._max_age
+
+
+def changed_since_opened(error: BaseException) -> bool:
+    """Whether ``error`` says the table read was rebuilt after the snapshot opened: InnoDB
+    refuses to read it in that read view (the first statement on it fails, nothing read)."""
+    return isinstance(error, pymysql.MySQLError) and error.args[:1] == (_TABLE_DEFINITION_CHANGED,)
 
 
 def _page_query(

@@ -33,19 +33,21 @@ if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
 SECOND = "second"
+WRITE_BETWEEN = f"INSERT INTO {SECOND} VALUES (100, 'written between')"
 
 
-class _WritesBeforeTable:
-    """A display through which a row is written to ``table`` just before the bootstrap reads
-    it: ``start`` comes before the table's snapshot is opened or lent."""
+class _RunsBeforeSecond:
+    """A display through which ``statements`` run just before the bootstrap reads ``second``:
+    ``start`` comes before the table's snapshot is opened or lent."""
 
-    def __init__(self, connection: Connection, table: str) -> None:
-        self.connection, self.table = connection, table
+    def __init__(self, connection: Connection, statements: list[str]) -> None:
+        self.connection, self.statements = connection, statements
 
     def start(self, table: str, rows_done: int, estimated_rows: int | None) -> None:
-        if table.endswith(f".{self.table}"):
+        if table.endswith(f".{SECOND}"):
             with self.connection.cursor() as cursor:
-                cursor.execute(f"INSERT INTO {self.table} VALUES (100, 'written between')")
+                for statement in self.statements:
+                    cursor.execute(statement)
 
     def advance(self, table: str, rows: int) -> None:
         pass
@@ -85,9 +87,10 @@ def _bootstrap(
     catalog: Catalog,
     connection: Connection,
     clock: Callable[[], float],
-    chunk_size: int,
+    chunk_size: int = 100,
+    between: tuple[str, ...] = (WRITE_BETWEEN,),
 ) -> None:
-    """Bootstraps ``first`` then ``second`` with ``clock``, writing to ``second`` between."""
+    """Bootstraps ``first`` then ``second`` with ``clock``, running ``between`` between."""
     onboarding = onboard(config, catalog)
     sinks = [
         SinkBootstrap(
@@ -102,7 +105,7 @@ def _bootstrap(
         source,
         f"{source.host}:{source.port}",
         BootstrapSettings(chunk_size=chunk_size, snapshot_max_age=5.0),
-        _WritesBeforeTable(connection, SECOND),
+        _RunsBeforeSecond(connection, list(between)),
         clock=clock,
     ).run(sinks)
 
@@ -158,6 +161,36 @@ def test_the_next_table_is_read_in_the_last_snapshot_while_young_and_short_and_s
     run_to_end(runner, endpoints, server_id, max_seconds=60)
     for table in ("first", SECOND):
         assert merged(changelog(catalog, namespace, table)) == source_rows(admin_connection, table)
+
+
+def test_a_table_rebuilt_since_the_lent_snapshot_opened_is_read_in_its_own(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    _two_tables(admin_connection)
+    config = _config(tmp_path / "p.yaml", endpoints, source_database, namespace, server_id)
+
+    # InnoDB refuses a read view older than the table's rebuild (ER_TABLE_DEF_CHANGED)
+    _bootstrap(
+        config,
+        catalog,
+        admin_connection,
+        _standing_still,
+        between=(WRITE_BETWEEN, f"ALTER TABLE {SECOND} FORCE"),
+    )
+
+    first = _read_rows(changelog(catalog, namespace, "first"))
+    second = _read_rows(changelog(catalog, namespace, SECOND))
+    assert {row["_tm_position"] for row in second} != {first[0]["_tm_position"]}
+    assert len(second) == 11  # with the row written between
+    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    assert merged(changelog(catalog, namespace, SECOND)) == source_rows(admin_connection, SECOND)
 
 
 class _Failed(Exception):
