@@ -17,6 +17,7 @@ from ingest.bootstrap.background import BackgroundBootstrap
 from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap.display import BootstrapDisplay, LogDisplay
 from ingest.changelog.error_table import ErrorTables, errors_sink, sink_of
+from ingest.changelog.listing import CatalogListing, namespace_of
 from ingest.changelog.table import ChangelogTable, open_changelog
 from ingest.errors import SchemaChangeStopError
 from ingest.schema.evolution import promotes
@@ -75,9 +76,10 @@ def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
     with source.connect() as conn:
         sources = read_source_tables(conn, names)
     onboarding = Onboarding(plan, sources, {}, {}, {})
+    listing = CatalogListing(catalog, {namespace_of(sink.changelog) for sink in plan.sinks})
     for sink in plan.sinks:
         members = [sources[_split(name)] for name in sink.sources]
-        _onboard_sink(onboarding, config, catalog, sink, members)
+        _onboard_sink(onboarding, config, catalog, sink, members, listing)
     return onboarding
 
 
@@ -96,8 +98,10 @@ def _onboard_sink(
     catalog: Catalog,
     sink: SinkTable,
     members: list[SourceTable],
+    listing: CatalogListing | None = None,
 ) -> None:
-    """Open (or create) ``sink``'s changelog table and route ``members`` to it."""
+    """Open (or create) ``sink``'s changelog table and route ``members`` to it; ``listing``
+    says which tables exist (without it, the catalog is asked)."""
     table = onboarding.tables.get(sink.name)
     if table is None:
         booleans = config.source.treat_tinyint1_as_boolean
@@ -116,6 +120,7 @@ def _onboard_sink(
             sink.changelog,
             schema,
             {**reveal(config.sink.table_properties), **first_versions},
+            listing,
         )
         onboarding.tables[sink.name] = table
     tracker = onboarding.sink_trackers.get(sink.name)

@@ -20,8 +20,9 @@ from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.exceptions import NoSuchTableError
 
+from ingest.changelog.listing import CatalogListing, namespace_of
 from ingest.changelog.table import DEFAULT_PROPERTIES, ChangelogTable
 from ingest.errors import UnconvertibleValueError
 from tidemark.contracts.changelog import METADATA_FIELDS
@@ -109,11 +110,11 @@ class ErrorTables:
 
     def __init__(self, catalog: Catalog, sinks: Iterable[str]) -> None:
         self._catalog = catalog
-        self._existing = _tables_in(catalog, {_namespace_of(sink) for sink in sinks})
+        self._existing = CatalogListing(catalog, {namespace_of(sink) for sink in sinks})
 
     def find(self, sink: str) -> ChangelogTable | None:
         """The error table of ``sink`` if it exists."""
-        if error_table_name(sink) not in self._existing:
+        if not self._existing.has_table(error_table_name(sink)):
             return None
         return load_error_table(self._catalog, sink)
 
@@ -131,19 +132,3 @@ class ErrorTables:
             if table is not None:
                 found[errors_sink(sink)] = table
         return found
-
-
-def _namespace_of(identifier: str) -> str:
-    return identifier.rsplit(".", 1)[0]
-
-
-def _tables_in(catalog: Catalog, namespaces: Iterable[str]) -> set[str]:
-    """The identifiers (``namespace.name``) of every table in ``namespaces``."""
-    found: set[str] = set()
-    for namespace in namespaces:
-        try:
-            identifiers = catalog.list_tables(namespace)
-        except NoSuchNamespaceError:
-            continue
-        found.update(".".join(identifier) for identifier in identifiers)
-    return found

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog, MetastoreCatalog
-from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.table import CreateTableTransaction, Table, TableMetadata, Transaction
 from pyiceberg.table.snapshots import Snapshot
@@ -27,6 +27,7 @@ from ingest.changelog.fencing import (
     newest_progress_id,
     newest_progress_snapshot,
 )
+from ingest.changelog.listing import CatalogListing, namespace_of
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
@@ -192,22 +193,34 @@ def open_changelog(
     identifier: str,
     data: pa.Schema,
     properties: Mapping[str, str],
+    listing: CatalogListing | None = None,
 ) -> ChangelogTable:
-    """The changelog table ``identifier`` (``namespace.name``), created if it does not exist."""
-    try:
-        # its columns against the source's: ingest.schema.tracker, at start-up
-        return ChangelogTable(with_retention(catalog.load_table(identifier)))
-    except NoSuchTableError:
-        pass
-    namespace = identifier.rsplit(".", 1)[0]
-    catalog.create_namespace_if_not_exists(namespace)
+    """The changelog table ``identifier`` (``namespace.name``), created if it does not exist;
+    ``listing`` tells whether it and its namespace exist without asking the catalog."""
+    if listing is None or listing.has_table(identifier):
+        try:
+            # its columns against the source's: ingest.schema.tracker, at start-up
+            return ChangelogTable(with_retention(catalog.load_table(identifier)))
+        except NoSuchTableError:
+            pass
+    namespace = namespace_of(identifier)
+    if listing is None or not listing.has_namespace(namespace):
+        catalog.create_namespace_if_not_exists(namespace)
     logger.info("Creating changelog table %s", identifier)
     transaction = _create_transaction(
         catalog, identifier, changelog_schema(data), {**DEFAULT_PROPERTIES, **properties}
     )
     with transaction.update_spec() as spec:
         spec.add_field(MetadataColumn.EVENT_TIME, DayTransform(), "event_day")
-    created = transaction.commit_transaction()
+    try:
+        created = transaction.commit_transaction()
+    except TableAlreadyExistsError:
+        if listing is None:
+            raise
+        # created since the listing (another process): open it as it is
+        return ChangelogTable(with_retention(catalog.load_table(identifier)))
+    if listing is not None:
+        listing.add(identifier)
     # the created table as the catalog now has it, without reading it back (one table of many)
     return ChangelogTable(
         Table(

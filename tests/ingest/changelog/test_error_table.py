@@ -16,6 +16,7 @@ from pyiceberg.catalog import Catalog
 from ingest.changelog.error_table import ErrorTables, errors_sink
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
+from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.cli import main
 from tidemark.config import load_pipeline
@@ -204,19 +205,6 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
     assert sorted(int(json.loads(r["payload"])["id"]) for r in errors) == [50, 100, 150, 200]
 
 
-def _recording_load_table(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The identifiers ``catalog.load_table`` is asked for from here on."""
-    asked: list[str] = []
-    load_table = catalog.load_table
-
-    def recording(identifier: str | tuple[str, ...]) -> Any:
-        asked.append(identifier if isinstance(identifier, str) else ".".join(identifier))
-        return load_table(identifier)
-
-    monkeypatch.setattr(catalog, "load_table", recording)
-    return asked
-
-
 def test_a_start_up_looks_up_only_the_error_tables_that_exist(
     endpoints: StackEndpoints,
     source_database: str,
@@ -241,7 +229,7 @@ def test_a_start_up_looks_up_only_the_error_tables_that_exist(
         server_id=server_id,
         startup="initial",
     )
-    asked = _recording_load_table(catalog, monkeypatch)
+    asked = recording_load_table(catalog, monkeypatch)
 
     _run([], admin_connection, path, catalog, endpoints, server_id)  # makes visits_errors
     _run(
@@ -264,7 +252,7 @@ def test_an_error_table_created_in_a_run_is_found_by_it(
 ) -> None:
     sink = f"{namespace}.visits"
     error_tables = ErrorTables(catalog, [sink, f"{namespace}.notes"])
-    asked = _recording_load_table(catalog, monkeypatch)
+    asked = recording_load_table(catalog, monkeypatch)
 
     assert error_tables.find(sink) is None
     assert asked == []  # known from the listing

@@ -4,12 +4,25 @@ metadata files stay."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import pytest
 from pyiceberg.catalog import Catalog
 
+from ingest.changelog.listing import CatalogListing
 from ingest.changelog.table import _Transaction, changelog_schema, open_changelog
+from ingest.launch import onboard
+from tests.ingest.catalog_calls import recording_load_table
+from tests.ingest.pipelines import write_pipeline
 from tests.spark_jobs.changelogs import DATA, commit
+from tidemark.config import load_pipeline
+from tidemark.stack.endpoints import StackEndpoints
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
 
 def test_each_commit_keeps_its_rows_and_progress_after_a_long_history(
@@ -73,6 +86,56 @@ def test_a_changelog_without_retention_gets_it_when_opened_keeping_what_the_user
     assert properties["write.metadata.delete-after-commit.enabled"] == "true"
     assert properties["write.metadata.previous-versions-max"] == "3"
     assert _metadata_files(catalog.load_table(identifier).location()) == 4
+
+
+def test_onboarding_asks_the_catalog_only_for_changelogs_that_exist(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        for name in ("kept", "fresh"):
+            cursor.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, qty INT)")
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        database=source_database,
+        tables="kept|fresh",
+        namespace=namespace,
+        server_id=server_id,
+    )
+    kept = f"{namespace}.kept_changelog"
+    onboard(load_pipeline(path), catalog)  # an earlier run made kept's changelog
+    catalog.drop_table(f"{namespace}.fresh_changelog")  # and not fresh's
+    uuid = catalog.load_table(kept).metadata.table_uuid
+    asked = recording_load_table(catalog, monkeypatch)
+
+    onboarding = onboard(load_pipeline(path), catalog)
+
+    assert asked == [kept]
+    assert sorted(table.identifier for table in onboarding.tables.values()) == [
+        f"{namespace}.fresh_changelog",
+        kept,
+    ]
+    assert catalog.load_table(kept).metadata.table_uuid == uuid  # opened, not made again
+    assert catalog.load_table(f"{namespace}.fresh_changelog").schema().find_field("qty")
+
+
+def test_a_changelog_created_since_the_listing_is_opened_as_it_is(
+    catalog: Catalog, namespace: str
+) -> None:
+    listing = CatalogListing(catalog, [namespace])
+    first = open_changelog(catalog, f"{namespace}.orders", DATA, {})  # by someone else
+    commit(first, 1)
+
+    opened = open_changelog(catalog, f"{namespace}.orders", DATA, {}, listing)
+
+    assert opened.progress() == first.progress()
 
 
 def _metadata_files(location: str) -> int:

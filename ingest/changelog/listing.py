@@ -1,0 +1,45 @@
+"""Which tables exist in a few namespaces, from one catalog listing each.
+
+Onboarding a thousand new tables asked the catalog twice per table before creating it: a
+``load_table`` that failed and a ``create_namespace_if_not_exists``; start-up asked again for
+each sink table's error table. A listing per namespace answers all of them; what is created
+through it joins it. Tables created meanwhile by another process are not expected (one ingest
+runs a pipeline), and creating one of those fails as the catalog says, not silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchNamespaceError
+
+
+def namespace_of(identifier: str) -> str:
+    return identifier.rsplit(".", 1)[0]
+
+
+class CatalogListing:
+    """The identifiers (``namespace.name``) of every table of ``namespaces``, listed once."""
+
+    def __init__(self, catalog: Catalog, namespaces: Iterable[str]) -> None:
+        self._namespaces: set[str] = set()
+        self._tables: set[str] = set()
+        for namespace in set(namespaces):
+            try:
+                identifiers = catalog.list_tables(namespace)
+            except NoSuchNamespaceError:
+                continue
+            self._namespaces.add(namespace)
+            self._tables.update(".".join(identifier) for identifier in identifiers)
+
+    def has_table(self, identifier: str) -> bool:
+        return identifier in self._tables
+
+    def has_namespace(self, namespace: str) -> bool:
+        return namespace in self._namespaces
+
+    def add(self, identifier: str) -> None:
+        """``identifier`` was created (with its namespace)."""
+        self._tables.add(identifier)
+        self._namespaces.add(namespace_of(identifier))
