@@ -25,10 +25,15 @@ its snapshot summary (Iceberg 1.11 + Spark 4.1 take them from the session conf
 ``spark.sql.iceberg.snapshot-property.<key>``); a merge of no rows still commits one.
 
 A scheduler merges each of hundreds of mirrors every window, mostly a few changes each, so a
-merge's fixed cost counts: Spark reads the range once (the projected range is cached: one query
-over it gives the counts and the truncate markers, and the ``MERGE`` reads it; a marker adds the
-read from the start), and the mirror's snapshot ids come from its properties rather than from a
-query of its ``.snapshots``.
+merge's fixed cost counts: Spark reads the range once (the projected range is ranked by key and
+cached: one query over it gives the counts and the truncate markers, and the ``MERGE`` reads its
+latest changes; a marker adds the read from the start), a small range is read into one
+partition (no shuffle before the ``MERGE``), and the mirror's snapshot ids come from its
+properties rather than from a query of its ``.snapshots``. Given what the caller loaded from the
+catalog (``KnownState``: ``spark_jobs.window_jobs`` loads the changelog and the mirror with
+PyIceberg anyway), a merge whose changelog structure digest is the one the mirror's newest stamp
+carries skips following the structure, and reads neither the changelog's properties nor the
+mirror's snapshot before it through Spark.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ _STAMP_CONF = "spark.sql.iceberg.snapshot-property."
 _OP, _ORDER, _PASSES, _RANK = "__tm_op", "__tm_order", "__tm_passes", "__tm_rank"
 _SOURCE_DB, _SOURCE_TABLE = "__tm_source_db", "__tm_source_table"
 _DELETE = Operation.DELETE.value
+#: a range of at most this many changelog rows is read into one partition (``_ranked``)
+ONE_PARTITION_ROWS = 100_000
 _TRUNCATE = Operation.TRUNCATE.value
 
 
@@ -127,26 +134,63 @@ def mirror_state(spark: SparkSession, mirror: str) -> MirrorStamp | None:
     return newest_stamp(mirror, table_snapshots(spark, mirror))
 
 
+@dataclass(frozen=True)
+class KnownState:
+    """What the caller read of the changelog and the mirror from the catalog just before the
+    merge (``spark_jobs.window_jobs`` loads both with PyIceberg), so that the merge need not
+    read it again through Spark."""
+
+    #: the changelog's table properties (its schema history)
+    changelog_properties: Mapping[str, str]
+    #: the changelog's columns as Spark gives them, ``(name, simpleString)``; None: unknown
+    changelog_columns: tuple[tuple[str, str], ...] | None
+    #: the mirror's current snapshot
+    mirror_snapshot: int | None
+    #: the mirror's newest stamp carries the changelog's structure digest as it is now
+    #: (``spark_jobs.stamps.structure_digest``): the merge that stamped it brought the mirror's
+    #: columns, defaults and comment up to this structure, so this merge need not look again
+    structure_unchanged: bool
+
+
 def merge_range(
-    spark: SparkSession, spec: MirrorSpec, low: int, high: int, stamps: Mapping[str, str]
+    spark: SparkSession,
+    spec: MirrorSpec,
+    low: int,
+    high: int,
+    stamps: Mapping[str, str],
+    known: KnownState | None = None,
 ) -> MergeCounts:
     """Merge the changelog rows with ``low < _tm_order <= high`` into the mirror, stamped; from
     the start of the changelog, with every truncate marker up to ``high``, if the range holds
-    a marker."""
+    a marker.
+
+    With ``known`` whose structure is unchanged, and a changelog that Spark reads with the
+    columns ``known`` names, the mirror's structure is not looked at (``_ensure_mirror``,
+    ``_follow_comment``): a merge of an unchanged structure leaves it as it is anyway."""
     changelog = spark.table(spec.changelog)
-    evolution = _evolution(spec, _properties(spark, spec.changelog))
+    follow = not (
+        known is not None
+        and known.structure_unchanged
+        and known.changelog_columns == _columns(changelog)
+    )
+    if known is not None and not follow:
+        # the properties the digest was computed from, which the mirror's structure follows
+        evolution = _evolution(spec, known.changelog_properties)
+    else:
+        evolution = _evolution(spec, _properties(spark, spec.changelog))
     # the range is read once: the counts, the truncate markers and the MERGE take it from here
-    changes = _project(
+    changes = _ranked(
         spark,
         spec,
         changelog.where(
             f"`{MetadataColumn.ORDER_KEY}` > {low} AND `{MetadataColumn.ORDER_KEY}` <= {high}"
         ),
         evolution,
-    ).cache()
+        high - low,
+    )
     try:
         columns = _data_columns(spec, changes)
-        in_range = _scan(changes, spec.key)
+        in_range = _scan(changes)
         keys, truncations = in_range.keys, in_range.truncations
         if in_range.truncations:
             logger.warning(
@@ -158,18 +202,26 @@ def merge_range(
                 high,
             )
             changes.unpersist()
-            changes = _project(
-                spark, spec, changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}"), evolution
-            ).cache()
+            changes = _ranked(
+                spark,
+                spec,
+                changelog.where(f"`{MetadataColumn.ORDER_KEY}` <= {high}"),
+                evolution,
+                high,
+            )
             # the markers of earlier ranges too: the rows they removed are read again
-            from_start = _scan(changes, spec.key)
+            from_start = _scan(changes)
             keys, truncations = from_start.keys, from_start.truncations
-        _ensure_mirror(spark, spec, changes, columns, evolution)
-        _follow_comment(spark, spec)
-        latest = _truncated(
-            _latest(changes.where(f"{_OP} != '{_TRUNCATE}'"), spec.key), truncations
-        )
-        snapshot_id = _merge(spark, spec, latest, columns, stamps)
+        if follow:
+            _ensure_mirror(spark, spec, changes, columns, evolution)
+            _follow_comment(spark, spec)
+            # following the structure may commit (a default filled in): read what it left
+            before = _current_snapshot(spark, spec.mirror)
+        else:
+            assert known is not None
+            before = known.mirror_snapshot
+        latest = _truncated(_latest(changes), truncations)
+        snapshot_id = _merge(spark, spec, latest, columns, stamps, before)
     finally:
         changes.unpersist()
     # a range of truncate markers alone, in a changelog without rows, brings no change
@@ -182,12 +234,13 @@ def _merge(
     latest: DataFrame,
     columns: list[str],
     stamps: Mapping[str, str],
+    before: int | None,
 ) -> int:
-    """``MERGE INTO`` the mirror from ``latest``, stamped; the mirror's snapshot after it."""
+    """``MERGE INTO`` the mirror from ``latest``, stamped; the mirror's snapshot after it.
+    ``before``: the mirror's current snapshot."""
     view = f"tm_latest_{uuid.uuid4().hex[:12]}"
     latest.createOrReplaceTempView(view)
     try:
-        before = _current_snapshot(spark, spec.mirror)
         with _stamped(spark, stamps):
             spark.sql(_merge_statement(spec, view, columns))
             after = _current_snapshot(spark, spec.mirror)
@@ -208,13 +261,12 @@ class _Scan:
     truncations: list[_Truncation]
 
 
-def _scan(changes: DataFrame, key: Sequence[str]) -> _Scan:
-    """What a merge reports and needs to know before it merges ``changes`` (projected), in one
+def _scan(ranked: DataFrame) -> _Scan:
+    """What a merge reports and needs to know before it merges ``ranked`` (``_ranked``), in one
     query: the rows, the keys they change (as many as the latest changes), the markers."""
-    keys = f"struct({', '.join(f'`{k}`' for k in key)})"  # a NULL in a key is a key too
-    row = changes.selectExpr(
+    row = ranked.selectExpr(
         "count(*) AS rows",
-        f"count(DISTINCT {keys}) FILTER (WHERE {_OP} != '{_TRUNCATE}') AS keys",
+        f"count_if({_RANK} = 1 AND {_OP} != '{_TRUNCATE}') AS keys",
         f"collect_list(struct({_SOURCE_DB}, {_SOURCE_TABLE}, {_ORDER})) "
         f"FILTER (WHERE {_OP} = '{_TRUNCATE}') AS markers",
     ).first()
@@ -356,15 +408,34 @@ def _data_columns(spec: MirrorSpec, projected: DataFrame) -> list[str]:
     return columns
 
 
-def _latest(projected: DataFrame, key: Sequence[str]) -> DataFrame:
-    partition = ", ".join(f"`{k}`" for k in key)
-    return (
-        projected.selectExpr(
-            "*", f"row_number() OVER (PARTITION BY {partition} ORDER BY {_ORDER} DESC) AS {_RANK}"
-        )
-        .where(f"{_RANK} = 1")
-        .drop(_RANK)
-    )
+def _ranked(
+    spark: SparkSession,
+    spec: MirrorSpec,
+    changes: DataFrame,
+    evolution: MirrorColumns,
+    most_rows: int,
+) -> DataFrame:
+    """``changes`` projected (``_project``), each ranked among the changes of its key, the
+    latest first (truncate markers apart), cached. At most ``ONE_PARTITION_ROWS`` rows
+    (``most_rows``) are read as one partition: the ranking and the counts then need no
+    shuffle, so no Spark job of their own."""
+    projected = _project(spark, spec, changes, evolution)
+    if most_rows <= ONE_PARTITION_ROWS:
+        projected = projected.coalesce(1)
+    # a NULL in a key is a key too, as in a window's partitions
+    partition = ", ".join([*(f"`{k}`" for k in spec.key), f"{_OP} = '{_TRUNCATE}'"])
+    return projected.selectExpr(
+        "*", f"row_number() OVER (PARTITION BY {partition} ORDER BY {_ORDER} DESC) AS {_RANK}"
+    ).cache()
+
+
+def _latest(ranked: DataFrame) -> DataFrame:
+    """The latest change of each key (``_ranked``), truncate markers left out."""
+    return ranked.where(f"{_RANK} = 1 AND {_OP} != '{_TRUNCATE}'").drop(_RANK)
+
+
+def _columns(frame: DataFrame) -> tuple[tuple[str, str], ...]:
+    return tuple((field.name, field.dataType.simpleString()) for field in frame.schema.fields)
 
 
 def _ensure_mirror(

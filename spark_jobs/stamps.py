@@ -16,7 +16,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    UUIDType,
+)
 
 from spark_jobs.changelog_range import SnapshotInfo
 from tidemark.contracts.mirror import MirrorKey
@@ -107,3 +124,35 @@ def stamp_without_changes(mirror: Table, stamps: Mapping[str, str]) -> int:
     snapshot = mirror.current_snapshot()
     assert snapshot is not None  # an append always leaves one
     return snapshot.snapshot_id
+
+
+_SPARK_TYPES: dict[type[IcebergType], str] = {
+    BooleanType: "boolean",
+    IntegerType: "int",
+    LongType: "bigint",
+    FloatType: "float",
+    DoubleType: "double",
+    DateType: "date",
+    TimestampType: "timestamp_ntz",
+    TimestamptzType: "timestamp",
+    StringType: "string",
+    UUIDType: "string",
+    BinaryType: "binary",
+    FixedType: "binary",
+}
+
+
+def spark_columns(schema: Schema) -> tuple[tuple[str, str], ...] | None:
+    """``schema``'s columns as Spark reads them, ``(name, simpleString)``, to check that Spark
+    reads the table with the schema PyIceberg loaded; None when a type is not one this knows
+    (the check then never holds)."""
+    columns: list[tuple[str, str]] = []
+    for field in schema.fields:
+        kind = field.field_type
+        if isinstance(kind, DecimalType):
+            columns.append((field.name, f"decimal({kind.precision},{kind.scale})"))
+        elif type(kind) in _SPARK_TYPES:
+            columns.append((field.name, _SPARK_TYPES[type(kind)]))
+        else:
+            return None
+    return tuple(columns)

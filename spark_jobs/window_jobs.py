@@ -41,10 +41,11 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
 from spark_jobs.changelog_range import ChangelogBound, SnapshotInfo, bound_at_order, find_bound
-from spark_jobs.merge import MergeCounts, MirrorSpec, merge_range
+from spark_jobs.merge import KnownState, MergeCounts, MirrorSpec, merge_range
 from spark_jobs.stamps import (
     newest_stamp,
     snapshot_infos,
+    spark_columns,
     stamp_without_changes,
     structure_digest,
 )
@@ -167,7 +168,14 @@ class WindowJobs:
             # no row to apply and no structure to follow: the stamp alone, without Spark
             counts = MergeCounts(0, 0, stamp_without_changes(mirror, stamps))
         else:
-            counts = merge_range(self._spark, spec, merged, high, stamps)
+            current = mirror.current_snapshot() if mirror is not None else None
+            known = KnownState(
+                changelog_properties=dict(changelog.properties),
+                changelog_columns=spark_columns(changelog.schema()),
+                mirror_snapshot=current.snapshot_id if current is not None else None,
+                structure_unchanged=state is not None and state.structure == structure,
+            )
+            counts = merge_range(self._spark, spec, merged, high, stamps, known)
         outcome = MergeOutcome(
             sink_table=sink.name,
             mirror=spec.mirror,

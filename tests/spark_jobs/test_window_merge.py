@@ -17,8 +17,10 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
+from ingest.changelog.table import ChangelogTable
 from spark_jobs.changelog_range import WindowNotCompleteError
-from spark_jobs.stamps import SPARK_APP_ID
+from spark_jobs.merge import KnownState, merge_range
+from spark_jobs.stamps import SPARK_APP_ID, spark_columns
 from spark_jobs.window_jobs import MergeOutcome, WindowJobs
 from tests.spark_jobs.sources import (
     changelog_watermark,
@@ -504,3 +506,71 @@ def test_rows_from_before_a_column_was_added_hold_its_default_as_at_the_source(
     assert found == source_rows(admin_connection, query.format("orders_0"))
     assert found[0] == (101, "new", 3, "it's", None)
     assert found[3] == (104, "new", 9, None, "n")
+
+
+def test_merges_of_an_unchanged_structure_leave_the_mirror_alone_until_the_structure_changes(
+    orders_windows: StartOrders, admin_connection: Connection, spark: SparkSession
+) -> None:
+    orders = orders_windows()
+    orders.change_and_merge(
+        "ALTER TABLE orders_0 COMMENT = 'orders'",
+        "INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)",
+    )
+    mirror = orders.mirror
+    assert spark.catalog.getTable(mirror).description == "orders"
+    # a change by hand that a merge looking at the mirror's structure would undo
+    spark.sql(f"COMMENT ON TABLE {mirror} IS 'by hand'")
+
+    orders.change_and_merge(
+        "UPDATE orders_0 SET status = 'paid' WHERE order_no = 101",
+        "INSERT INTO orders_0 VALUES (2, 102, 'new', 1.00, NULL)",
+    )
+    orders.change_and_merge("DELETE FROM orders_0 WHERE order_no = 101")
+
+    # the changelog's structure stayed as the first merge left the mirror: not looked at again
+    assert spark.catalog.getTable(mirror).description == "by hand"
+    assert mirror_rows(spark, mirror) == source_rows(
+        admin_connection, "SELECT order_no, status, amount FROM orders_0 ORDER BY order_no"
+    )
+
+    orders.change_and_merge(
+        "ALTER TABLE orders_0 ADD COLUMN note TEXT, MODIFY id BIGINT",
+        "INSERT INTO orders_0 VALUES (5000000000, 103, 'new', 2.00, NULL, 'after')",
+    )
+
+    # a changed structure reaches the mirror, and the whole of it is followed again
+    assert spark.catalog.getTable(mirror).description == "orders"
+    rows = spark.sql(f"SELECT id, order_no, note FROM {mirror} ORDER BY order_no").collect()
+    assert [tuple(row) for row in rows] == [(2, 102, None), (5_000_000_000, 103, "after")]
+    types = {f.name: f.dataType.simpleString() for f in spark.table(mirror).schema.fields}
+    assert (types["id"], types["note"]) == ("bigint", "string")
+
+
+def test_a_merge_follows_a_structure_that_changed_after_the_caller_found_it_unchanged(
+    orders_windows: StartOrders, catalog: Catalog, namespace: str, spark: SparkSession
+) -> None:
+    orders = orders_windows()
+    first = orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 9.99, NULL)")
+    # what merge_mirror loads before it merges, when ingest commits a new structure just after
+    changelog = catalog.load_table(f"{namespace}.orders_changelog")
+    current = catalog.load_table(f"{namespace}.orders").current_snapshot()
+    assert current is not None
+    known = KnownState(
+        changelog_properties=dict(changelog.properties),
+        changelog_columns=spark_columns(changelog.schema()),
+        mirror_snapshot=current.snapshot_id,
+        structure_unchanged=True,
+    )
+    orders.change(
+        "ALTER TABLE orders_0 ADD COLUMN note TEXT",
+        "INSERT INTO orders_0 VALUES (2, 102, 'new', 1.00, NULL, 'after')",
+    )
+    progress = ChangelogTable(catalog.load_table(f"{namespace}.orders_changelog")).progress()
+    assert progress is not None
+    (sink,) = plan_from_source(orders.config).sinks
+    spec = orders.jobs.mirror_spec(sink)
+
+    merge_range(spark, spec, first.merged_order, progress.last_order, {}, known)
+
+    rows = spark.sql(f"SELECT order_no, note FROM {orders.mirror} ORDER BY order_no").collect()
+    assert [tuple(row) for row in rows] == [(101, None), (102, "after")]
