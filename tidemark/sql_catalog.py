@@ -89,8 +89,9 @@ class TidemarkSqlCatalog(SqlCatalog):
         identifier = table.name()
         namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
         name = Catalog.table_name_from(identifier)
-        with Session(self.engine) as session:
-            result: CursorResult[Any] = session.execute(  # type: ignore[assignment]
+        # a Core connection, not an ORM session: a fifth of the CPU, on every commit
+        with self.engine.begin() as connection:
+            result: CursorResult[Any] = connection.execute(
                 update(IcebergTables)
                 .where(
                     IcebergTables.catalog_name == self.name,
@@ -104,7 +105,6 @@ class TidemarkSqlCatalog(SqlCatalog):
                 raise CommitFailedException(
                     f"Table has been updated by another process: {namespace}.{name}"
                 )
-            session.commit()
         return CommitTableResponse(metadata=metadata, metadata_location=location)  # type: ignore[call-arg]
 
     def _create(
