@@ -51,6 +51,7 @@ from pyiceberg.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    write_manifest,
 )
 from pyiceberg.partitioning import PartitionFieldValue, PartitionKey
 from pyiceberg.schema import sanitize_column_names
@@ -78,6 +79,7 @@ from ingest.changelog.fencing import (
     check_no_other_writer,
     newest_progress_id,
 )
+from ingest.changelog.manifest_merge import to_merge
 from ingest.changelog.manifest_writers import (
     AvroLayout,
     LaidOutManifestListWriter,
@@ -237,9 +239,10 @@ class _LeanCommit:
         self._rows = pa.Table.from_arrays(rows.columns, schema=plan.arrow)
         self._properties = properties
         self._commit_uuid = uuid.uuid4()
-        #: data files and the manifest, then one manifest list per attempt
+        #: data files and the manifest
         self._files: list[str] = []
-        self._lists: list[str] = []
+        #: per attempt, its manifest list and merged manifests
+        self._attempts: list[list[str]] = []
 
     def run(self) -> Snapshot:
         metadata = self._table.metadata
@@ -262,7 +265,7 @@ class _LeanCommit:
             raise AssertionError("unreachable")  # the loop returns or raises
         except (CommitFailedException, ConcurrentWriterError):
             # the commit did not land: nothing refers to these files
-            self._delete(self._files + self._lists)
+            self._delete(self._files + [path for files in self._attempts for path in files])
             raise
 
     def _partitions(
@@ -360,13 +363,16 @@ class _LeanCommit:
         parent = base.current_snapshot()
         parent_id = parent.snapshot_id if parent is not None else None
         sequence_number = base.next_sequence_number()
-        manifests = ([added] if added is not None else []) + self._appender.existing_manifests(
-            base, table.io
+        written: list[str] = []
+        self._attempts.append(written)
+        existing = self._appender.existing_manifests(base, table.io)
+        manifests = ([added] if added is not None else []) + self._merged(
+            base, snapshot_id, attempt, existing, written
         )
         path = plan.locations.new_metadata_location(
             f"snap-{snapshot_id}-{attempt}-{self._commit_uuid}.avro"
         )
-        self._lists.append(path)
+        written.append(path)
         with LaidOutManifestListWriter(
             output_file=table.io.new_output(path),
             snapshot_id=snapshot_id,
@@ -400,9 +406,51 @@ class _LeanCommit:
                 ),
             ),
         )
-        self._delete(self._lists[:-1])  # the attempts that did not land
+        # the attempts that did not land
+        self._delete([path for files in self._attempts[:-1] for path in files])
         self._appender.committed(snapshot_id, [_assigned(m, sequence_number) for m in manifests])
         return snapshot
+
+    def _merged(
+        self,
+        base: TableMetadata,
+        snapshot_id: int,
+        attempt: int,
+        manifests: list[ManifestFile],
+        written: list[str],
+    ) -> list[ManifestFile]:
+        """``manifests`` with each group ``manifest_merge.to_merge`` names merged into one
+        (its files as ``EXISTING`` entries); a group without live files is dropped."""
+        groups = to_merge(manifests)
+        if not groups:
+            return manifests
+        merged_away = {id(manifest) for group in groups for manifest in group}
+        merged = []
+        for number, group in enumerate(groups, start=1):
+            entries = [
+                entry
+                for manifest in group
+                for entry in manifest.fetch_manifest_entry(self._table.io, discard_deleted=True)
+            ]
+            if not entries:
+                continue
+            path = self._plan.locations.new_metadata_location(
+                f"{self._commit_uuid}-m{number}-{attempt}.avro"
+            )
+            written.append(path)
+            spec = base.specs()[group[0].partition_spec_id]
+            with write_manifest(
+                format_version=2,
+                spec=spec,
+                schema=base.schema(),
+                output_file=self._table.io.new_output(path),
+                snapshot_id=snapshot_id,
+                avro_compression=self._plan.avro_compression,
+            ) as writer:
+                for entry in entries:
+                    writer.existing(entry)
+            merged.append(writer.to_manifest_file())
+        return merged + [manifest for manifest in manifests if id(manifest) not in merged_away]
 
     def _summary(
         self, base: TableMetadata, data_files: list[DataFile], parent: Snapshot | None

@@ -17,6 +17,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import SparkSession
 
 from ingest.changelog.fencing import ConcurrentWriterError
+from ingest.changelog.manifest_merge import FAN_IN
 from ingest.changelog.table import ChangelogTable, changelog_schema, open_changelog
 from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.contracts.progress import TableProgress
@@ -56,6 +57,25 @@ def test_an_append_writes_what_pyiceberg_would(
         ("2026-01-03", 1),
     ]
     assert spark.table(f"tidemark.{lean.identifier}").count() == 6
+
+
+def test_a_long_history_keeps_a_short_manifest_list_of_the_same_files(
+    catalog: Catalog, namespace: str, spark: SparkSession
+) -> None:
+    commits = FAN_IN**2 + 3  # merges into the second tier, and a few manifests after it
+    lean = open_changelog(catalog, f"{namespace}.lean", DATA, {})
+    reference = _with_pyiceberg_append(open_changelog(catalog, f"{namespace}.reference", DATA, {}))
+    for index in range(commits):
+        for table in (lean, reference):
+            _append(table, index, [index % 2])
+
+    written = catalog.load_table(lean.identifier)
+    expected = catalog.load_table(reference.identifier)
+    assert len(_manifest_files(expected)) == commits
+    assert len(_manifest_files(written)) <= 2 * (FAN_IN - 1)
+    assert _entries(written) == _entries(expected)
+    assert _rows(written) == _rows(expected)
+    assert spark.table(f"tidemark.{lean.identifier}").count() == commits
 
 
 @pytest.mark.parametrize("append", ["lean", "pyiceberg"])
@@ -212,6 +232,28 @@ def _manifests(table: Table) -> list[tuple[Any, ...]]:
         )
         for manifest in snapshot.manifests(table.io)
     ]
+
+
+def _manifest_files(table: Table) -> list[Any]:
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    return snapshot.manifests(table.io)
+
+
+def _entries(table: Table) -> list[tuple[Any, ...]]:
+    """Each live data file's sequence numbers, the snapshot that added it and its rows' first
+    order key."""
+    order_id = table.schema().find_field("_tm_order").field_id
+    return sorted(
+        (
+            entry.sequence_number,
+            entry.file_sequence_number,
+            entry.data_file.record_count,
+            entry.data_file.lower_bounds[order_id],
+        )
+        for manifest in _manifest_files(table)
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+    )
 
 
 def _files_in(table: ChangelogTable, folder: str) -> set[str]:
