@@ -9,8 +9,9 @@ functions by timed calls of themselves, and writes what they did as JSON lines t
 - ``streaming``: ``at``, when the first binlog event reached the assembler;
 - ``commit``: one per changelog commit (``ChangelogTable.commit``): ``table``, ``wm`` (the
   watermark it stamped, ms), ``rows``, ``began``, ``ended``;
-- ``flush``: one per flush with tables (``IngestRunner._start_commits``): ``tables``,
-  ``rows``, ``began``, ``ended`` (when its last commit ended, in the background or not);
+- ``flush``: one per flush of every waiting table at once (``IngestRunner._commit``: at a
+  stop, a reconnect, ``flush-rows``), with tables: ``tables``, ``rows``, ``began``,
+  ``ended``; tables otherwise commit one by one in the background (``commit`` events);
 - ``watermark``: one per watermark report handed to Kafka (``KafkaReports.publish_watermark``):
   ``tables`` (the changelogs it names), ``wm``, ``at``;
 - ``stopped``: the run's summary (``commits``, ``rows``, ``reason``) once it ended.
@@ -111,35 +112,23 @@ def instrument(log: EventLog) -> None:
 
     ChangelogTable.commit = timed_commit  # type: ignore[method-assign]
 
-    start_commits = IngestRunner._start_commits
+    commit_all = IngestRunner._commit
 
     def timed_flush(self: IngestRunner, flush: Any) -> None:
-        began = time.time()
-        start_commits(self, flush)
         if not flush.tables:
+            commit_all(self, flush)
             return
+        began = time.time()
+        commit_all(self, flush)
+        log.write(
+            "flush",
+            tables=len(flush.tables),
+            rows=sum(len(table.changes) for table in flush.tables),
+            began=began,
+            ended=time.time(),
+        )
 
-        def logged(ended: float) -> None:
-            log.write(
-                "flush",
-                tables=len(flush.tables),
-                rows=sum(len(table.changes) for table in flush.tables),
-                began=began,
-                ended=ended,
-            )
-
-        in_flight = self._in_flight
-        if in_flight is None:  # committed here, one table after another
-            logged(time.time())
-            return
-
-        def when_finished() -> None:  # the commits run in the background
-            in_flight.finished.wait()
-            logged(time.time())
-
-        threading.Thread(target=when_finished, daemon=True).start()
-
-    IngestRunner._start_commits = timed_flush  # type: ignore[method-assign]
+    IngestRunner._commit = timed_flush  # type: ignore[method-assign]
 
     publish_watermark = KafkaReports.publish_watermark
 

@@ -28,7 +28,7 @@ Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to comm
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -238,6 +238,21 @@ class ChangeAssembler:
         tables = [self._table_flush(sink, self._take_pending(sink)) for sink in sorted(sinks)]
         self._pending_count = sum(len(rows) for rows in self._pending.values())
         return Flush(tables)
+
+    def flush_only(self, sinks: Collection[str]) -> Flush:
+        """The tables ``sinks`` alone, at the last boundary: their rows of committed
+        transactions, or an empty commit for one without rows (a known table)."""
+        tables = [
+            self._table_flush(sink, self._take_pending(sink))
+            for sink in sinks
+            if sink in self._pending or sink in self._progress
+        ]
+        self._pending_count -= sum(len(table.changes) for table in tables)
+        return Flush(tables)
+
+    def pending_sinks(self) -> Iterator[str]:
+        """The sinks with rows waiting for a flush, those whose oldest rows came first."""
+        return iter(self._pending)
 
     def progress(self, sink: str) -> TableProgress | None:
         return self._progress.get(sink)

@@ -8,7 +8,6 @@ decisions about rows live in ``ingest.stream.assembler``; the commits in
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import logging
 import math
@@ -34,6 +33,7 @@ from ingest.errors import SchemaChangeStopError
 from ingest.gc_pacing import fewer_collections
 from ingest.settings import IngestSettings
 from ingest.stream.assembler import ChangeAssembler, Flush, TableFlush
+from ingest.stream.background_commits import BackgroundCommits, commit_rows
 from tidemark.contracts.reports import CommitReport, TableMark, WatermarkReport
 from tidemark.source import BinlogPosition, SourceConnection
 
@@ -75,28 +75,6 @@ class RunSummary:
     position: BinlogPosition | None = None
     stopped_because: str = ""
     snapshots: dict[str, int] = field(default_factory=dict)
-
-
-class _FlushInFlight:
-    """The commits of one flush, running in the background; ``finished`` is set when the last
-    one has ended, committed or failed."""
-
-    def __init__(
-        self, work: list[tuple[TableFlush, ChangelogTable]], pool: ThreadPoolExecutor
-    ) -> None:
-        self.work = work
-        self.finished = threading.Event()
-        self._remaining = len(work)
-        self._lock = threading.Lock()
-        self.futures = [pool.submit(_commit_table, *job) for job in work]
-        for future in self.futures:
-            future.add_done_callback(self._ended)
-
-    def _ended(self, _: concurrent.futures.Future[Snapshot]) -> None:
-        with self._lock:
-            self._remaining -= 1
-            if self._remaining == 0:
-                self.finished.set()
 
 
 class _HandedOver(Exception):  # noqa: N818 - a signal, not an error
@@ -144,10 +122,12 @@ class IngestRunner:
         self._idle_round_started = clock()
         self._idle_round_size = 0
         self._last_progress_log = clock()
-        #: commits the tables of one flush concurrently, while ``run`` runs
-        self._committers: ThreadPoolExecutor | None = None
-        #: the flush being committed in the background, if any
-        self._in_flight: _FlushInFlight | None = None
+        #: the commits running in the background, while ``run`` runs
+        self._commits: BackgroundCommits | None = None
+        #: when each table's last commit was handed out (``_top_up``)
+        self._commit_started: dict[str, float] = {}
+        #: no table waiting for a commit can have one before this (``_top_up``)
+        self._next_top_up = -math.inf
 
     def consistent_from(self) -> BinlogPosition:
         """Where every table is consistent with the source: past the bootstraps' reads."""
@@ -172,16 +152,14 @@ class IngestRunner:
 
     @contextlib.contextmanager
     def _commit_pool(self) -> Iterator[None]:
-        threads = self._settings.commit_threads
-        if threads <= 1:
-            yield
-            return
+        threads = max(1, self._settings.commit_threads)
         with ThreadPoolExecutor(threads, thread_name_prefix="commit") as pool:
-            self._committers = pool
+            # twice as many commits as threads: one waits while another runs
+            self._commits = BackgroundCommits(pool, slots=2 * threads)
             try:
                 yield
             finally:
-                self._committers = None
+                self._commits = None
 
     def _run(self, stop: StopWhen) -> RunSummary:
         started = self._clock()
@@ -241,6 +219,7 @@ class IngestRunner:
                     # commit): what follows waits for its end, or for its next part of
                     # max_transaction_rows in a large one
                     continue
+                self._top_up()
                 if isinstance(event, Heartbeat) or self._due():
                     self._tick()
                 if self._background is not None and self._background.finished.is_set():
@@ -285,29 +264,56 @@ class IngestRunner:
         )
 
     def _tick(self) -> None:
-        """Commit what waits, in the background while reading goes on (one flush at a time),
-        and between two flushes, with nothing in flight, the watermark report and idle
-        commits."""
+        """What runs every ``flush_interval`` (and at heartbeats): commits that ended, all
+        waiting rows at once if they reach ``flush_rows``, the watermark report, idle commits,
+        the reports' retries and the progress log."""
         started = self._clock()
-        if self._in_flight is not None:
-            if (
-                not self._in_flight.finished.is_set()
-                and self._assembler.pending_rows < self._settings.flush_rows
-            ):
-                return  # reading goes on
-            self._finish_in_flight()
+        self._collect()
+        if self._assembler.pending_rows >= self._settings.flush_rows:
+            self._commit(self._assembler.flush())  # memory stays bounded
         if started - self._last_watermark_report >= self._settings.watermark_report_seconds:
             self._report_watermark()
         self._commit_idle(started)
-        if self._assembler.pending_rows:
-            self._start_commits(self._assembler.flush())
-        # deadlines count from the end of the work, or from a background flush's start: a
-        # tick longer than an interval must not make the next event start another one
-        self._last_flush = started if self._in_flight is not None else self._clock()
+        # deadlines count from the end of the work: a tick longer than an interval must not
+        # make the next event start another one
+        self._last_flush = self._clock()
         if self._reports is not None:
             self._reports.tick()
         if started - self._last_progress_log >= self._settings.progress_log_seconds:
             self._log_progress(started)
+
+    def _top_up(self) -> None:
+        """Hand out tables with waiting rows to the free commit slots, those whose rows came
+        first first, each at most once a ``flush_interval`` (its rows wait meanwhile), with
+        everything it has up to the last transaction boundary and the watermark now: under
+        a load that keeps every slot busy, a table waits one round of all the tables, not
+        a flush of them all and the next."""
+        commits = self._commits
+        if commits is None:
+            return
+        self._collect()
+        if commits.free <= 0 or not self._assembler.pending_rows:
+            return
+        now = self._clock()
+        if self._assembler.in_transaction or now < self._next_top_up:
+            return
+        interval = self._settings.flush_interval_seconds
+        chosen: list[str] = []
+        next_due = math.inf
+        for sink in self._assembler.pending_sinks():
+            if sink in commits:
+                continue
+            due = self._commit_started.get(sink, -math.inf) + interval
+            if due > now:
+                next_due = min(next_due, due)
+                continue
+            chosen.append(sink)
+            if len(chosen) == commits.free:
+                break
+        # with a free slot left, nothing waiting can be handed out before ``next_due``
+        self._next_top_up = next_due if len(chosen) < commits.free else -math.inf
+        for table_flush in self._assembler.flush_only(chosen).tables:
+            self._submit(table_flush)
 
     def _report_watermark(self) -> None:
         """Learn the source's clock, then tell the scheduler how far every table without
@@ -320,6 +326,8 @@ class IngestRunner:
         marks: dict[str, TableMark] = {}
         marked: list[str] = []
         for sink, last_order in self._assembler.complete_tables().items():
+            if self._commits is not None and sink in self._commits:
+                continue  # its rows are not committed yet
             table = self._tables.get(sink)
             snapshot_id = None if table is None else table.last_commit_id()
             if table is not None and snapshot_id is not None and not is_errors_sink(sink):
@@ -361,8 +369,16 @@ class IngestRunner:
         done = self._idle_round_size - len(self._idle_round)
         due = math.ceil(self._idle_round_size * share) - done
         while self._idle_round and due > 0:
-            self._commit(self._assembler.flush(idle_tables=[self._idle_round.popleft()]))
+            sink = self._idle_round.popleft()
             due -= 1
+            if self._commits is not None and sink in self._commits:
+                continue  # committing already
+            flush = self._assembler.flush_only([sink])
+            if self._commits is None:
+                self._commit(flush)
+            else:
+                for table_flush in flush.tables:
+                    self._submit(table_flush)
             if self._clock() - now >= self._settings.tick_budget_seconds:
                 break
 
@@ -376,39 +392,41 @@ class IngestRunner:
         self._assembler.observe_caught_up(position, server_time_ms)
 
     def _commit(self, flush: Flush) -> None:
-        """Commit ``flush`` and wait for it (and for a flush in flight before it)."""
-        self._finish_in_flight()
-        self._start_commits(flush)
-        self._finish_in_flight()
-
-    def _start_commits(self, flush: Flush) -> None:
-        """Commit each table's rows with its progress: ``commit_threads`` tables at a time in
-        the background (``_finish_in_flight`` collects them), or here, one after another."""
-        assert self._in_flight is None  # one flush at a time: its tables' next commits wait
-        work = [(table_flush, self._table(table_flush.sink)) for table_flush in flush.tables]
-        if self._committers is None or len(work) <= 1:
-            for table_flush, table in work:
-                self._committed(table_flush, table, _commit_table(table_flush, table))
+        """Commit ``flush`` and wait for it, after every commit in flight."""
+        self._collect(wait=True)
+        if self._commits is None:  # outside ``run``
+            for table_flush in flush.tables:
+                table = self._table(table_flush.sink)
+                self._committed(table_flush, table, commit_rows(table_flush, table))
             return
-        self._in_flight = _FlushInFlight(work, self._committers)
+        for table_flush in flush.tables:
+            self._submit(table_flush)
+        self._collect(wait=True)
 
-    def _finish_in_flight(self) -> None:
-        """Wait for the flush in flight; count and report its commits in the flush's order.
-        A failure is raised once every table of the flush has finished, committed or failed,
-        and after the committed ones are reported: the next flush never commits to a table
-        this one still does, and the scheduler hears of every commit that landed."""
-        in_flight, self._in_flight = self._in_flight, None
-        if in_flight is None:
+    def _submit(self, table_flush: TableFlush) -> None:
+        assert self._commits is not None
+        self._commit_started[table_flush.sink] = self._clock()
+        self._commits.submit(table_flush, self._table(table_flush.sink))
+
+    def _collect(self, wait: bool = False) -> None:
+        """Count and report the commits that ended (with ``wait``, all of them, once they
+        have). A failure is raised once every commit in flight has ended, after the ones that
+        landed are reported: the scheduler hears of every commit that landed."""
+        commits = self._commits
+        if commits is None:
             return
-        in_flight.finished.wait()
-        failures = [
-            error for future in in_flight.futures if (error := future.exception()) is not None
-        ]
-        for (table_flush, table), future in zip(in_flight.work, in_flight.futures, strict=True):
-            if future.exception() is None:
-                self._committed(table_flush, table, future.result())
-        if failures:
-            raise failures[0]
+        failure: BaseException | None = None
+        for ended in list(commits.wait_all() if wait else commits.ended()):
+            if ended.error is not None:
+                failure = failure or ended.error
+            elif ended.snapshot is not None:
+                self._committed(ended.table_flush, ended.table, ended.snapshot)
+        if failure is None:
+            return
+        for ended in list(commits.wait_all()):
+            if ended.snapshot is not None:
+                self._committed(ended.table_flush, ended.table, ended.snapshot)
+        raise failure
 
     def _committed(
         self, table_flush: TableFlush, table: ChangelogTable, snapshot: Snapshot
@@ -447,7 +465,3 @@ class IngestRunner:
         )
         self._rows_at_last_log = self._summary.rows
         self._last_progress_log = now
-
-
-def _commit_table(table_flush: TableFlush, table: ChangelogTable) -> Snapshot:
-    return table.commit(table_flush.changes.to_arrow(table.schema), table_flush.progress)

@@ -527,10 +527,12 @@ class IngestOptions(_Frozen):
     model_config = ConfigDict(title="ingest options")
 
     flush_interval: timedelta = option(
-        timedelta(seconds=2), parse=positive_duration, doc="commit what waits at least this often"
+        timedelta(seconds=2),
+        parse=positive_duration,
+        doc="a table's changes are committed at most this often, as soon as a commit is free",
     )
     flush_rows: int = option(
-        50_000, parse=at_least_one, doc="... or as soon as this many rows wait"
+        50_000, parse=at_least_one, doc="... and all tables at once when this many rows wait"
     )
     max_transaction_rows: int = option(
         100_000,

@@ -1,0 +1,84 @@
+"""Changelog commits running on a thread pool while the ingest loop reads on.
+
+At most one commit per table is in flight, so a table's commits land in the order they were
+made; the loop hands out a table's rows when it has a free slot (``IngestRunner._top_up``) and
+collects what ended on its own thread, where counts and reports are kept. A commit spends
+about half its time waiting for the catalog's database and the files, which the other threads
+use; the rest holds Python's lock, so more threads than a few add nothing on one core.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pyiceberg.table.snapshots import Snapshot
+
+from ingest.changelog.table import ChangelogTable
+from ingest.stream.assembler import TableFlush
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A commit that ended: its snapshot, or why it failed."""
+
+    table_flush: TableFlush
+    table: ChangelogTable
+    snapshot: Snapshot | None
+    error: BaseException | None
+
+
+class BackgroundCommits:
+    """Commits in flight on ``pool``, at most ``slots`` of them and one per table."""
+
+    def __init__(self, pool: ThreadPoolExecutor, slots: int) -> None:
+        self._pool = pool
+        self.slots = slots
+        self._in_flight: dict[str, tuple[TableFlush, ChangelogTable, Future[Snapshot]]] = {}
+        #: commits that ended, appended by the pool's threads (deque appends are atomic)
+        self._ended: deque[tuple[str, Future[Snapshot]]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._in_flight)
+
+    def __contains__(self, sink: object) -> bool:
+        return sink in self._in_flight
+
+    @property
+    def free(self) -> int:
+        return self.slots - len(self._in_flight)
+
+    def submit(self, table_flush: TableFlush, table: ChangelogTable) -> None:
+        sink = table_flush.sink
+        assert sink not in self._in_flight  # one commit per table at a time: they stay in order
+        future = self._pool.submit(commit_rows, table_flush, table)
+        self._in_flight[sink] = (table_flush, table, future)
+        future.add_done_callback(lambda done: self._ended.append((sink, done)))
+
+    def ended(self) -> Iterator[Ended]:
+        """The commits that have ended since the last call, without waiting."""
+        while self._ended:
+            sink, future = self._ended.popleft()
+            in_flight = self._in_flight.get(sink)
+            if in_flight is not None and in_flight[2] is future:  # not collected by wait_all
+                yield self._pop(sink)
+
+    def wait_all(self) -> Iterator[Ended]:
+        """Every commit in flight, once it has ended."""
+        futures = [future for _, _, future in self._in_flight.values()]
+        concurrent.futures.wait(futures)
+        for sink in list(self._in_flight):
+            yield self._pop(sink)
+
+    def _pop(self, sink: str) -> Ended:
+        table_flush, table, future = self._in_flight.pop(sink)
+        error = future.exception()
+        return Ended(table_flush, table, None if error else future.result(), error)
+
+
+def commit_rows(table_flush: TableFlush, table: ChangelogTable) -> Snapshot:
+    """One table's rows and progress, in one commit."""
+    return table.commit(table_flush.changes.to_arrow(table.schema), table_flush.progress)
