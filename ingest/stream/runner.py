@@ -126,8 +126,6 @@ class IngestRunner:
         self._commits: BackgroundCommits | None = None
         #: when each table's last commit was handed out (``_top_up``)
         self._commit_started: dict[str, float] = {}
-        #: no table waiting for a commit can have one before this (``_top_up``)
-        self._next_top_up = -math.inf
 
     def consistent_from(self) -> BinlogPosition:
         """Where every table is consistent with the source: past the bootstraps' reads."""
@@ -294,24 +292,21 @@ class IngestRunner:
         self._collect()
         if commits.free <= 0 or not self._assembler.pending_rows:
             return
-        now = self._clock()
-        if self._assembler.in_transaction or now < self._next_top_up:
+        if self._assembler.in_transaction:
             return
+        now = self._clock()
         interval = self._settings.flush_interval_seconds
         chosen: list[str] = []
-        next_due = math.inf
         for sink in self._assembler.pending_sinks():
             if sink in commits:
                 continue
-            due = self._commit_started.get(sink, -math.inf) + interval
-            if due > now:
-                next_due = min(next_due, due)
-                continue
+            if self._commit_started.get(sink, -math.inf) + interval > now:
+                # the ones after it got their rows later: most were committed later too, and
+                # those that were not wait at most an interval (this stays a short scan)
+                break
             chosen.append(sink)
             if len(chosen) == commits.free:
                 break
-        # with a free slot left, nothing waiting can be handed out before ``next_due``
-        self._next_top_up = next_due if len(chosen) < commits.free else -math.inf
         for table_flush in self._assembler.flush_only(chosen).tables:
             self._submit(table_flush)
 

@@ -5,7 +5,7 @@ run only once the commits beside it have ended, each that landed reported once."
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -137,6 +137,37 @@ def test_the_binlog_is_read_while_a_flush_commits(
     for table, qty in (("t00", [1]), ("t01", [1]), ("t02", [2])):
         rows = catalog.load_table(f"{namespace}.{table}_changelog").scan().to_arrow()
         assert rows["qty"].to_pylist() == qty
+
+
+def test_each_table_is_committed_while_the_stream_runs(
+    catalog: Catalog,
+    namespace: str,
+    config: PipelineConfig,
+    twelve_tables: Connection,
+) -> None:
+    settings = IngestSettings(commit_threads=2, flush_interval_seconds=0.2)
+    runner = build_runner(config, catalog, None, settings)
+    stop = threading.Event()
+    run = threading.Thread(target=runner.run, args=(StopWhen(requested=stop),), daemon=True)
+    run.start()
+    try:
+        for round_ in range(2):  # twice each table: later rows too, not only first ones
+            for number in range(TABLES):
+                with twelve_tables.cursor() as cursor:
+                    cursor.execute(f"INSERT INTO t{number:02} VALUES ({round_}, {number})")
+                wait_until(
+                    f"t{number:02}'s row {round_} committed while streaming",
+                    _holds_rows(catalog, f"{namespace}.t{number:02}_changelog", round_ + 1),
+                    seconds=30,
+                )
+    finally:
+        stop.set()
+        run.join(timeout=120)
+    assert not run.is_alive()
+
+
+def _holds_rows(catalog: Catalog, identifier: str, rows: int) -> Callable[[], bool]:
+    return lambda: len(catalog.load_table(identifier).scan().to_arrow()) == rows
 
 
 def test_a_failed_commit_stops_the_run_and_every_commit_that_landed_is_reported(
