@@ -9,6 +9,7 @@ format v2, partitioned by day of event time. Ingest only ever appends
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
@@ -59,6 +60,10 @@ class ChangelogTable:
         self._table = table
         self.schema = table.schema().as_arrow()
         self._appender = Appender(table, fallback=self._append_with_pyiceberg)
+        #: held by every commit to this table: ingest commits in background threads
+        #: (``ingest.stream.background_commits``) while the schema tracker may evolve the table
+        #: on the reading thread; a commit converts its rows to ``schema`` under it too
+        self.writing = threading.RLock()
 
     @property
     def identifier(self) -> str:
@@ -77,12 +82,13 @@ class ChangelogTable:
     ) -> None:
         """Add columns, widen types and set properties, in one commit
         (``ingest.schema.evolution``)."""
-        with _Transaction(self._table) as transaction:
-            if add or widen:
-                with transaction.update_schema() as update:
-                    update.union_by_name(pa.schema([*add, *widen]))
-            transaction.set_properties(dict(properties))
-        self.schema = self._table.schema().as_arrow()
+        with self.writing:
+            with _Transaction(self._table) as transaction:
+                if add or widen:
+                    with transaction.update_schema() as update:
+                        update.union_by_name(pa.schema([*add, *widen]))
+                transaction.set_properties(dict(properties))
+            self.schema = self._table.schema().as_arrow()
 
     def current_snapshot(self) -> Snapshot | None:
         return self._table.current_snapshot()
@@ -105,7 +111,8 @@ class ChangelogTable:
         properties = progress.summary()
         if bootstrap is not None:
             properties.update(bootstrap.summary())
-        return self._appender.append(rows, properties)
+        with self.writing:
+            return self._appender.append(rows, properties)
 
     def _append_with_pyiceberg(self, rows: pa.Table, properties: dict[str, str]) -> None:
         with _Transaction(self._table) as transaction:
@@ -113,7 +120,7 @@ class ChangelogTable:
 
     def delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
         """Delete the rows matching ``rows``, in a commit that keeps ``progress``."""
-        with _Transaction(self._table) as transaction:
+        with self.writing, _Transaction(self._table) as transaction:
             transaction.delete(delete_filter=rows, snapshot_properties=progress.summary())
 
     def last_commit_id(self) -> int | None:

@@ -80,5 +80,7 @@ class BackgroundCommits:
 
 
 def commit_rows(table_flush: TableFlush, table: ChangelogTable) -> Snapshot:
-    """One table's rows and progress, in one commit."""
-    return table.commit(table_flush.changes.to_arrow(table.schema), table_flush.progress)
+    """One table's rows and progress, in one commit, converted to the table's schema as it is
+    then (the schema tracker may have evolved it since the rows were read)."""
+    with table.writing:
+        return table.commit(table_flush.changes.to_arrow(table.schema), table_flush.progress)
