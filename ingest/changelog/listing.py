@@ -3,8 +3,8 @@
 Onboarding a thousand new tables asked the catalog twice per table before creating it: a
 ``load_table`` that failed and a ``create_namespace_if_not_exists``; start-up asked again for
 each sink table's error table. A listing per namespace answers all of them; what is created
-through it joins it. Tables created meanwhile by another process are not expected (one ingest
-runs a pipeline), and creating one of those fails as the catalog says, not silently.
+through it joins it. A table another process creates meanwhile is not expected (one ingest runs
+a pipeline); creating it again fails in the catalog, and ``open_changelog`` then opens it.
 """
 
 from __future__ import annotations
