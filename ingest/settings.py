@@ -32,9 +32,9 @@ class IngestSettings:
     #: reconnect attempts in a row before giving up
     max_reconnects: int = 5
     progress_log_seconds: float = 30.0
-    #: changelog tables committed at once when a flush touches several: a commit spends
-    #: about half its time waiting for the catalog's database and the file system, which
-    #: another table's commit uses (1: one after another)
+    #: threads committing changelog tables in the background (``ingest.stream.
+    #: background_commits``): a commit spends about half its time waiting for the catalog's
+    #: database and the file system, which another table's commit uses
     commit_threads: int = 4
     #: how long one tick may spend on idle tables' empty commits before reading goes on
     tick_budget_seconds: float = 0.5
