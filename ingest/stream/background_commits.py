@@ -41,9 +41,6 @@ class BackgroundCommits:
         #: commits that ended, appended by the pool's threads (deque appends are atomic)
         self._ended: deque[tuple[str, Future[Snapshot]]] = deque()
 
-    def __len__(self) -> int:
-        return len(self._in_flight)
-
     def __contains__(self, sink: object) -> bool:
         return sink in self._in_flight
 
@@ -54,7 +51,7 @@ class BackgroundCommits:
     def submit(self, table_flush: TableFlush, table: ChangelogTable) -> None:
         sink = table_flush.sink
         assert sink not in self._in_flight  # one commit per table at a time: they stay in order
-        future = self._pool.submit(commit_rows, table_flush, table)
+        future = self._pool.submit(_commit_rows, table_flush, table)
         self._in_flight[sink] = (table_flush, table, future)
         future.add_done_callback(lambda done: self._ended.append((sink, done)))
 
@@ -79,7 +76,7 @@ class BackgroundCommits:
         return Ended(table_flush, table, None if error else future.result(), error)
 
 
-def commit_rows(table_flush: TableFlush, table: ChangelogTable) -> Snapshot:
+def _commit_rows(table_flush: TableFlush, table: ChangelogTable) -> Snapshot:
     """One table's rows and progress, in one commit, converted to the table's schema as it is
     then (the schema tracker may have evolved it since the rows were read)."""
     with table.writing:

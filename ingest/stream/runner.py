@@ -33,7 +33,7 @@ from ingest.errors import SchemaChangeStopError
 from ingest.gc_pacing import fewer_collections
 from ingest.settings import IngestSettings
 from ingest.stream.assembler import ChangeAssembler, Flush, TableFlush
-from ingest.stream.background_commits import BackgroundCommits, commit_rows
+from ingest.stream.background_commits import BackgroundCommits
 from tidemark.contracts.reports import CommitReport, TableMark, WatermarkReport
 from tidemark.source import BinlogPosition, SourceConnection
 
@@ -158,6 +158,13 @@ class IngestRunner:
                 yield
             finally:
                 self._commits = None
+
+    @property
+    def _in_flight(self) -> BackgroundCommits:
+        """The commits running in the background: they exist while ``run`` runs, and every
+        commit happens inside it."""
+        assert self._commits is not None, "commits happen only while run() runs"
+        return self._commits
 
     def _run(self, stop: StopWhen) -> RunSummary:
         started = self._clock()
@@ -286,9 +293,7 @@ class IngestRunner:
         everything it has up to the last transaction boundary and the watermark now: under
         a load that keeps every slot busy, a table waits one round of all the tables, not
         a flush of them all and the next."""
-        commits = self._commits
-        if commits is None:
-            return
+        commits = self._in_flight
         self._collect()
         if commits.free <= 0 or not self._assembler.pending_rows:
             return
@@ -321,7 +326,7 @@ class IngestRunner:
         marks: dict[str, TableMark] = {}
         marked: list[str] = []
         for sink, last_order in self._assembler.complete_tables().items():
-            if self._commits is not None and sink in self._commits:
+            if sink in self._in_flight:
                 continue  # its rows are not committed yet
             table = self._tables.get(sink)
             snapshot_id = None if table is None else table.last_commit_id()
@@ -366,14 +371,10 @@ class IngestRunner:
         while self._idle_round and due > 0:
             sink = self._idle_round.popleft()
             due -= 1
-            if self._commits is not None and sink in self._commits:
+            if sink in self._in_flight:
                 continue  # committing already
-            flush = self._assembler.flush_only([sink])
-            if self._commits is None:
-                self._commit(flush)
-            else:
-                for table_flush in flush.tables:
-                    self._submit(table_flush)
+            for table_flush in self._assembler.flush_only([sink]).tables:
+                self._submit(table_flush)
             if self._clock() - now >= self._settings.tick_budget_seconds:
                 break
 
@@ -389,27 +390,19 @@ class IngestRunner:
     def _commit(self, flush: Flush) -> None:
         """Commit ``flush`` and wait for it, after every commit in flight."""
         self._collect(wait=True)
-        if self._commits is None:  # outside ``run``
-            for table_flush in flush.tables:
-                table = self._table(table_flush.sink)
-                self._committed(table_flush, table, commit_rows(table_flush, table))
-            return
         for table_flush in flush.tables:
             self._submit(table_flush)
         self._collect(wait=True)
 
     def _submit(self, table_flush: TableFlush) -> None:
-        assert self._commits is not None
         self._commit_started[table_flush.sink] = self._clock()
-        self._commits.submit(table_flush, self._table(table_flush.sink))
+        self._in_flight.submit(table_flush, self._table(table_flush.sink))
 
     def _collect(self, wait: bool = False) -> None:
         """Count and report the commits that ended (with ``wait``, all of them, once they
         have). A failure is raised once every commit in flight has ended, after the ones that
         landed are reported: the scheduler hears of every commit that landed."""
-        commits = self._commits
-        if commits is None:
-            return
+        commits = self._in_flight
         failure: BaseException | None = None
         for ended in list(commits.wait_all() if wait else commits.ended()):
             if ended.error is not None:
