@@ -175,9 +175,9 @@ def merge_range(
     )
     if known is not None and not follow:
         # the properties the digest was computed from, which the mirror's structure follows
-        evolution = _evolution(spec, known.changelog_properties)
+        evolution = mirror_evolution(spec, known.changelog_properties)
     else:
-        evolution = _evolution(spec, _properties(spark, spec.changelog))
+        evolution = mirror_evolution(spec, _properties(spark, spec.changelog))
     # the range is read once: the counts, the truncate markers and the MERGE take it from here
     changes = _ranked(
         spark,
@@ -275,7 +275,8 @@ def _scan(ranked: DataFrame) -> _Scan:
     return _Scan(row.rows, row.keys, [_Truncation(*marker) for marker in markers])
 
 
-def _evolution(spec: MirrorSpec, changelog_properties: Mapping[str, str]) -> MirrorColumns:
+def mirror_evolution(spec: MirrorSpec, changelog_properties: Mapping[str, str]) -> MirrorColumns:
+    """What the mirror follows of the source's drops, renames and added defaults."""
     found = mirror_columns(changelog_properties, spec.key)
     return MirrorColumns(
         dropped=found.dropped if spec.follow_drops else frozenset(),

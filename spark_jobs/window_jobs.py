@@ -40,8 +40,9 @@ from pyiceberg.table import Table
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
+from spark_jobs.arrow_merge import merge_without_spark
 from spark_jobs.changelog_range import ChangelogBound, SnapshotInfo, bound_at_order, find_bound
-from spark_jobs.merge import KnownState, MergeCounts, MirrorSpec, merge_range
+from spark_jobs.merge import KnownState, MergeCounts, MirrorSpec, merge_range, mirror_evolution
 from spark_jobs.stamps import (
     newest_stamp,
     snapshot_infos,
@@ -86,6 +87,9 @@ class MergeOutcome:
     changelog_snapshot: int | None = None
     mirror_snapshot: int | None = None
     seconds: float = 0.0
+    #: the merge ran Spark jobs (``spark_jobs.merge``); else PyIceberg alone committed it
+    #: (``spark_jobs.arrow_merge``, or a stamp)
+    by_spark: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,15 +163,18 @@ class WindowJobs:
             MirrorKey.CHANGELOG_SNAPSHOT: str(bound.snapshot_id),
             MirrorKey.CHANGELOG_STRUCTURE: structure,
         }
-        if (
-            mirror is not None
-            and state is not None
-            and high == merged
-            and (state.structure == structure)
-        ):
+        unchanged = mirror is not None and state is not None and state.structure == structure
+        counts: MergeCounts | None = None
+        if unchanged and high == merged:
             # no row to apply and no structure to follow: the stamp alone, without Spark
+            assert mirror is not None
             counts = MergeCounts(0, 0, stamp_without_changes(mirror, stamps))
-        else:
+        elif unchanged and spec.projection is None and spec.filter is None:
+            # rows to apply to a structure as the last merge left it: without Spark if it can
+            assert mirror is not None
+            counts = self._merge_without_spark(spec, changelog, mirror, merged, high, stamps)
+        by_spark = counts is None
+        if counts is None:
             current = mirror.current_snapshot() if mirror is not None else None
             known = KnownState(
                 changelog_properties=dict(changelog.properties),
@@ -189,9 +196,10 @@ class WindowJobs:
             changelog_snapshot=bound.snapshot_id,
             mirror_snapshot=counts.snapshot_id,
             seconds=self._clock() - started,
+            by_spark=by_spark,
         )
         logger.info(
-            "Merged %s into %s for %s: orders (%d, %d], %d changes, %d keys, %.1f s",
+            "Merged %s into %s for %s: orders (%d, %d], %d changes, %d keys, %.2f s%s",
             spec.changelog,
             spec.mirror,
             window,
@@ -200,8 +208,32 @@ class WindowJobs:
             counts.changes,
             counts.keys,
             outcome.seconds,
+            " (Spark)" if by_spark else "",
         )
         return outcome
+
+    def _merge_without_spark(
+        self,
+        spec: MirrorSpec,
+        changelog: Table,
+        mirror: Table,
+        low: int,
+        high: int,
+        stamps: Mapping[str, str],
+    ) -> MergeCounts | None:
+        merged = merge_without_spark(
+            changelog,
+            mirror,
+            spec.key,
+            low=low,
+            high=high,
+            stamps=stamps,
+            evolution=mirror_evolution(spec, changelog.properties),
+            keep_deletes=spec.keep_deletes,
+        )
+        return (
+            None if merged is None else MergeCounts(merged.changes, merged.keys, merged.snapshot_id)
+        )
 
     def mirror_spec(self, sink: SinkTable) -> MirrorSpec:
         """How ``sink``'s changelog becomes its mirror: names, key, transform, partitioning."""

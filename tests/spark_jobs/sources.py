@@ -39,8 +39,10 @@ def orders_pipeline(
     tidemark_block: str = "",
     top_level: str = "",
     table_options: str = "",
+    unique_key: str = "order_no",
 ) -> PipelineConfig:
-    """Every ``orders_<n>`` shard of ``database`` into ``namespace.orders``, keyed by order_no;
+    """Every ``orders_<n>`` shard of ``database`` into ``namespace.orders``, keyed by
+    ``unique_key``;
     ``tidemark_block`` adds to the ``tidemark:`` block (indented two spaces), ``top_level``
     adds blocks such as ``transform:``, ``table_options`` adds to the orders table's options
     (indented six spaces)."""
@@ -58,7 +60,9 @@ def orders_pipeline(
     )
     text += (
         f"\n{top_level}\ntidemark:\n  tables:\n"
-        f"    {namespace}.orders:\n      unique-key: order_no\n" + table_options + tidemark_block
+        f"    {namespace}.orders:\n      unique-key: {unique_key}\n"
+        + table_options
+        + tidemark_block
     )
     path.write_text(text)
     return load_pipeline(path)

@@ -7,11 +7,9 @@ and merges windows a step at a time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import pytest
 from pyiceberg.catalog import Catalog
@@ -21,142 +19,23 @@ from ingest.changelog.table import ChangelogTable
 from spark_jobs.changelog_range import WindowNotCompleteError
 from spark_jobs.merge import KnownState, merge_range
 from spark_jobs.stamps import SPARK_APP_ID, spark_columns
-from spark_jobs.window_jobs import MergeOutcome, WindowJobs
-from tests.spark_jobs.sources import (
-    changelog_watermark,
-    create_shards,
-    execute,
-    ingest_to_end,
-    orders_pipeline,
-    source_rows,
-    tick_past_now,
+from tests.spark_jobs.orders_windows import (
+    BOTH_SHARDS,
+    FIVE_MINUTES,
+    StartOrders,
+    mirror_rows,
+    newest_stamp,
 )
-from tidemark.config import PipelineConfig
+from tests.spark_jobs.sources import (
+    source_rows,
+)
 from tidemark.config.plan import plan_from_source
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.errors import TerminalError
-from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window
 
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
-
-BOTH_SHARDS = (
-    "SELECT order_no, status, amount FROM orders_0 UNION ALL "
-    "SELECT order_no, status, amount FROM orders_1 ORDER BY order_no"
-)
-FIVE_MINUTES = timedelta(minutes=5)
-
-
-@dataclass(frozen=True)
-class OrdersWindows:
-    """An orders pipeline driven a step at a time: source changes, ingest, the mirror's merge."""
-
-    config: PipelineConfig
-    catalog: Catalog
-    endpoints: StackEndpoints
-    admin_connection: Connection
-    jobs: WindowJobs
-    namespace: str
-    server_id: int
-
-    @property
-    def mirror(self) -> str:
-        """The orders mirror, as Spark names it."""
-        return f"tidemark.{self.namespace}.orders"
-
-    def write(self, *statements: str) -> None:
-        """Runs ``statements`` at the source, then moves the source's clock past them."""
-        execute(self.admin_connection, *statements)
-        tick_past_now(self.admin_connection)
-
-    def ingest(self) -> None:
-        """Ingests everything the source has written so far."""
-        ingest_to_end(self.config, self.catalog, self.endpoints, self.server_id)
-
-    def change(self, *statements: str) -> None:
-        """``write`` then ``ingest``: the changelog's watermark is past ``statements``."""
-        self.write(*statements)
-        self.ingest()
-
-    def watermark(self) -> datetime:
-        return changelog_watermark(self.catalog, f"{self.namespace}.orders_changelog")
-
-    def window_ending_at_watermark(self) -> Window:
-        """The five-minute window ending at the changelog's watermark."""
-        return Window.ending_at(self.watermark(), FIVE_MINUTES)
-
-    def window_after(self, previous: Window) -> Window:
-        """The window from ``previous``'s end to the changelog's watermark."""
-        return Window(previous.end, self.watermark())
-
-    def merge(self, window: Window) -> MergeOutcome:
-        """Merges the orders mirror in ``window``."""
-        return self.jobs.merge_mirror(f"{self.namespace}.orders", window)
-
-    def change_and_merge(self, *statements: str) -> MergeOutcome:
-        """Runs ``statements`` at the source, ingests them, and merges the orders mirror in the
-        five-minute window ending at the changelog's watermark."""
-        self.change(*statements)
-        return self.merge(self.window_ending_at_watermark())
-
-
-class StartOrders(Protocol):
-    def __call__(
-        self, shards: int = 1, *, top_level: str = "", table_options: str = "", ingest: bool = True
-    ) -> OrdersWindows: ...
-
-
-@pytest.fixture
-def orders_windows(
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    catalog: Catalog,
-    admin_connection: Connection,
-    spark: SparkSession,
-    tmp_path: Path,
-    server_id: int,
-) -> StartOrders:
-    """``orders_windows(shards, ...)``: ``shards`` orders tables and the test's pipeline over
-    them (``top_level`` and ``table_options`` as ``orders_pipeline`` takes them), ingested once,
-    which fixes where ingest streams from and creates the changelog, unless ``ingest`` is
-    false."""
-
-    def start(
-        shards: int = 1, *, top_level: str = "", table_options: str = "", ingest: bool = True
-    ) -> OrdersWindows:
-        create_shards(admin_connection, shards)
-        config = orders_pipeline(
-            tmp_path / "p.yaml",
-            endpoints,
-            database=source_database,
-            namespace=namespace,
-            server_id=server_id,
-            top_level=top_level,
-            table_options=table_options,
-        )
-        jobs = WindowJobs(config, plan_from_source(config), spark)
-        orders = OrdersWindows(
-            config, catalog, endpoints, admin_connection, jobs, namespace, server_id
-        )
-        if ingest:
-            orders.ingest()
-        return orders
-
-    return start
-
-
-def mirror_rows(spark: SparkSession, table: str) -> list[tuple[object, ...]]:
-    rows = spark.sql(f"SELECT order_no, status, amount FROM {table} ORDER BY order_no").collect()
-    return [tuple(row) for row in rows]
-
-
-def newest_stamp(spark: SparkSession, table: str) -> dict[str, str]:
-    row = spark.sql(
-        f"SELECT snapshot_id, summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
-    ).collect()[0]
-    return {"snapshot_id": str(row.snapshot_id), **row.summary}
 
 
 def test_each_window_leaves_the_mirror_equal_to_the_source_and_a_rerun_changes_nothing(

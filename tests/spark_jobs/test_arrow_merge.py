@@ -1,0 +1,176 @@
+"""Merges without Spark (``spark_jobs.arrow_merge``) against the real stack: a mirror merged by
+PyIceberg holds what a Spark ``MERGE`` of the same ranges gives, window after window, and both
+Spark and PyIceberg read it so."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import pytest
+from pyiceberg.catalog import Catalog
+from pyspark.sql import SparkSession
+
+from spark_jobs.merge import merge_range
+from spark_jobs.stamps import SPARK_APP_ID
+from spark_jobs.window_jobs import MergeOutcome
+from tests.spark_jobs.orders_windows import (
+    BOTH_SHARDS,
+    OrdersWindows,
+    StartOrders,
+    mirror_rows,
+    newest_stamp,
+)
+from tests.spark_jobs.sources import source_rows
+from tidemark.config.plan import plan_from_source
+from tidemark.contracts.mirror import MirrorKey
+
+if TYPE_CHECKING:
+    from tests.spark_jobs.sources import Connection
+
+SHARDS = 2
+
+
+@dataclass
+class ShopWorkload:
+    """Random changes to the orders shards: inserts, updates, deletes, key changes and orders
+    moving between shards, each statement valid against what the source holds."""
+
+    seed: int
+    #: order_no -> (shard, id)
+    orders: dict[int, tuple[int, int]] = field(default_factory=dict)
+    next_number: int = 100
+
+    def __post_init__(self) -> None:
+        self._random = random.Random(self.seed)
+
+    def _new_number(self) -> int:
+        self.next_number += 1
+        return self.next_number
+
+    def insert(self, shard: int | None = None) -> list[str]:
+        shard = self._random.randrange(SHARDS) if shard is None else shard
+        number = self._new_number()
+        self.orders[number] = (shard, number)
+        amount = self._random.randrange(100, 10_000) / 100
+        return [f"INSERT INTO orders_{shard} VALUES ({number}, {number}, 'new', {amount}, NOW())"]
+
+    def step(self) -> list[str]:
+        if len(self.orders) < 3:
+            return self.insert()
+        number = self._random.choice(sorted(self.orders))
+        shard, order_id = self.orders[number]
+        kind = self._random.choice(["insert", "update", "update", "delete", "rekey", "move"])
+        if kind == "insert":
+            return self.insert()
+        if kind == "update":
+            status = self._random.choice(["paid", "shipped", "refunded", None])
+            value = "NULL" if status is None else f"'{status}'"
+            return [f"UPDATE orders_{shard} SET status = {value} WHERE order_no = {number}"]
+        del self.orders[number]
+        if kind == "delete":
+            return [f"DELETE FROM orders_{shard} WHERE order_no = {number}"]
+        if kind == "rekey":
+            renumbered = self._new_number()
+            self.orders[renumbered] = (shard, order_id)
+            return [f"UPDATE orders_{shard} SET order_no = {renumbered} WHERE order_no = {number}"]
+        other, moved_id = (shard + 1) % SHARDS, self._new_number()
+        self.orders[number] = (other, moved_id)
+        return [
+            "BEGIN",
+            f"DELETE FROM orders_{shard} WHERE order_no = {number}",
+            f"INSERT INTO orders_{other} VALUES ({moved_id}, {number}, 'moved', 1.00, NOW())",
+            "COMMIT",
+        ]
+
+    def statements(self, count: int) -> list[str]:
+        return [statement for _ in range(count) for statement in self.step()]
+
+
+def all_rows(spark: SparkSession, table: str) -> list[tuple[object, ...]]:
+    """Every column of every row, in key order, as Spark reads them."""
+    frame = spark.table(table)
+    return [tuple(row) for row in frame.orderBy("order_no", "id").collect()]
+
+
+def rows_read_by_pyiceberg(catalog: Catalog, table: str) -> list[tuple[object, ...]]:
+    rows = catalog.load_table(table).scan().to_arrow().to_pylist()
+    return sorted((tuple(row.values()) for row in rows), key=lambda row: (row[1], row[0]))
+
+
+@dataclass(frozen=True)
+class Twin:
+    """A second mirror of the same changelog, merged by Spark's ``MERGE`` alone."""
+
+    orders: OrdersWindows
+    spark: SparkSession
+
+    @property
+    def name(self) -> str:
+        return f"{self.orders.mirror}_twin"
+
+    def follow(self, outcome: MergeOutcome) -> None:
+        """Merges the range ``outcome`` merged into the mirror, with Spark."""
+        (sink,) = plan_from_source(self.orders.config).sinks
+        spec = replace(self.orders.jobs.mirror_spec(sink), mirror=self.name)
+        stamps = {MirrorKey.WINDOW_END: str(outcome.window.end_ms)}
+        merge_range(self.spark, spec, outcome.previous_order, outcome.merged_order, stamps)
+
+
+@pytest.mark.parametrize(
+    ("unique_key", "keep_deletes"), [("order_no", False), ("order_no, id", True)]
+)
+def test_merges_without_spark_leave_the_mirror_as_spark_merges_of_the_same_ranges_do(
+    orders_windows: StartOrders,
+    admin_connection: Connection,
+    catalog: Catalog,
+    spark: SparkSession,
+    unique_key: str,
+    keep_deletes: bool,
+) -> None:
+    orders = orders_windows(
+        shards=SHARDS,
+        unique_key=unique_key,
+        table_options="      mirror:\n        deletes: keep\n" if keep_deletes else "",
+    )
+    twin = Twin(orders, spark)
+    workload = ShopWorkload(seed=25)
+    created = orders.change_and_merge(*workload.insert(0), *workload.insert(1))
+    assert created.by_spark  # a new mirror is created by Spark
+    twin.follow(created)
+    previous = created.window
+
+    for _ in range(3):
+        orders.change(*workload.statements(25))
+        outcome = orders.merge(orders.window_after(previous))
+        twin.follow(outcome)
+        previous = outcome.window
+
+        assert not outcome.by_spark
+        assert outcome.changes > 0
+        assert SPARK_APP_ID not in newest_stamp(spark, orders.mirror)
+        assert all_rows(spark, orders.mirror) == all_rows(spark, twin.name)
+        assert rows_read_by_pyiceberg(catalog, f"{orders.namespace}.orders") == all_rows(
+            spark, orders.mirror
+        )
+        if not keep_deletes:
+            assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, BOTH_SHARDS)
+
+
+def test_a_range_holding_a_truncate_marker_is_merged_by_spark(
+    orders_windows: StartOrders, admin_connection: Connection, spark: SparkSession
+) -> None:
+    orders = orders_windows(
+        shards=SHARDS,
+        top_level="  schema.change.behavior: try_evolve",  # lenient leaves truncate.table out
+    )
+    workload = ShopWorkload(seed=7)
+    first = orders.change_and_merge(*workload.insert(0), *workload.insert(1), *workload.insert(1))
+    orders.change(*workload.insert(0), "TRUNCATE TABLE orders_1")
+
+    truncated = orders.merge(orders.window_after(first.window))
+
+    assert truncated.by_spark
+    assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, BOTH_SHARDS)
+    assert len(mirror_rows(spark, orders.mirror)) == 2
