@@ -114,7 +114,7 @@ class Twin:
         """Merges the range ``outcome`` merged into the mirror, with Spark."""
         (sink,) = plan_from_source(self.orders.config).sinks
         spec = replace(self.orders.jobs.mirror_spec(sink), mirror=self.name)
-        stamps = {MirrorKey.WINDOW_END: str(outcome.window.end_ms)}
+        stamps: dict[str, str] = {MirrorKey.WINDOW_END: str(outcome.window.end_ms)}
         merge_range(self.spark, spec, outcome.previous_order, outcome.merged_order, stamps)
 
 
