@@ -39,7 +39,8 @@ from typing import cast
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
 from pyiceberg.expressions import (
     AlwaysTrue,
     And,
@@ -92,9 +93,22 @@ from pyiceberg.table.update import (
     SetSnapshotRefUpdate,
 )
 from pyiceberg.typedef import Record
-from pyiceberg.types import IntegerType, LongType, NestedField, StringType
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
 
-from spark_jobs.mirror_columns import MirrorColumns
+from spark_jobs.mirror_columns import FILLED_PROPERTY, MirrorColumns
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn
 from tidemark.contracts.changelog import Operation as Change
 from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN
@@ -172,6 +186,65 @@ def merge_without_spark(
         added=images.num_rows,
         snapshot_id=snapshot_id,
     )
+
+
+#: Iceberg types a mirror created by Spark from a changelog column keeps as they are (Spark
+#: reads a uuid as a string and a fixed as a binary, so such a mirror differs)
+_KEPT_TYPES = (
+    BooleanType,
+    IntegerType,
+    LongType,
+    FloatType,
+    DoubleType,
+    DateType,
+    TimestampType,
+    TimestamptzType,
+    StringType,
+    BinaryType,
+    DecimalType,
+)
+
+
+def create_mirror(
+    catalog: Catalog,
+    identifier: str,
+    changelog: Table,
+    *,
+    evolution: MirrorColumns,
+    keep_deletes: bool,
+    properties: Mapping[str, str],
+) -> Table | None:
+    """The mirror ``identifier`` created as Spark's first merge creates an unpartitioned one
+    (``spark_jobs.merge._ensure_mirror``): the changelog's columns less the metadata and the
+    dropped ones, ``_tm_deleted`` with ``mirror.deletes: keep``, ``properties``, the
+    changelog's comment, the added defaults marked filled. None, with nothing created, when a
+    column's type is one Spark would change."""
+    fields = [
+        field
+        for field in changelog.schema().fields
+        if field.name not in METADATA_NAMES and field.name.lower() not in evolution.dropped
+    ]
+    if not all(isinstance(field.field_type, _KEPT_TYPES) for field in fields):
+        _spark_needed(changelog, "a column's type is one Spark changes in the mirror")
+        return None
+    columns = [
+        NestedField(number, field.name, field.field_type, required=False)
+        for number, field in enumerate(fields, start=1)
+    ]
+    if keep_deletes:
+        columns.append(NestedField(len(columns) + 1, MIRROR_DELETED_COLUMN, BooleanType()))
+    described = dict(properties)
+    if "comment" in changelog.properties:
+        described["comment"] = changelog.properties["comment"]
+    for default in evolution.defaults:
+        described[f"{FILLED_PROPERTY}{default.column}"] = "true"
+    namespace = identifier.rsplit(".", 1)[0]
+    catalog.create_namespace_if_not_exists(namespace)
+    logger.info("Creating mirror %s from %s", identifier, ".".join(changelog.name()))
+    try:
+        return catalog.create_table(identifier, Schema(*columns), properties=described)
+    except TableAlreadyExistsError:
+        return catalog.load_table(identifier)
 
 
 def _spark_needed(mirror: Table, why: str) -> None:

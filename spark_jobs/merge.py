@@ -49,7 +49,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import expr
 
 from spark_jobs.changelog_range import SnapshotInfo
-from spark_jobs.mirror_columns import AddedDefault, MirrorColumns, mirror_columns
+from spark_jobs.mirror_columns import FILLED_PROPERTY, AddedDefault, MirrorColumns, mirror_columns
 from spark_jobs.stamps import MirrorStamp, newest_stamp
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
@@ -275,6 +275,12 @@ def _scan(ranked: DataFrame) -> _Scan:
     return _Scan(row.rows, row.keys, [_Truncation(*marker) for marker in markers])
 
 
+def mirror_properties(spec: MirrorSpec) -> dict[str, str]:
+    """The properties a new mirror is created with: merge-on-read, metadata retention, the
+    pipeline's table properties."""
+    return {**MERGE_ON_READ, **METADATA_RETENTION, **(spec.table_properties or {})}
+
+
 def mirror_evolution(spec: MirrorSpec, changelog_properties: Mapping[str, str]) -> MirrorColumns:
     """What the mirror follows of the source's drops, renames and added defaults."""
     found = mirror_columns(changelog_properties, spec.key)
@@ -458,8 +464,9 @@ def _ensure_mirror(
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     definition = ", ".join(f"`{name}` {kind}" for name, kind in wanted)
     partitioned = f" PARTITIONED BY ({', '.join(spec.partitioning)})" if spec.partitioning else ""
-    properties = {**MERGE_ON_READ, **METADATA_RETENTION, **(spec.table_properties or {})}
-    listed = ", ".join(f"'{_escape(k)}' = '{_escape(v)}'" for k, v in properties.items())
+    listed = ", ".join(
+        f"'{_escape(k)}' = '{_escape(v)}'" for k, v in mirror_properties(spec).items()
+    )
     logger.info("Creating mirror %s from %s", spec.mirror, spec.changelog)
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {spec.mirror} ({definition}) USING iceberg{partitioned} "
@@ -469,9 +476,6 @@ def _ensure_mirror(
     _mark_filled(spark, spec, {default.column for default in evolution.defaults})
 
 
-_FILLED = "tidemark.default-filled."
-
-
 def _fill_defaults(spark: SparkSession, spec: MirrorSpec, defaults: Sequence[AddedDefault]) -> None:
     """A column added to the source with a constant default holds it in the rows from before:
     once per column, the mirror's rows get it. Marked in the mirror's properties after the
@@ -479,7 +483,9 @@ def _fill_defaults(spark: SparkSession, spec: MirrorSpec, defaults: Sequence[Add
     are the rows from before)."""
     have = {f.name.lower(): f for f in spark.table(spec.mirror).schema.fields}
     filled = {
-        key[len(_FILLED) :] for key in _properties(spark, spec.mirror) if key.startswith(_FILLED)
+        key[len(FILLED_PROPERTY) :]
+        for key in _properties(spark, spec.mirror)
+        if key.startswith(FILLED_PROPERTY)
     }
     due = {d.column: d for d in defaults if d.column.lower() in have and d.column not in filled}
     for column, default in sorted(due.items()):
@@ -499,7 +505,9 @@ def _fill_defaults(spark: SparkSession, spec: MirrorSpec, defaults: Sequence[Add
 
 def _mark_filled(spark: SparkSession, spec: MirrorSpec, columns: set[str]) -> None:
     if columns:
-        listed = ", ".join(f"'{_escape(_FILLED + column)}' = 'true'" for column in sorted(columns))
+        listed = ", ".join(
+            f"'{_escape(FILLED_PROPERTY + column)}' = 'true'" for column in sorted(columns)
+        )
         spark.sql(f"ALTER TABLE {spec.mirror} SET TBLPROPERTIES ({listed})")
 
 

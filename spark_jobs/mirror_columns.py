@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from tidemark.contracts.schema_history import PROPERTY_PREFIX, SchemaVersion, read_versions
 from tidemark.contracts.source_tables import SourceColumn
 
+#: a mirror property per column whose default its rows from before the column were given
+FILLED_PROPERTY = "tidemark.default-filled."
+
 
 @dataclass(frozen=True)
 class EarlierName:

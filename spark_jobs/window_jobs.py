@@ -40,9 +40,16 @@ from pyiceberg.table import Table
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
-from spark_jobs.arrow_merge import merge_without_spark
+from spark_jobs.arrow_merge import create_mirror, merge_without_spark
 from spark_jobs.changelog_range import ChangelogBound, SnapshotInfo, bound_at_order, find_bound
-from spark_jobs.merge import KnownState, MergeCounts, MirrorSpec, merge_range, mirror_evolution
+from spark_jobs.merge import (
+    KnownState,
+    MergeCounts,
+    MirrorSpec,
+    merge_range,
+    mirror_evolution,
+    mirror_properties,
+)
 from spark_jobs.stamps import (
     newest_stamp,
     snapshot_infos,
@@ -163,15 +170,18 @@ class WindowJobs:
             MirrorKey.CHANGELOG_SNAPSHOT: str(bound.snapshot_id),
             MirrorKey.CHANGELOG_STRUCTURE: structure,
         }
-        unchanged = mirror is not None and state is not None and state.structure == structure
+        plain = spec.projection is None and spec.filter is None
+        unchanged = state is not None and state.structure == structure
+        if mirror is None and plain and not spec.partitioning:
+            # created as Spark would create it, or left to Spark
+            mirror = self._create_mirror(spec, changelog)
+            unchanged = mirror is not None
         counts: MergeCounts | None = None
-        if unchanged and high == merged:
+        if mirror is not None and unchanged and high == merged:
             # no row to apply and no structure to follow: the stamp alone, without Spark
-            assert mirror is not None
             counts = MergeCounts(0, 0, stamp_without_changes(mirror, stamps))
-        elif unchanged and spec.projection is None and spec.filter is None:
+        elif mirror is not None and unchanged and plain:
             # rows to apply to a structure as the last merge left it: without Spark if it can
-            assert mirror is not None
             counts = self._merge_without_spark(spec, changelog, mirror, merged, high, stamps)
         by_spark = counts is None
         if counts is None:
@@ -211,6 +221,18 @@ class WindowJobs:
             " (Spark)" if by_spark else "",
         )
         return outcome
+
+    def _create_mirror(self, spec: MirrorSpec, changelog: Table) -> Table | None:
+        assert self._lake is not None  # the changelog was loaded through it
+        return create_mirror(
+            self._lake,
+            spec.mirror.split(".", 1)[1],  # without the catalog's name
+            changelog,
+            evolution=mirror_evolution(spec, changelog.properties),
+            keep_deletes=spec.keep_deletes,
+            # Iceberg's Java writers set the codec at creation; PyIceberg's default is the same
+            properties={"write.parquet.compression-codec": "zstd", **mirror_properties(spec)},
+        )
 
     def _merge_without_spark(
         self,

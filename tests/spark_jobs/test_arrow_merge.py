@@ -99,6 +99,12 @@ def rows_read_by_pyiceberg(catalog: Catalog, table: str) -> list[tuple[object, .
     return sorted((tuple(row.values()) for row in rows), key=lambda row: (row[1], row[0]))
 
 
+def mirror_properties(spark: SparkSession, table: str) -> dict[str, str]:
+    """The table properties a mirror is created with, as Spark lists them."""
+    listed = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
+    return {row.key: row.value for row in listed if row.key.startswith(("write.", "format"))}
+
+
 @dataclass(frozen=True)
 class Twin:
     """A second mirror of the same changelog, merged by Spark's ``MERGE`` alone."""
@@ -137,9 +143,12 @@ def test_merges_without_spark_leave_the_mirror_as_spark_merges_of_the_same_range
     twin = Twin(orders, spark)
     workload = ShopWorkload(seed=25)
     created = orders.change_and_merge(*workload.insert(0), *workload.insert(1))
-    assert created.by_spark  # a new mirror is created by Spark
-    twin.follow(created)
+    twin.follow(created)  # the twin is created by Spark
     previous = created.window
+
+    assert not created.by_spark
+    assert spark.table(orders.mirror).schema == spark.table(twin.name).schema
+    assert mirror_properties(spark, orders.mirror) == mirror_properties(spark, twin.name)
 
     for _ in range(3):
         orders.change(*workload.statements(25))
@@ -150,6 +159,7 @@ def test_merges_without_spark_leave_the_mirror_as_spark_merges_of_the_same_range
         assert not outcome.by_spark
         assert outcome.changes > 0
         assert SPARK_APP_ID not in newest_stamp(spark, orders.mirror)
+        assert SPARK_APP_ID in newest_stamp(spark, twin.name)
         assert all_rows(spark, orders.mirror) == all_rows(spark, twin.name)
         assert rows_read_by_pyiceberg(catalog, f"{orders.namespace}.orders") == all_rows(
             spark, orders.mirror
