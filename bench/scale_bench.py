@@ -107,6 +107,8 @@ class Options:
     windows: int = 1
     merge_wait: float = 180.0
     scheduler_tps: int = 50
+    #: ``tidemark schedule --max-workers``: windows running at once
+    scheduler_workers: int = 4
     start_timeout: float = 300.0
     scheduler_start_timeout: float = 180.0
     #: sample ingest's main thread (``bench.scale_ingest --profile``) and print where the idle
@@ -745,6 +747,8 @@ class Phases:
                 str(path),
                 "--max-seconds",
                 f"{lifetime:.0f}",
+                "--max-workers",
+                str(options.scheduler_workers),
             ],
             log,
         )
@@ -1165,6 +1169,15 @@ def details(result: ScaleResult) -> str:
             f"{len(delays)} of {len(result.merge_delays)} mirror merges done"
             + (f", from {min(delays):.1f} s to {max(delays):.1f} s after the end" if delays else "")
         )
+        per_window = len(result.merge_delays) // len(result.window_ends)
+        for number, end in enumerate(result.window_ends):
+            mine = result.merge_delays[number * per_window : (number + 1) * per_window]
+            finished = [float("inf") if d is None else d for d in mine]
+            if finished:
+                lines.append(
+                    f"  window ending {end:%H:%M}: merged p50 {percentile(finished, 50):.1f} s, "
+                    f"p95 {percentile(finished, 95):.1f} s after the end"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -1181,6 +1194,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
     parser.add_argument("--windows", type=int, help="window ends measured")
     parser.add_argument("--merge-wait", type=float, help="seconds after the last window's end")
     parser.add_argument("--scheduler-tps", type=int, help="transactions/s while scheduling")
+    parser.add_argument("--scheduler-workers", type=int, help="the scheduler's --max-workers")
     parser.add_argument("--start-timeout", type=float, help="seconds until ingest streams")
     parser.add_argument(
         "--profile", action="store_true", help="sample ingest's stack; print the idle and load"
@@ -1199,6 +1213,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
             "windows",
             "merge_wait",
             "scheduler_tps",
+            "scheduler_workers",
             "start_timeout",
         )
         if getattr(args, key) is not None

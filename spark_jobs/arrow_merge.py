@@ -109,6 +109,7 @@ from pyiceberg.types import (
 )
 
 from spark_jobs.mirror_columns import FILLED_PROPERTY, MirrorColumns
+from spark_jobs.parquet_files import read_same_structure
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn
 from tidemark.contracts.changelog import Operation as Change
 from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN
@@ -168,16 +169,21 @@ def merge_without_spark(
     if columns is None:
         _spark_needed(mirror, "its columns are not its changelog's")
         return None
-    changes = changelog.scan(
-        row_filter=And(_compare(GreaterThan, _ORDER, low), _compare(LessThanOrEqual, _ORDER, high))
-    ).to_arrow()
+    changes = _read_range(changelog, low, high)
     why = _needs_spark(changes, evolution)
     if why is not None:
         _spark_needed(mirror, why)
         return None
     latest = _latest(changes, key)
     images = _images(latest, columns, mirror, keep_deletes)
-    located = _locate(mirror, latest.select(list(key)), key)
+    try:
+        located = _locate(mirror, latest.select(list(key)), key)
+    except ValueError as error:
+        if "equality deletes" not in str(error):
+            raise
+        # written by another engine (Flink's upsert sink, say): Spark's MERGE applies them
+        _spark_needed(mirror, "it has equality deletes, which PyIceberg does not read")
+        return None
     snapshot_id = _Commit(mirror, images, located, stamps).run()
     return ArrowMergeCounts(
         changes=changes.num_rows,
@@ -271,6 +277,26 @@ def _mirror_columns(
     return [wanted[field.name.lower()].name for field in have]
 
 
+def _read_range(changelog: Table, low: int, high: int) -> pa.Table:
+    """The changelog rows with ``low < _tm_order <= high``; Arrow reads the files at once
+    when they all have the changelog's current columns (``spark_jobs.parquet_files``)."""
+    scan = changelog.scan(
+        row_filter=And(_compare(GreaterThan, _ORDER, low), _compare(LessThanOrEqual, _ORDER, high))
+    )
+    tasks = list(scan.plan_files())
+    schema = changelog.schema()
+    within = (pc.field(_ORDER) > low) & (pc.field(_ORDER) <= high)
+    columns = [field.name for field in schema.fields]
+    read = None
+    if not any(task.delete_files for task in tasks):  # an append-only table has none
+        read = read_same_structure(changelog.io, schema, tasks, columns, within)
+    if read is None:
+        return scan.to_arrow()
+    types = schema_to_pyarrow(schema, include_field_ids=False)
+    empty = pa.schema([pa.field(name, types.field(name).type) for name in columns])
+    return pa.concat_tables(read) if read else empty.empty_table()
+
+
 def _needs_spark(changes: pa.Table, evolution: MirrorColumns) -> str | None:
     """Why rows of ``changes`` need what only the Spark merge does; None if none do."""
     if pc.any(pc.equal(changes[_OP], Change.TRUNCATE.value)).as_py():
@@ -333,11 +359,14 @@ def _locate(mirror: Table, keys: pa.Table, key: Sequence[str]) -> list[_Located]
     keys = pa.Table.from_arrays(
         [keys[name].cast(arrow.field(name).type) for name in key], names=list(key)
     )
-    reader = ArrowScan(mirror.metadata, mirror.io, key_schema, AlwaysTrue())
+    tasks = list(mirror.scan(row_filter=_key_range(keys, key_schema)).plan_files())
+    # read without the tasks' deletes, so that a row's index is its position in its file
+    read = read_same_structure(mirror.io, mirror.schema(), tasks, list(key))
+    if read is None:
+        reader = ArrowScan(mirror.metadata, mirror.io, key_schema, AlwaysTrue())
+        read = [reader.to_table([FileScanTask(task.file)]) for task in tasks]
     found = []
-    for task in mirror.scan(row_filter=_key_range(keys, key_schema)).plan_files():
-        # read without the task's deletes, so that a row's index is its position in the file
-        rows = reader.to_table([FileScanTask(task.file)])
+    for task, rows in zip(tasks, read, strict=True):
         positions = pa.array(range(rows.num_rows), pa.int64())
         removed = [_deleted_positions(mirror, delete, task.file) for delete in task.delete_files]
         live = rows.append_column(_POSITION, positions)
@@ -354,11 +383,7 @@ def _locate(mirror: Table, keys: pa.Table, key: Sequence[str]) -> list[_Located]
 def _deleted_positions(
     mirror: Table, delete_file: DataFile, data_file: DataFile
 ) -> pa.ChunkedArray:
-    if delete_file.content != DataFileContent.POSITION_DELETES:
-        raise TransientError(
-            f"the mirror {'.'.join(mirror.name())} has equality deletes, which Tidemark never "
-            "writes: its own merges cannot locate rows under them"
-        )
+    """The positions of ``data_file`` the position delete file ``delete_file`` removes."""
     return _read_deletes(mirror.io, delete_file).get(
         data_file.file_path, pa.chunked_array([], pa.int64())
     )

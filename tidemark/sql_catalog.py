@@ -102,6 +102,8 @@ class TidemarkSqlCatalog(SqlCatalog):
                 .values(metadata_location=location, previous_metadata_location=base_location)
             )
             if result.rowcount < 1:
+                # no table refers to the file just written: it would stay behind for good
+                table.io.delete(location)
                 raise CommitFailedException(
                     f"Table has been updated by another process: {namespace}.{name}"
                 )

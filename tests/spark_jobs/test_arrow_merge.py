@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from spark_jobs.merge import merge_range
+from spark_jobs.arrow_merge import merge_without_spark
+from spark_jobs.merge import merge_range, mirror_evolution
 from spark_jobs.stamps import SPARK_APP_ID
 from spark_jobs.window_jobs import MergeOutcome
 from tests.spark_jobs.orders_windows import (
@@ -25,6 +27,7 @@ from tests.spark_jobs.orders_windows import (
 from tests.spark_jobs.sources import source_rows
 from tidemark.config.plan import plan_from_source
 from tidemark.contracts.mirror import MirrorKey
+from tidemark.errors import TransientError
 
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
@@ -184,3 +187,40 @@ def test_a_range_holding_a_truncate_marker_is_merged_by_spark(
     assert truncated.by_spark
     assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, BOTH_SHARDS)
     assert len(mirror_rows(spark, orders.mirror)) == 2
+
+
+def files_under(location: str) -> set[Path]:
+    folder = Path(location.removeprefix("file://"))
+    return {path for path in folder.rglob("*") if path.is_file()}
+
+
+def test_a_merge_onto_a_mirror_that_moved_meanwhile_commits_nothing_and_leaves_no_file(
+    orders_windows: StartOrders, catalog: Catalog, spark: SparkSession
+) -> None:
+    orders = orders_windows(shards=SHARDS)
+    workload = ShopWorkload(seed=3)
+    first = orders.change_and_merge(*workload.insert(0), *workload.insert(0))
+    identifier = f"{orders.namespace}.orders"
+    stale = catalog.load_table(identifier)  # what a merge loaded before another commit
+    orders.change(*workload.statements(5))
+    second = orders.merge(orders.window_after(first.window))
+    before = files_under(stale.location())
+    (sink,) = plan_from_source(orders.config).sinks
+    spec = orders.jobs.mirror_spec(sink)
+    changelog = catalog.load_table(f"{orders.namespace}.orders_changelog")
+
+    with pytest.raises(TransientError, match="changed while it was merged"):
+        merge_without_spark(
+            changelog,
+            stale,
+            spec.key,
+            low=first.merged_order,
+            high=second.merged_order,
+            stamps={MirrorKey.WINDOW_END: "1"},
+            evolution=mirror_evolution(spec, changelog.properties),
+            keep_deletes=False,
+        )
+
+    assert files_under(stale.location()) == before
+    current = catalog.load_table(identifier).current_snapshot()
+    assert current is not None and current.snapshot_id == second.mirror_snapshot
