@@ -24,8 +24,10 @@ deletes read the mirror as before; maintenance rewrites them away as it does Spa
 ``merge_without_spark`` answers None, having written nothing, for what only Spark does
 (the caller then runs ``spark_jobs.merge``): a transform, a truncate marker in the range, rows
 that need a renamed column's earlier values or an added column's default, a mirror whose
-columns are not the changelog's (its structure is followed by Spark), a range too large to
-hold in memory here (Spark scales out), or a table in another format version.
+columns are not the changelog's (its structure is followed by Spark), a range or a mirror too
+large to hold here (``MOST_ROWS`` changes, ``MOST_MIRROR_ROWS`` rows in the files that may hold
+their keys: Spark scales out), equality deletes in the mirror, or a table in another format
+version.
 """
 
 from __future__ import annotations
@@ -119,6 +121,9 @@ logger = logging.getLogger(__name__)
 
 #: a range of more changelog rows than this is merged by Spark: it is held in memory here
 MOST_ROWS = 200_000
+#: nor when the mirror's files that may hold the range's keys hold more rows than this: their
+#: key columns are read into memory here (a Spark cluster scales out)
+MOST_MIRROR_ROWS = 5_000_000
 
 _ORDER = MetadataColumn.ORDER_KEY.value
 _OP = MetadataColumn.OPERATION.value
@@ -178,6 +183,9 @@ def merge_without_spark(
     images = _images(latest, columns, mirror, keep_deletes)
     try:
         located = _locate(mirror, latest.select(list(key)), key)
+    except _SparkNeeded as why:
+        _spark_needed(mirror, str(why))
+        return None
     except ValueError as error:
         if "equality deletes" not in str(error):
             raise
@@ -251,6 +259,10 @@ def create_mirror(
         return catalog.create_table(identifier, Schema(*columns), properties=described)
     except TableAlreadyExistsError:
         return catalog.load_table(identifier)
+
+
+class _SparkNeeded(Exception):
+    """Found on the way: this merge is Spark's."""
 
 
 def _spark_needed(mirror: Table, why: str) -> None:
@@ -360,6 +372,9 @@ def _locate(mirror: Table, keys: pa.Table, key: Sequence[str]) -> list[_Located]
         [keys[name].cast(arrow.field(name).type) for name in key], names=list(key)
     )
     tasks = list(mirror.scan(row_filter=_key_range(keys, key_schema)).plan_files())
+    candidates = sum(task.file.record_count for task in tasks)
+    if candidates > MOST_MIRROR_ROWS:
+        raise _SparkNeeded(f"the keys may be in {candidates:,} rows of the mirror")
     # read without the tasks' deletes, so that a row's index is its position in its file
     read = read_same_structure(mirror.io, mirror.schema(), tasks, list(key))
     if read is None:

@@ -13,6 +13,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
+from spark_jobs import arrow_merge
 from spark_jobs.arrow_merge import merge_without_spark
 from spark_jobs.merge import merge_range, mirror_evolution
 from spark_jobs.stamps import SPARK_APP_ID
@@ -224,3 +225,26 @@ def test_a_merge_onto_a_mirror_that_moved_meanwhile_commits_nothing_and_leaves_n
     assert files_under(stale.location()) == before
     current = catalog.load_table(identifier).current_snapshot()
     assert current is not None and current.snapshot_id == second.mirror_snapshot
+
+
+@pytest.mark.parametrize("limit", ["MOST_ROWS", "MOST_MIRROR_ROWS"])
+def test_a_merge_larger_than_the_scheduler_should_hold_is_left_to_spark(
+    orders_windows: StartOrders,
+    admin_connection: Connection,
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+    limit: str,
+) -> None:
+    orders = orders_windows(shards=SHARDS)
+    workload = ShopWorkload(seed=11)  # orders 101, 102 and 103
+    first = orders.change_and_merge(*workload.insert(0), *workload.insert(1), *workload.insert(0))
+    monkeypatch.setattr(arrow_merge, limit, 1)  # a range of 2 changes, keys in 3 mirror rows
+    orders.change(
+        "UPDATE orders_0 SET status = 'paid' WHERE order_no = 101",
+        "DELETE FROM orders_0 WHERE order_no = 103",
+    )
+
+    outcome = orders.merge(orders.window_after(first.window))
+
+    assert outcome.by_spark
+    assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, BOTH_SHARDS)
