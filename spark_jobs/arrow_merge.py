@@ -111,6 +111,7 @@ from pyiceberg.types import (
 )
 
 from spark_jobs.mirror_columns import FILLED_PROPERTY, MirrorColumns
+from spark_jobs.order_range import files_in_range
 from spark_jobs.parquet_files import read_same_structure
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn
 from tidemark.contracts.changelog import Operation as Change
@@ -292,18 +293,20 @@ def _mirror_columns(
 def _read_range(changelog: Table, low: int, high: int) -> pa.Table:
     """The changelog rows with ``low < _tm_order <= high``; Arrow reads the files at once
     when they all have the changelog's current columns (``spark_jobs.parquet_files``)."""
-    scan = changelog.scan(
-        row_filter=And(_compare(GreaterThan, _ORDER, low), _compare(LessThanOrEqual, _ORDER, high))
-    )
-    tasks = list(scan.plan_files())
     schema = changelog.schema()
     within = (pc.field(_ORDER) > low) & (pc.field(_ORDER) <= high)
     columns = [field.name for field in schema.fields]
+    planned = files_in_range(changelog, _ORDER, low, high)
     read = None
-    if not any(task.delete_files for task in tasks):  # an append-only table has none
-        read = read_same_structure(changelog.io, schema, tasks, columns, within)
+    if planned is not None:  # None: delete files, which an append-only table never has
+        files = [(file.path, file.file_format) for file in planned]
+        read = read_same_structure(changelog.io, schema, files, columns, within)
     if read is None:
-        return scan.to_arrow()
+        return changelog.scan(
+            row_filter=And(
+                _compare(GreaterThan, _ORDER, low), _compare(LessThanOrEqual, _ORDER, high)
+            )
+        ).to_arrow()
     types = schema_to_pyarrow(schema, include_field_ids=False)
     empty = pa.schema([pa.field(name, types.field(name).type) for name in columns])
     return pa.concat_tables(read) if read else empty.empty_table()
@@ -376,7 +379,8 @@ def _locate(mirror: Table, keys: pa.Table, key: Sequence[str]) -> list[_Located]
     if candidates > MOST_MIRROR_ROWS:
         raise _SparkNeeded(f"the keys may be in {candidates:,} rows of the mirror")
     # read without the tasks' deletes, so that a row's index is its position in its file
-    read = read_same_structure(mirror.io, mirror.schema(), tasks, list(key))
+    files = [(task.file.file_path, task.file.file_format) for task in tasks]
+    read = read_same_structure(mirror.io, mirror.schema(), files, list(key))
     if read is None:
         reader = ArrowScan(mirror.metadata, mirror.io, key_schema, AlwaysTrue())
         read = [reader.to_table([FileScanTask(task.file)]) for task in tasks]

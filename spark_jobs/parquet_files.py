@@ -13,13 +13,14 @@ caller reads through PyIceberg.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 import pyarrow.dataset as ds
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO, schema_to_pyarrow
 from pyiceberg.manifest import FileFormat
 from pyiceberg.schema import Schema
-from pyiceberg.table import FileScanTask
 
 _FIELD_ID = b"PARQUET:field_id"
 
@@ -27,28 +28,29 @@ _FIELD_ID = b"PARQUET:field_id"
 def read_same_structure(
     io: FileIO,
     schema: Schema,
-    tasks: list[FileScanTask],
+    files: Sequence[tuple[str, FileFormat]],
     columns: list[str],
     row_filter: ds.Expression | None = None,
 ) -> list[pa.Table] | None:
-    """``columns`` of each task's file (rows in file order, no deletes applied, ``row_filter``
-    applied if given), typed as PyIceberg reads ``schema``; None when a file's columns are
-    not ``schema``'s (by name and field id) or the files are not local to Arrow."""
-    if not isinstance(io, PyArrowFileIO) or not tasks:
-        return None if tasks else []
-    if any(task.file.file_format != FileFormat.PARQUET for task in tasks):
+    """``columns`` of each file (``(path, format)``; rows in file order, no deletes applied,
+    ``row_filter`` applied if given), typed as PyIceberg reads ``schema``; None when a file's
+    columns are not ``schema``'s (by name and field id) or the files are not Parquet files
+    Arrow reads itself."""
+    if not isinstance(io, PyArrowFileIO) or not files:
+        return None if files else []
+    if any(file_format != FileFormat.PARQUET for _, file_format in files):
         return None
     wanted = {field.name: field.field_id for field in schema.fields}
     if any(name not in wanted for name in columns):
         return None
     types = schema_to_pyarrow(schema.select(*columns), include_field_ids=False)
     target = pa.schema([pa.field(name, types.field(name).type) for name in columns])
-    scheme, netloc, _ = PyArrowFileIO.parse_location(tasks[0].file.file_path)
+    scheme, netloc, _ = PyArrowFileIO.parse_location(files[0][0])
     filesystem = io.fs_by_scheme(scheme, netloc)
     parquet = ds.ParquetFileFormat()
     tables = []
-    for task in tasks:
-        file_scheme, file_netloc, path = PyArrowFileIO.parse_location(task.file.file_path)
+    for location, _ in files:
+        file_scheme, file_netloc, path = PyArrowFileIO.parse_location(location)
         if (file_scheme, file_netloc) != (scheme, netloc):
             return None
         fragment = parquet.make_fragment(path, filesystem=filesystem)
