@@ -272,22 +272,28 @@ def _spark_needed(mirror: Table, why: str) -> None:
 
 def _mirror_columns(
     changelog: Table, mirror: Table, evolution: MirrorColumns, keep_deletes: bool
-) -> list[str] | None:
-    """The changelog's columns that make the mirror's, in the mirror's order; None unless the
-    mirror has exactly those columns, with the same types (as the last Spark merge left it)."""
+) -> list[str | None] | None:
+    """Per column of the mirror, in its order, the changelog column it takes (None for
+    ``_tm_deleted``, which may sit anywhere: Spark adds later columns after it); None unless
+    the mirror has exactly the changelog's columns, with the same types (as the last Spark
+    merge left it)."""
     wanted = {
         field.name.lower(): field
         for field in changelog.schema().fields
         if field.name not in METADATA_NAMES and field.name.lower() not in evolution.dropped
     }
-    have = [field for field in mirror.schema().fields if field.name != MIRROR_DELETED_COLUMN]
-    if keep_deletes != (len(have) < len(mirror.schema().fields)):
+    fields = mirror.schema().fields
+    have = [field for field in fields if field.name != MIRROR_DELETED_COLUMN]
+    if keep_deletes != (len(have) < len(fields)):
         return None
     if {field.name.lower() for field in have} != set(wanted):
         return None
     if any(wanted[field.name.lower()].field_type != field.field_type for field in have):
         return None
-    return [wanted[field.name.lower()].name for field in have]
+    return [
+        None if field.name == MIRROR_DELETED_COLUMN else wanted[field.name.lower()].name
+        for field in fields
+    ]
 
 
 def _read_range(changelog: Table, low: int, high: int) -> pa.Table:
@@ -343,18 +349,18 @@ def _latest(changes: pa.Table, key: Sequence[str]) -> pa.Table:
     return changes.filter(pc.is_in(changes[_ORDER], value_set=newest[f"{_ORDER}_max"]))
 
 
-def _images(latest: pa.Table, columns: list[str], mirror: Table, keep_deletes: bool) -> pa.Table:
-    """The rows the commit adds, in the mirror's Arrow schema: the latest image of each key
-    not deleted; with ``mirror.deletes: keep`` every key's, deleted ones flagged."""
+def _images(
+    latest: pa.Table, columns: list[str | None], mirror: Table, keep_deletes: bool
+) -> pa.Table:
+    """The rows the commit adds, in the mirror's Arrow schema (``columns`` as
+    ``_mirror_columns`` gives them): the latest image of each key not deleted; with
+    ``mirror.deletes: keep`` every key's, deleted ones flagged."""
     deleted = pc.equal(latest[_OP], Change.DELETE.value)
-    arrays = [latest[name] for name in columns]
-    if keep_deletes:
-        arrays.append(deleted)
-    else:
+    arrays = [deleted if name is None else latest[name] for name in columns]
+    if not keep_deletes:
         arrays = [array.filter(pc.invert(deleted)) for array in arrays]
     target = schema_to_pyarrow(mirror.schema(), include_field_ids=False)
-    names = [field.name for field in target]
-    return pa.Table.from_arrays(arrays, names=names).cast(target)
+    return pa.Table.from_arrays(arrays, names=target.names).cast(target)
 
 
 @dataclass(frozen=True)

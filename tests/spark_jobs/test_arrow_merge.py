@@ -248,3 +248,28 @@ def test_a_merge_larger_than_the_scheduler_should_hold_is_left_to_spark(
 
     assert outcome.by_spark
     assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, BOTH_SHARDS)
+
+
+def test_a_column_added_after_the_deleted_flag_takes_its_own_values(
+    orders_windows: StartOrders, spark: SparkSession
+) -> None:
+    orders = orders_windows(table_options="      mirror:\n        deletes: keep\n")
+    orders.change_and_merge(
+        "INSERT INTO orders_0 VALUES (1, 101, 'new', 1.00, NULL), (2, 102, 'new', 2.00, NULL)"
+    )
+    followed = orders.change_and_merge(
+        "ALTER TABLE orders_0 ADD COLUMN note TEXT",
+        "UPDATE orders_0 SET note = 'first' WHERE order_no = 102",
+    )
+    assert followed.by_spark  # the structure changed: Spark adds the column, after the flag
+    columns = spark.table(orders.mirror).columns
+    assert columns.index("_tm_deleted") < columns.index("note")
+
+    outcome = orders.change_and_merge(
+        "UPDATE orders_0 SET note = 'later' WHERE order_no = 101",
+        "DELETE FROM orders_0 WHERE order_no = 102",
+    )
+
+    assert not outcome.by_spark
+    rows = spark.sql(f"SELECT order_no, note, _tm_deleted FROM {orders.mirror} ORDER BY 1")
+    assert [tuple(row) for row in rows.collect()] == [(101, "later", False), (102, "first", True)]
