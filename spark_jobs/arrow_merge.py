@@ -175,6 +175,10 @@ def merge_without_spark(
     if columns is None:
         _spark_needed(mirror, "its columns are not its changelog's")
         return None
+    if not set(key) <= set(columns):
+        # Spark matches names whatever their case; Arrow and PyIceberg here do not
+        _spark_needed(mirror, f"the key {', '.join(key)} is not named as its columns are")
+        return None
     changes = _read_range(changelog, low, high)
     why = _needs_spark(changes, evolution)
     if why is not None:
