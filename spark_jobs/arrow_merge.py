@@ -394,10 +394,17 @@ def _locate(mirror: Table, keys: pa.Table, key: Sequence[str]) -> list[_Located]
     if read is None:
         reader = ArrowScan(mirror.metadata, mirror.io, key_schema, AlwaysTrue())
         read = [reader.to_table([FileScanTask(task.file)]) for task in tasks]
+    # a delete file names rows of many data files: each is read once
+    deletes: dict[str, dict[str, pa.ChunkedArray]] = {}
     found = []
     for task, rows in zip(tasks, read, strict=True):
         positions = pa.array(range(rows.num_rows), pa.int64())
-        removed = [_deleted_positions(mirror, delete, task.file) for delete in task.delete_files]
+        removed = []
+        for delete_file in task.delete_files:
+            if delete_file.file_path not in deletes:
+                deletes[delete_file.file_path] = _read_deletes(mirror.io, delete_file)
+            if task.file.file_path in deletes[delete_file.file_path]:
+                removed.append(deletes[delete_file.file_path][task.file.file_path])
         live = rows.append_column(_POSITION, positions)
         if removed:
             gone = pa.chunked_array([p for part in removed for p in part.chunks], pa.int64())
@@ -407,15 +414,6 @@ def _locate(mirror: Table, keys: pa.Table, key: Sequence[str]) -> list[_Located]
             positions = hits[_POSITION].combine_chunks()
             found.append(_Located(task.file, positions.take(pc.sort_indices(positions))))
     return found
-
-
-def _deleted_positions(
-    mirror: Table, delete_file: DataFile, data_file: DataFile
-) -> pa.ChunkedArray:
-    """The positions of ``data_file`` the position delete file ``delete_file`` removes."""
-    return _read_deletes(mirror.io, delete_file).get(
-        data_file.file_path, pa.chunked_array([], pa.int64())
-    )
 
 
 def _key_range(keys: pa.Table, key_schema: Schema) -> BooleanExpression:
