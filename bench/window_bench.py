@@ -30,7 +30,8 @@ from pyspark.sql import SparkSession
 
 from bench.report import Figure, Target, write_figures
 from spark_jobs.changelog_range import find_bound
-from spark_jobs.merge import MirrorSpec, merge_range, mirror_state, table_snapshots
+from spark_jobs.merge import merge_range, mirror_state, table_snapshots
+from spark_jobs.mirror_spec import MirrorSpec
 from spark_jobs.session import SparkSettings, build_session
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.settings import StackSettings

@@ -7,25 +7,31 @@ sink-table or job names, and they share one Spark application, so one catalog na
 The scheduler runs several windows at once from a thread pool. A window's commit stamps are
 session settings (``spark.sql.iceberg.snapshot-property.*``), so each thread gets a session of
 its own (``SparkSession.newSession``: same application and catalog, separate SQL settings).
+With ``merge_processes``, the part of each mirror merge that needs no Spark runs in that many
+worker processes (``spark_jobs.merge_processes``); ``close`` stops them.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from functools import partial
 
 from pyspark.sql import SparkSession
 
 from spark_jobs.maintenance import TableMaintainer, TableResult
-from spark_jobs.window_jobs import JobOutcome, MergeOutcome, WindowJobs
-from tidemark.config.model import PipelineConfig
+from spark_jobs.merge_processes import CatalogAddress, MergeProcesses
+from spark_jobs.window_jobs import JobOutcome, LakeMerges, MergeOutcome, WindowJobs
+from tidemark.config.model import PipelineConfig, reveal
 from tidemark.config.plan import Plan, SinkTable, plan_from_source
 from tidemark.errors import ConfigError, TransientError
 from tidemark.windows import Window
 
 
 class SparkWindowExecutor:
-    def __init__(self, configs: Sequence[PipelineConfig], session: SparkSession) -> None:
+    def __init__(
+        self, configs: Sequence[PipelineConfig], session: SparkSession, merge_processes: int = 0
+    ) -> None:
         catalogs = {config.tidemark.catalog_name for config in configs}
         if len(catalogs) > 1:
             raise ConfigError(
@@ -36,7 +42,13 @@ class SparkWindowExecutor:
         self._configs = tuple(configs)
         self._planning = threading.Lock()
         self._local = threading.local()
+        self._processes = MergeProcesses(merge_processes) if merge_processes else None
         self._plan()
+
+    def close(self) -> None:
+        """Stop the merge processes, once the merges they run are done."""
+        if self._processes is not None:
+            self._processes.close()
 
     def _plan(self) -> None:
         """Plan every pipeline against its source; a new generation of per-thread jobs."""
@@ -94,10 +106,21 @@ class SparkWindowExecutor:
         jobs: list[WindowJobs] | None = getattr(self._local, "jobs", None)
         if jobs is None or getattr(self._local, "generation", None) != self._generation:
             session = self._thread_session()
-            jobs = [WindowJobs(config, plan, session) for config, plan in self._plans]
+            jobs = [
+                WindowJobs(config, plan, session, lake_merges=self._lake_merges(config))
+                for config, plan in self._plans
+            ]
             self._local.jobs = jobs
             self._local.generation = self._generation
         return jobs
+
+    def _lake_merges(self, config: PipelineConfig) -> LakeMerges | None:
+        if self._processes is None:
+            return None  # in the window's thread
+        catalog = CatalogAddress.of(
+            config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
+        )
+        return partial(self._processes.merge, catalog)
 
     def _thread_session(self) -> SparkSession:
         session: SparkSession | None = getattr(self._local, "session", None)

@@ -49,9 +49,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import expr
 
 from spark_jobs.changelog_range import SnapshotInfo
-from spark_jobs.mirror_columns import FILLED_PROPERTY, AddedDefault, MirrorColumns, mirror_columns
+from spark_jobs.mirror_columns import FILLED_PROPERTY, AddedDefault, MirrorColumns
+from spark_jobs.mirror_spec import (
+    KnownState,
+    MergeCounts,
+    MirrorSpec,
+    mirror_evolution,
+    mirror_properties,
+)
 from spark_jobs.stamps import MirrorStamp, newest_stamp
-from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
 from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN
 from tidemark.errors import ConfigError, TerminalError
@@ -60,12 +66,6 @@ logger = logging.getLogger(__name__)
 
 #: the column ``mirror.deletes: keep`` adds: true for a row deleted in the source
 DELETED_COLUMN = MIRROR_DELETED_COLUMN
-MERGE_ON_READ = {
-    "format-version": "2",
-    "write.merge.mode": "merge-on-read",
-    "write.update.mode": "merge-on-read",
-    "write.delete.mode": "merge-on-read",
-}
 _STAMP_CONF = "spark.sql.iceberg.snapshot-property."
 # internal columns of the merge source; the transform's output may not use the prefix
 _OP, _ORDER, _PASSES, _RANK = "__tm_op", "__tm_order", "__tm_passes", "__tm_rank"
@@ -81,33 +81,6 @@ class _Truncation:
     database: str
     table: str
     order: int
-
-
-@dataclass(frozen=True)
-class MirrorSpec:
-    """How one sink table's changelog becomes its mirror. Names are catalog-qualified."""
-
-    mirror: str
-    changelog: str
-    key: tuple[str, ...]
-    projection: str | None = None
-    filter: str | None = None
-    #: Spark partition transforms, e.g. ``days(created_at)``, ``bucket(8, order_no)``
-    partitioning: tuple[str, ...] = ()
-    keep_deletes: bool = False
-    table_properties: Mapping[str, str] | None = None
-    #: ``schema.change.behavior: evolve``/``try_evolve`` with ``drop.column``/``rename.column``
-    #: taken by the sink: columns the source dropped leave the mirror, renamed ones are renamed
-    #: (``spark_jobs.mirror_columns``); otherwise both stay, as the changelog keeps them
-    follow_drops: bool = False
-    follow_renames: bool = False
-
-
-@dataclass(frozen=True)
-class MergeCounts:
-    changes: int  # changelog rows in the range, truncate markers included
-    keys: int  # distinct keys merged: those of the range, or of the changelog from its start
-    snapshot_id: int  # the stamped mirror commit
 
 
 def table_snapshots(spark: SparkSession, table: str) -> list[SnapshotInfo]:
@@ -132,24 +105,6 @@ def mirror_state(spark: SparkSession, mirror: str) -> MirrorStamp | None:
     if not spark.catalog.tableExists(mirror):
         return None
     return newest_stamp(mirror, table_snapshots(spark, mirror))
-
-
-@dataclass(frozen=True)
-class KnownState:
-    """What the caller read of the changelog and the mirror from the catalog just before the
-    merge (``spark_jobs.window_jobs`` loads both with PyIceberg), so that the merge need not
-    read it again through Spark."""
-
-    #: the changelog's table properties (its schema history)
-    changelog_properties: Mapping[str, str]
-    #: the changelog's columns as Spark gives them, ``(name, simpleString)``; None: unknown
-    changelog_columns: tuple[tuple[str, str], ...] | None
-    #: the mirror's current snapshot
-    mirror_snapshot: int | None
-    #: the mirror's newest stamp carries the changelog's structure digest as it is now
-    #: (``spark_jobs.stamps.structure_digest``): the merge that stamped it brought the mirror's
-    #: columns, defaults and comment up to this structure, so this merge need not look again
-    structure_unchanged: bool
 
 
 def merge_range(
@@ -273,22 +228,6 @@ def _scan(ranked: DataFrame) -> _Scan:
     assert row is not None  # an aggregate without grouping has one row
     markers = sorted(row.markers, key=lambda marker: marker[2])
     return _Scan(row.rows, row.keys, [_Truncation(*marker) for marker in markers])
-
-
-def mirror_properties(spec: MirrorSpec) -> dict[str, str]:
-    """The properties a new mirror is created with: merge-on-read, metadata retention, the
-    pipeline's table properties."""
-    return {**MERGE_ON_READ, **METADATA_RETENTION, **(spec.table_properties or {})}
-
-
-def mirror_evolution(spec: MirrorSpec, changelog_properties: Mapping[str, str]) -> MirrorColumns:
-    """What the mirror follows of the source's drops, renames and added defaults."""
-    found = mirror_columns(changelog_properties, spec.key)
-    return MirrorColumns(
-        dropped=found.dropped if spec.follow_drops else frozenset(),
-        lineages=found.lineages if spec.follow_renames else (),
-        defaults=found.defaults,
-    )
 
 
 def _follow_comment(spark: SparkSession, spec: MirrorSpec) -> None:

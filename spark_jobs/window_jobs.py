@@ -31,32 +31,16 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import NoSuchTableError
-from pyiceberg.table import Table
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
-from spark_jobs.arrow_merge import create_mirror, merge_without_spark
-from spark_jobs.changelog_range import ChangelogBound, SnapshotInfo, bound_at_order, find_bound
-from spark_jobs.merge import (
-    KnownState,
-    MergeCounts,
-    MirrorSpec,
-    merge_range,
-    mirror_evolution,
-    mirror_properties,
-)
-from spark_jobs.stamps import (
-    newest_stamp,
-    snapshot_infos,
-    spark_columns,
-    stamp_without_changes,
-    structure_digest,
-)
+from spark_jobs.lake_merge import MergeOutcome, MergeRequest, SparkMerge, merge_in_lake
+from spark_jobs.merge import merge_range
+from spark_jobs.mirror_spec import MirrorSpec
 from spark_jobs.user_sql import read_statements
 from tidemark.catalog import load_catalog
 from tidemark.config.model import (
@@ -69,34 +53,14 @@ from tidemark.config.model import (
     reveal,
 )
 from tidemark.config.plan import Plan, SinkTable
-from tidemark.contracts.mirror import MirrorKey
 from tidemark.errors import ConfigError, TerminalError
 from tidemark.windows import Window
 
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class MergeOutcome:
-    """What one mirror merge did. ``skipped``: the mirror already held the window."""
-
-    sink_table: str
-    mirror: str
-    window: Window
-    skipped: bool
-    previous_order: int
-    merged_order: int
-    changes: int = 0
-    keys: int = 0
-    source_watermark_ms: int | None = None
-    changelog_snapshot: int | None = None
-    mirror_snapshot: int | None = None
-    seconds: float = 0.0
-    #: the merge ran Spark jobs (``spark_jobs.merge``); else PyIceberg alone committed it
-    #: (``spark_jobs.arrow_merge``, or a stamp)
-    by_spark: bool = False
+#: runs a merge's part without Spark (``spark_jobs.lake_merge``)
+LakeMerges = Callable[[MergeRequest], MergeOutcome | SparkMerge]
 
 
 @dataclass(frozen=True)
@@ -127,14 +91,18 @@ class WindowJobs:
         plan: Plan,
         session: SparkSession,
         clock: Clock = time.monotonic,
+        lake_merges: LakeMerges | None = None,
     ) -> None:
         self._config = config
         self._plan = plan
         self._spark = session
         self._clock = clock
         self._catalog = config.tidemark.catalog_name
-        #: PyIceberg's client of the same catalog: stamps and bounds without a Spark job
+        #: PyIceberg's client of the same catalog, for the merges done here
         self._lake: Catalog | None = None
+        #: the part of each merge that needs no Spark: here, or in worker processes
+        #: (``spark_jobs.merge_processes``)
+        self._lake_merges: LakeMerges = lake_merges or self._merge_in_lake
 
     # --- mirrors -------------------------------------------------------------------------
 
@@ -145,117 +113,38 @@ class WindowJobs:
         sink = self._sink(sink_table)
         spec = self.mirror_spec(sink)
         assert sink.mirror is not None  # mirror_spec refuses a sink without one
-        mirror = self._lake_table(sink.mirror)
-        state = newest_stamp(spec.mirror, snapshot_infos(mirror)) if mirror else None
-        merged = state.merged_order if state else 0
-        if state is not None and state.window_end_ms >= window.end_ms:
+        request = MergeRequest(sink.name, spec, sink.changelog, sink.mirror, window, up_to_order)
+        done = self._lake_merges(request)
+        if isinstance(done, SparkMerge):
+            counts = merge_range(self._spark, spec, done.low, done.high, done.stamps, done.known)
+            done = done.outcome(counts)
+        outcome = replace(done, seconds=self._clock() - started)
+        if outcome.skipped:
             logger.info(
-                "Mirror %s already holds %s (merged to its end %d): nothing to do",
+                "Mirror %s already holds %s (merged to order %d): nothing to do",
                 spec.mirror,
                 window,
-                state.window_end_ms,
+                outcome.merged_order,
             )
-            return MergeOutcome(sink.name, spec.mirror, window, True, merged, merged)
-        changelog = self._lake_table(sink.changelog)
-        snapshots = snapshot_infos(changelog) if changelog is not None else []
-        bound = self._bound(sink.changelog, snapshots, window, up_to_order)
-        high = max(bound.order, merged)
-        assert changelog is not None  # a bound was found in its snapshots
-        structure = structure_digest(changelog, repr(spec))
-        stamps: dict[str, str] = {
-            MirrorKey.WINDOW_START: str(window.start_ms),
-            MirrorKey.WINDOW_END: str(window.end_ms),
-            MirrorKey.MERGED_ORDER: str(high),
-            MirrorKey.SOURCE_WATERMARK: str(bound.watermark_ms),
-            MirrorKey.CHANGELOG_SNAPSHOT: str(bound.snapshot_id),
-            MirrorKey.CHANGELOG_STRUCTURE: structure,
-        }
-        plain = spec.projection is None and spec.filter is None
-        unchanged = state is not None and state.structure == structure
-        if mirror is None and plain and not spec.partitioning:
-            # created as Spark would create it, or left to Spark
-            mirror = self._create_mirror(spec, changelog)
-            unchanged = mirror is not None
-        counts: MergeCounts | None = None
-        if mirror is not None and unchanged and high == merged:
-            # no row to apply and no structure to follow: the stamp alone, without Spark
-            counts = MergeCounts(0, 0, stamp_without_changes(mirror, stamps))
-        elif mirror is not None and unchanged and plain:
-            # rows to apply to a structure as the last merge left it: without Spark if it can
-            counts = self._merge_without_spark(spec, changelog, mirror, merged, high, stamps)
-        by_spark = counts is None
-        if counts is None:
-            current = mirror.current_snapshot() if mirror is not None else None
-            known = KnownState(
-                changelog_properties=dict(changelog.properties),
-                changelog_columns=spark_columns(changelog.schema()),
-                mirror_snapshot=current.snapshot_id if current is not None else None,
-                structure_unchanged=state is not None and state.structure == structure,
-            )
-            counts = merge_range(self._spark, spec, merged, high, stamps, known)
-        outcome = MergeOutcome(
-            sink_table=sink.name,
-            mirror=spec.mirror,
-            window=window,
-            skipped=False,
-            previous_order=merged,
-            merged_order=high,
-            changes=counts.changes,
-            keys=counts.keys,
-            source_watermark_ms=bound.watermark_ms,
-            changelog_snapshot=bound.snapshot_id,
-            mirror_snapshot=counts.snapshot_id,
-            seconds=self._clock() - started,
-            by_spark=by_spark,
-        )
+            return outcome
         logger.info(
             "Merged %s into %s for %s: orders (%d, %d], %d changes, %d keys, %.2f s%s",
             spec.changelog,
             spec.mirror,
             window,
-            merged,
-            high,
-            counts.changes,
-            counts.keys,
+            outcome.previous_order,
+            outcome.merged_order,
+            outcome.changes,
+            outcome.keys,
             outcome.seconds,
-            " (Spark)" if by_spark else "",
+            " (Spark)" if outcome.by_spark else "",
         )
         return outcome
 
-    def _create_mirror(self, spec: MirrorSpec, changelog: Table) -> Table | None:
-        assert self._lake is not None  # the changelog was loaded through it
-        return create_mirror(
-            self._lake,
-            spec.mirror.split(".", 1)[1],  # without the catalog's name
-            changelog,
-            evolution=mirror_evolution(spec, changelog.properties),
-            keep_deletes=spec.keep_deletes,
-            # Iceberg's Java writers set the codec at creation; PyIceberg's default is the same
-            properties={"write.parquet.compression-codec": "zstd", **mirror_properties(spec)},
-        )
-
-    def _merge_without_spark(
-        self,
-        spec: MirrorSpec,
-        changelog: Table,
-        mirror: Table,
-        low: int,
-        high: int,
-        stamps: Mapping[str, str],
-    ) -> MergeCounts | None:
-        merged = merge_without_spark(
-            changelog,
-            mirror,
-            spec.key,
-            low=low,
-            high=high,
-            stamps=stamps,
-            evolution=mirror_evolution(spec, changelog.properties),
-            keep_deletes=spec.keep_deletes,
-        )
-        return (
-            None if merged is None else MergeCounts(merged.changes, merged.keys, merged.snapshot_id)
-        )
+    def _merge_in_lake(self, request: MergeRequest) -> MergeOutcome | SparkMerge:
+        if self._lake is None:
+            self._lake = load_catalog(self._catalog, reveal(self._config.sink.catalog_properties))
+        return merge_in_lake(self._lake, request)
 
     def mirror_spec(self, sink: SinkTable) -> MirrorSpec:
         """How ``sink``'s changelog becomes its mirror: names, key, transform, partitioning."""
@@ -287,26 +176,6 @@ class WindowJobs:
             follow_drops=_follows(self._config, SchemaChangeType.DROP_COLUMN),
             follow_renames=_follows(self._config, SchemaChangeType.RENAME_COLUMN),
         )
-
-    def _lake_table(self, identifier: str) -> Table | None:
-        """``identifier`` (``namespace.table``) as PyIceberg loads it, fresh; None if absent."""
-        if self._lake is None:
-            self._lake = load_catalog(self._catalog, reveal(self._config.sink.catalog_properties))
-        try:
-            return self._lake.load_table(identifier)
-        except NoSuchTableError:
-            return None
-
-    def _bound(
-        self,
-        changelog: str,
-        snapshots: list[SnapshotInfo],
-        window: Window,
-        up_to_order: int | None,
-    ) -> ChangelogBound:
-        if up_to_order is not None:
-            return bound_at_order(changelog, snapshots, up_to_order)
-        return find_bound(changelog, snapshots, window.end_ms)
 
     def _transform(self, sink: SinkTable) -> TransformRule | None:
         rules: list[TransformRule] = []

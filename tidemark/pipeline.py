@@ -13,8 +13,10 @@ or the binlog library.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -299,6 +301,9 @@ class SchedulerOptions:
 
     #: windows running at once, across all pipelines (``ServiceSettings.max_workers``)
     max_workers: int | None = None
+    #: worker processes for the mirror merges without Spark (``spark_jobs.merge_processes``):
+    #: None for one per core, 0 for none (the merges run in the windows' threads)
+    merge_processes: int | None = None
     #: an ERROR when a table's watermark has not moved for this long
     #: (``EngineSettings.stall_after``)
     stall_after: timedelta | None = None
@@ -329,21 +334,27 @@ def run_scheduler(
     runs = [pipeline.schedule() for pipeline in pipelines]  # refused before Spark starts
     store = pipelines[0].state_store(state)
     session = pipelines[0].spark_session(spark, options.app_name)
-    executor = SparkWindowExecutor([pipeline.config for pipeline in pipelines], session)
+    processes = options.merge_processes
+    executor = SparkWindowExecutor(
+        [pipeline.config for pipeline in pipelines],
+        session,
+        merge_processes=len(os.sched_getaffinity(0)) if processes is None else processes,
+    )
     service = ServiceSettings()
     engine = EngineSettings()
     if started is not None:
         started()
-    run(
-        runs,
-        store,
-        executor,
-        settings=replace(service, max_workers=options.max_workers or service.max_workers),
-        engine_settings=replace(engine, stall_after=options.stall_after or engine.stall_after),
-        stop=stop,
-        max_seconds=options.max_seconds,
-        metrics_port=options.metrics_port,
-    )
+    with closing(executor):
+        run(
+            runs,
+            store,
+            executor,
+            settings=replace(service, max_workers=options.max_workers or service.max_workers),
+            engine_settings=replace(engine, stall_after=options.stall_after or engine.stall_after),
+            stop=stop,
+            max_seconds=options.max_seconds,
+            metrics_port=options.metrics_port,
+        )
 
 
 def _database_and_table(table_id: str) -> tuple[str, str]:

@@ -93,6 +93,7 @@ class StartOrders(Protocol):
         table_options: str = "",
         unique_key: str = "order_no",
         ingest: bool = True,
+        in_processes: bool = False,
     ) -> OrdersWindows: ...
 
 

@@ -15,7 +15,8 @@ from pyspark.sql import SparkSession
 
 from spark_jobs import arrow_merge
 from spark_jobs.arrow_merge import merge_without_spark
-from spark_jobs.merge import merge_range, mirror_evolution
+from spark_jobs.merge import merge_range
+from spark_jobs.mirror_spec import mirror_evolution
 from spark_jobs.stamps import SPARK_APP_ID
 from spark_jobs.window_jobs import MergeOutcome
 from tests.spark_jobs.orders_windows import (
@@ -129,7 +130,9 @@ class Twin:
 
 
 @pytest.mark.parametrize(
-    ("unique_key", "keep_deletes"), [("order_no", False), ("order_no, id", True)]
+    ("unique_key", "keep_deletes", "in_processes"),
+    [("order_no", False, False), ("order_no, id", True, False), ("order_no", False, True)],
+    ids=["key", "composite key, deletes kept", "key, in worker processes"],
 )
 def test_merges_without_spark_leave_the_mirror_as_spark_merges_of_the_same_ranges_do(
     orders_windows: StartOrders,
@@ -138,11 +141,13 @@ def test_merges_without_spark_leave_the_mirror_as_spark_merges_of_the_same_range
     spark: SparkSession,
     unique_key: str,
     keep_deletes: bool,
+    in_processes: bool,
 ) -> None:
     orders = orders_windows(
         shards=SHARDS,
         unique_key=unique_key,
         table_options="      mirror:\n        deletes: keep\n" if keep_deletes else "",
+        in_processes=in_processes,
     )
     twin = Twin(orders, spark)
     workload = ShopWorkload(seed=25)
@@ -172,12 +177,17 @@ def test_merges_without_spark_leave_the_mirror_as_spark_merges_of_the_same_range
             assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, BOTH_SHARDS)
 
 
+@pytest.mark.parametrize("in_processes", [False, True], ids=["in its thread", "in a worker"])
 def test_a_range_holding_a_truncate_marker_is_merged_by_spark(
-    orders_windows: StartOrders, admin_connection: Connection, spark: SparkSession
+    orders_windows: StartOrders,
+    admin_connection: Connection,
+    spark: SparkSession,
+    in_processes: bool,
 ) -> None:
     orders = orders_windows(
         shards=SHARDS,
         top_level="  schema.change.behavior: try_evolve",  # lenient leaves truncate.table out
+        in_processes=in_processes,
     )
     workload = ShopWorkload(seed=7)
     first = orders.change_and_merge(*workload.insert(0), *workload.insert(1), *workload.insert(1))

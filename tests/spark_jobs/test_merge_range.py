@@ -8,7 +8,8 @@ from pyspark.sql import SparkSession
 
 from ingest.changelog.table import open_changelog
 from spark_jobs import merge
-from spark_jobs.merge import MirrorSpec, merge_range
+from spark_jobs.merge import merge_range
+from spark_jobs.mirror_spec import MirrorSpec
 from tests.spark_jobs.changelogs import DATA, commit
 
 

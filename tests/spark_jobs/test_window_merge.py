@@ -17,7 +17,8 @@ from pyspark.sql import SparkSession
 
 from ingest.changelog.table import ChangelogTable
 from spark_jobs.changelog_range import WindowNotCompleteError
-from spark_jobs.merge import KnownState, merge_range
+from spark_jobs.merge import merge_range
+from spark_jobs.mirror_spec import KnownState
 from spark_jobs.stamps import SPARK_APP_ID, spark_columns
 from tests.spark_jobs.orders_windows import (
     BOTH_SHARDS,

@@ -34,6 +34,17 @@ def add_state_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_window_arguments(parser: argparse.ArgumentParser) -> None:
+    """How many windows and merges run at once (``SchedulerOptions``)."""
+    parser.add_argument("--max-workers", type=int, default=4, help="windows running at once")
+    parser.add_argument(
+        "--merge-processes",
+        type=int,
+        help="worker processes for the mirror merges that need no Spark (default: one per "
+        "core; 0: in the scheduler's own process)",
+    )
+
+
 def stop_on_signals(stop: threading.Event) -> None:
     """SIGINT and SIGTERM set ``stop``: the run ends at its next safe point."""
 

@@ -15,14 +15,19 @@ import sys
 import threading
 
 from spark_jobs.arguments import SparkTarget, add_spark_arguments
-from tidemark.commands.command import Command, add_file_argument, stop_on_signals
+from tidemark.commands.command import (
+    Command,
+    add_file_argument,
+    add_window_arguments,
+    stop_on_signals,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     add_file_argument(parser)
-    parser.add_argument("--max-workers", type=int, default=4, help="windows running at once")
+    add_window_arguments(parser)
     parser.add_argument(
         "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
     )
@@ -45,7 +50,10 @@ def _run(args: argparse.Namespace) -> int:
     watcher.start()
     try:
         options = SchedulerOptions(
-            max_workers=args.max_workers, max_seconds=args.max_seconds, app_name="tidemark-run"
+            max_workers=args.max_workers,
+            merge_processes=args.merge_processes,
+            max_seconds=args.max_seconds,
+            app_name="tidemark-run",
         )
         run_scheduler([pipeline], SparkTarget.parse(args.master, args.jars), stop, options)
     finally:

@@ -8,7 +8,12 @@ from datetime import timedelta
 from pathlib import Path
 
 from spark_jobs.arguments import SparkTarget, add_spark_arguments
-from tidemark.commands.command import Command, add_state_arguments, stop_on_signals
+from tidemark.commands.command import (
+    Command,
+    add_state_arguments,
+    add_window_arguments,
+    stop_on_signals,
+)
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +25,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="what runs the windows (default: spark, the window jobs of spark_jobs)",
     )
     add_state_arguments(parser)
-    parser.add_argument("--max-workers", type=int, default=4, help="windows running at once")
+    add_window_arguments(parser)
     parser.add_argument(
         "--stall-minutes",
         type=float,
@@ -45,6 +50,7 @@ def _schedule(args: argparse.Namespace) -> int:
     pipelines = open_pipelines(args.files)
     options = SchedulerOptions(
         max_workers=args.max_workers,
+        merge_processes=args.merge_processes,
         stall_after=timedelta(minutes=args.stall_minutes),
         metrics_port=args.metrics_port,
         max_seconds=args.max_seconds,
