@@ -20,8 +20,9 @@ with default ingest settings; the method of the measurements by hand of 2026-11-
    snapshot summaries) or a watermark report gave it, for every table at every second of the
    load after its first 5 s: p50 and p99.
 4. **Windows** (Spark; skipped with ``--no-scheduler``): ``tidemark schedule FILE`` starts
-   (Spark ``local[*]``, 4 workers) while ingest runs on and a light load (``--scheduler-tps``)
-   keeps the tables changing. For the first ``--windows`` window ends at least 30 s after the
+   (Spark ``local[*]``, 4 workers, the merges without Spark in ``--merge-processes``, by
+   default one per core) while ingest runs on and a light load (``--scheduler-tps``) keeps the
+   tables changing. For the first ``--windows`` window ends at least 30 s after the
    scheduler is up, each mirror's merge (its ``succeeded`` time in the scheduler's state)
    after the window's end: p50 and p95 over mirrors and windows, a merge not done
    ``--merge-wait`` after the end counting as later than any. The scheduler starts from the
@@ -109,6 +110,8 @@ class Options:
     scheduler_tps: int = 50
     #: ``tidemark schedule --max-workers``: windows running at once
     scheduler_workers: int = 4
+    #: ``tidemark schedule --merge-processes``; None: its default, one per core
+    merge_processes: int | None = None
     start_timeout: float = 300.0
     scheduler_start_timeout: float = 180.0
     #: sample ingest's main thread (``bench.scale_ingest --profile``) and print where the idle
@@ -749,6 +752,11 @@ class Phases:
                 f"{lifetime:.0f}",
                 "--max-workers",
                 str(options.scheduler_workers),
+                *(
+                    ["--merge-processes", str(options.merge_processes)]
+                    if options.merge_processes is not None
+                    else []
+                ),
             ],
             log,
         )
@@ -1195,6 +1203,9 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
     parser.add_argument("--merge-wait", type=float, help="seconds after the last window's end")
     parser.add_argument("--scheduler-tps", type=int, help="transactions/s while scheduling")
     parser.add_argument("--scheduler-workers", type=int, help="the scheduler's --max-workers")
+    parser.add_argument(
+        "--merge-processes", type=int, help="the scheduler's --merge-processes (0: in its threads)"
+    )
     parser.add_argument("--start-timeout", type=float, help="seconds until ingest streams")
     parser.add_argument(
         "--profile", action="store_true", help="sample ingest's stack; print the idle and load"
@@ -1214,6 +1225,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
             "merge_wait",
             "scheduler_tps",
             "scheduler_workers",
+            "merge_processes",
             "start_timeout",
         )
         if getattr(args, key) is not None
