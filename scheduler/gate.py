@@ -201,16 +201,21 @@ def job_task(name: str) -> WindowTask:
 
 
 def cuts_since(specs: Sequence[TaskSpec], tasks: Mapping[WindowTask, TaskState]) -> int:
-    """Epoch ms from which reports are needed to find merge cuts: the oldest end any mirror
-    has merged to (earlier reports only served windows already recorded, with their cut)."""
-    ends = [
-        tasks.get(spec.task, TaskState()).done_end
-        for spec in specs
-        if spec.task.kind == TaskKind.MIRROR
-    ]
-    if not ends or any(end is None for end in ends):
-        return 0
-    return min(_ms(end) for end in ends if end is not None)
+    """Epoch ms from which reports are needed to find merge cuts: the earliest end of a
+    mirror's next window. The cut of a window ending at E is the first report, in commit
+    order, whose own watermark is E or later (``TableState.cut``: none before it is complete
+    to E), so earlier reports only served windows already recorded, with their cut. A tick
+    then reads the reports since the last window's end at most, not since the oldest end any
+    mirror merged to: under load that was every report of the window, at every tick."""
+    ends = []
+    for spec in specs:
+        if spec.task.kind != TaskKind.MIRROR:
+            continue
+        done_end = tasks.get(spec.task, TaskState()).done_end
+        if done_end is None:
+            return 0  # its first window starts at its first watermark: all of them
+        ends.append(_ms(Window.containing(done_end, spec.window).end))
+    return min(ends, default=0)
 
 
 def decide(

@@ -13,6 +13,7 @@ from scheduler.gate import (
     TaskSpec,
     TaskState,
     WindowRun,
+    cuts_since,
     decide,
     job_task,
     mirror_task,
@@ -111,6 +112,19 @@ def test_a_commit_is_complete_to_every_earlier_commits_watermark() -> None:
 
     # commit 1 already held everything before 10:05: commit 2's rows belong to later windows
     assert (due.window, due.up_to_order) == (window("10:05"), 5)
+
+
+def test_merge_cuts_need_only_the_reports_from_the_earliest_next_window_end_on() -> None:
+    specs = mirrors("shop.orders", "shop.users")
+    tasks = {mirror_task("shop.orders"): done("10:00"), mirror_task("shop.users"): done("10:05")}
+    since = cuts_since(specs, tasks)
+    reports = [("10:01", 3), ("10:04", 5), ("10:10", 7), ("10:08", 8), ("10:11", 9)]
+
+    kept = table(*[report for report in reports if ms(report[0]) >= since])
+
+    assert since == ms("10:05")
+    assert kept.cut(at("10:05")) == table(*reports).cut(at("10:05")) == 7
+    assert cuts_since(specs + mirrors("shop.new"), tasks) == 0  # a first window: all reports
 
 
 def test_the_first_window_ends_at_the_first_boundary_after_the_first_watermark() -> None:
