@@ -42,8 +42,8 @@ class SparkWindowExecutor:
         self._configs = tuple(configs)
         self._planning = threading.Lock()
         self._local = threading.local()
+        self._plan()  # before the processes: a source that cannot be planned leaves none
         self._processes = MergeProcesses(merge_processes) if merge_processes else None
-        self._plan()
 
     def close(self) -> None:
         """Stop the merge processes, once the merges they run are done."""

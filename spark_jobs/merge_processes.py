@@ -16,25 +16,32 @@ the answer says so (the JVM stays in the scheduler's process).
 - A worker ends with the scheduler however that ends (kill -9 too): it watches its parent.
   It ignores SIGINT and SIGTERM, which a terminal or a service manager sends the whole group:
   the scheduler decides when to stop, and lets the merges running finish first.
-- A worker that dies (out of memory, killed) fails its merge with a ``TransientError``, so the
-  window is retried, on a worker started in its place.
+- A worker that dies (out of memory, killed) is replaced, and the merges it held are tried
+  once more on the new one (all but one of them only waited behind the merge that killed it);
+  a merge whose second worker dies too fails with a ``TransientError``, and its window is
+  retried later. A merge killed before its commit committed nothing; one killed after it left
+  its stamp, so the retry finds the window held.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing
 import os
 import signal
 import threading
 import time
 import zlib
-from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Mapping
+from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from logging.handlers import QueueHandler, QueueListener
+from multiprocessing.context import SpawnContext
 from multiprocessing.queues import Queue
+from pathlib import Path
+from typing import TypeVar
 
 from pyiceberg.catalog import Catalog
 
@@ -43,9 +50,34 @@ from tidemark.catalog import load_catalog
 from tidemark.errors import TransientError
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: how often a worker looks whether its parent is still there, in seconds
 PARENT_CHECK_SECONDS = 1.0
+
+
+def usable_cores() -> int:
+    """The cores this process may use: its CPU affinity, capped by a cgroup CPU quota (a
+    container's ``--cpus``), which the affinity does not show."""
+    cores = len(os.sched_getaffinity(0))
+    quota = _cgroup_quota()
+    return cores if quota is None else max(1, min(cores, math.ceil(quota)))
+
+
+def _cgroup_quota() -> float | None:
+    """The cores a cgroup's CPU quota allows (v2's ``cpu.max``, v1's CFS quota and period);
+    None without a quota."""
+    try:
+        limit, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+    except (OSError, ValueError):
+        try:
+            limit = Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text().strip()
+            period = Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    if limit in ("max", "-1"):
+        return None
+    return int(limit) / int(period)
 
 
 @dataclass(frozen=True)
@@ -61,43 +93,80 @@ class CatalogAddress:
         return cls(name, tuple(sorted(properties.items())))
 
 
+class _Worker:
+    """One worker process and the queue its log records come through: a queue of its own, so
+    a worker killed while writing a record leaves the others' logs as they were."""
+
+    def __init__(self, context: SpawnContext) -> None:
+        self.logs: Queue[logging.LogRecord] = context.Queue()
+        self.listener = QueueListener(self.logs, _LogHere())
+        self.listener.start()
+        self.pool = ProcessPoolExecutor(
+            1,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(os.getpid(), self.logs, logging.getLogger().getEffectiveLevel()),
+        )
+        self.ready = self.pool.submit(_ready)  # started now, beside the others
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.listener.stop()
+        self.logs.close()
+
+    def abandon(self) -> None:
+        """Let go of a worker that died: its queue may hold half a record, so its listener (a
+        daemon thread) is left to end with the process rather than waited for."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
 class MergeProcesses:
-    """``processes`` worker processes for ``spark_jobs.lake_merge``."""
+    """``processes`` worker processes for ``spark_jobs.lake_merge``; started when made, so a
+    worker that cannot start fails here, with its error."""
 
     def __init__(self, processes: int) -> None:
         if processes < 1:
             raise ValueError(f"processes must be positive, got: {processes}")
         self._context = multiprocessing.get_context("spawn")
-        self._logs: Queue[logging.LogRecord] = self._context.Queue()
-        self._listener = QueueListener(self._logs, _LogHere())
-        self._listener.start()
         self._lock = threading.Lock()
         self._closed = False
-        self._workers = [self._worker() for _ in range(processes)]
+        self._workers = [_Worker(self._context) for _ in range(processes)]
+        try:
+            for worker in self._workers:
+                worker.ready.result()
+        except BaseException:
+            self.close()
+            raise
 
     def merge(self, catalog: CatalogAddress, request: MergeRequest) -> MergeOutcome | SparkMerge:
         """``merge_in_lake`` of ``request`` in ``catalog``, in the mirror's worker."""
         index = zlib.crc32(request.mirror.encode()) % len(self._workers)
-        with self._lock:
-            if self._closed:
-                raise TransientError(
-                    "the scheduler is stopping: the window is merged at its next start"
-                )
-            worker = self._workers[index]
-        try:
-            return worker.submit(_merge, catalog, request).result()
-        except BrokenProcessPool as error:
-            self._replace(index, worker)
-            raise TransientError(
-                f"the process merging {request.mirror} ended before the merge did ({error}); "
-                "the window is merged again on a new one"
-            ) from error
+        return self._call(index, request.mirror, _merge, catalog, request)
 
     def pids(self) -> list[int]:
         """The workers' process ids (for status and tests)."""
-        with self._lock:
-            workers = list(self._workers)
-        return [future.result() for future in [worker.submit(os.getpid) for worker in workers]]
+        return [self._call(index, "a process id", os.getpid) for index in range(len(self._workers))]
+
+    def _call(self, index: int, what: str, function: Callable[..., T], *args: object) -> T:
+        """``function(*args)`` in worker ``index``. A call whose worker dies is made once more
+        on the worker started in its place: it may only have waited behind the merge that
+        killed the worker."""
+        for attempt in (1, 2):
+            worker = self._worker(index)
+            try:
+                return worker.pool.submit(function, *args).result()
+            except BrokenProcessPool as error:
+                self._replace(index, worker)
+                if attempt == 2:
+                    raise TransientError(
+                        f"the processes merging {what} ended twice before the merge did "
+                        f"({error}); the window is merged again later"
+                    ) from error
+            except (CancelledError, RuntimeError) as error:  # closed meanwhile
+                raise TransientError(
+                    "the scheduler is stopping: the window is merged at its next start"
+                ) from error
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Stop the workers once their merges are done; queued ones are cancelled."""
@@ -105,26 +174,22 @@ class MergeProcesses:
             self._closed = True
             workers = list(self._workers)
         for worker in workers:
-            worker.shutdown(wait=True, cancel_futures=True)
-        self._listener.stop()
-        self._logs.close()
+            worker.close()
 
-    def _worker(self) -> ProcessPoolExecutor:
-        worker = ProcessPoolExecutor(
-            1,
-            mp_context=self._context,
-            initializer=_start_worker,
-            initargs=(os.getpid(), self._logs, logging.getLogger().getEffectiveLevel()),
-        )
-        # started now, in parallel, rather than by the first window's merge
-        worker.submit(_ready)
-        return worker
-
-    def _replace(self, index: int, broken: ProcessPoolExecutor) -> None:
+    def _worker(self, index: int) -> _Worker:
         with self._lock:
-            if self._workers[index] is broken and not self._closed:
-                self._workers[index] = self._worker()
-        broken.shutdown(wait=False, cancel_futures=True)
+            if self._closed:
+                raise TransientError(
+                    "the scheduler is stopping: the window is merged at its next start"
+                )
+            return self._workers[index]
+
+    def _replace(self, index: int, broken: _Worker) -> None:
+        with self._lock:
+            if self._workers[index] is not broken or self._closed:
+                return  # replaced by another thread already, or closing
+            self._workers[index] = _Worker(self._context)
+        broken.abandon()
 
 
 class _LogHere(logging.Handler):

@@ -13,7 +13,6 @@ or the binlog library.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
@@ -302,7 +301,8 @@ class SchedulerOptions:
     #: windows running at once, across all pipelines (``ServiceSettings.max_workers``)
     max_workers: int | None = None
     #: worker processes for the mirror merges without Spark (``spark_jobs.merge_processes``):
-    #: None for one per core, 0 for none (the merges run in the windows' threads)
+    #: None for one per usable core, at most ``max_workers``; 0 for none (the merges run in
+    #: the windows' threads)
     merge_processes: int | None = None
     #: an ERROR when a table's watermark has not moved for this long
     #: (``EngineSettings.stall_after``)
@@ -330,26 +330,29 @@ def run_scheduler(
     from scheduler.engine import EngineSettings
     from scheduler.service import ServiceSettings, run
     from spark_jobs.executor import SparkWindowExecutor
+    from spark_jobs.merge_processes import usable_cores
 
     runs = [pipeline.schedule() for pipeline in pipelines]  # refused before Spark starts
     store = pipelines[0].state_store(state)
     session = pipelines[0].spark_session(spark, options.app_name)
+    service = ServiceSettings()
+    workers = options.max_workers or service.max_workers
     processes = options.merge_processes
     executor = SparkWindowExecutor(
         [pipeline.config for pipeline in pipelines],
         session,
-        merge_processes=len(os.sched_getaffinity(0)) if processes is None else processes,
+        # a window's thread waits for its merge: more processes than threads would idle
+        merge_processes=min(usable_cores(), workers) if processes is None else processes,
     )
-    service = ServiceSettings()
     engine = EngineSettings()
-    if started is not None:
-        started()
     with closing(executor):
+        if started is not None:
+            started()
         run(
             runs,
             store,
             executor,
-            settings=replace(service, max_workers=options.max_workers or service.max_workers),
+            settings=replace(service, max_workers=workers),
             engine_settings=replace(engine, stall_after=options.stall_after or engine.stall_after),
             stop=stop,
             max_seconds=options.max_seconds,

@@ -39,10 +39,17 @@ def add_window_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-workers", type=int, default=4, help="windows running at once")
     parser.add_argument(
         "--merge-processes",
-        type=int,
+        type=_not_negative,
         help="worker processes for the mirror merges that need no Spark (default: one per "
-        "core; 0: in the scheduler's own process)",
+        "usable core, at most --max-workers; 0: in the scheduler's own process)",
     )
+
+
+def _not_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got: {value}")
+    return value
 
 
 def stop_on_signals(stop: threading.Event) -> None:
