@@ -34,7 +34,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from concurrent.futures import CancelledError, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from logging.handlers import QueueHandler, QueueListener
@@ -54,6 +54,7 @@ T = TypeVar("T")
 
 #: how often a worker looks whether its parent is still there, in seconds
 PARENT_CHECK_SECONDS = 1.0
+_STOPPING = "the scheduler is stopping: the window is merged at its next start"
 
 
 def usable_cores() -> int:
@@ -141,31 +142,29 @@ class MergeProcesses:
     def merge(self, catalog: CatalogAddress, request: MergeRequest) -> MergeOutcome | SparkMerge:
         """``merge_in_lake`` of ``request`` in ``catalog``, in the mirror's worker."""
         index = zlib.crc32(request.mirror.encode()) % len(self._workers)
-        return self._call(index, request.mirror, _merge, catalog, request)
+        return self._call(index, f"the merge of {request.mirror}", _merge, catalog, request)
 
     def pids(self) -> list[int]:
         """The workers' process ids (for status and tests)."""
-        return [self._call(index, "a process id", os.getpid) for index in range(len(self._workers))]
+        return [self._call(index, "os.getpid", os.getpid) for index in range(len(self._workers))]
 
     def _call(self, index: int, what: str, function: Callable[..., T], *args: object) -> T:
         """``function(*args)`` in worker ``index``. A call whose worker dies is made once more
         on the worker started in its place: it may only have waited behind the merge that
-        killed the worker."""
+        killed the worker. What ``function`` raises comes back as it is."""
         for attempt in (1, 2):
             worker = self._worker(index)
             try:
-                return worker.pool.submit(function, *args).result()
+                return _submitted(worker.pool, function, *args).result()
             except BrokenProcessPool as error:
                 self._replace(index, worker)
                 if attempt == 2:
                     raise TransientError(
-                        f"the processes merging {what} ended twice before the merge did "
-                        f"({error}); the window is merged again later"
+                        f"the worker processes ended twice under {what} ({error}); the window "
+                        "is merged again later"
                     ) from error
-            except (CancelledError, RuntimeError) as error:  # closed meanwhile
-                raise TransientError(
-                    "the scheduler is stopping: the window is merged at its next start"
-                ) from error
+            except CancelledError as error:  # closed meanwhile
+                raise TransientError(_STOPPING) from error
         raise AssertionError("unreachable")
 
     def close(self) -> None:
@@ -179,9 +178,7 @@ class MergeProcesses:
     def _worker(self, index: int) -> _Worker:
         with self._lock:
             if self._closed:
-                raise TransientError(
-                    "the scheduler is stopping: the window is merged at its next start"
-                )
+                raise TransientError(_STOPPING)
             return self._workers[index]
 
     def _replace(self, index: int, broken: _Worker) -> None:
@@ -190,6 +187,15 @@ class MergeProcesses:
                 return  # replaced by another thread already, or closing
             self._workers[index] = _Worker(self._context)
         broken.abandon()
+
+
+def _submitted(pool: ProcessPoolExecutor, function: Callable[..., T], *args: object) -> Future[T]:
+    try:
+        return pool.submit(function, *args)
+    except BrokenProcessPool:
+        raise
+    except RuntimeError as error:  # "cannot schedule new futures after shutdown"
+        raise TransientError(_STOPPING) from error
 
 
 class _LogHere(logging.Handler):

@@ -12,25 +12,33 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_jobs.merge_processes import MergeProcesses
+from spark_jobs.lake_merge import MergeRequest
+from spark_jobs.merge_processes import CatalogAddress, MergeProcesses
+from spark_jobs.mirror_spec import MirrorSpec
 from tests.spark_jobs.orders_windows import StartOrders, mirror_rows
 from tests.spark_jobs.sources import source_rows
+from tidemark.errors import ConfigError
+from tidemark.windows import Window
 
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_SHARD = "SELECT order_no, status, amount FROM orders_0 ORDER BY order_no"
+WINDOW = Window.ending_at(datetime(2026, 1, 1, 10, 5, tzinfo=UTC), timedelta(minutes=5))
 #: a scheduler in miniature: starts the workers, names them, and waits
 SCHEDULER = """
 import sys
-from spark_jobs.merge_processes import MergeProcesses
+from spark_jobs.lake_merge import MergeRequest
+from spark_jobs.merge_processes import CatalogAddress, MergeProcesses
+from spark_jobs.mirror_spec import MirrorSpec
 processes = MergeProcesses(2)
 print(*processes.pids(), flush=True)
 sys.stdin.read()
@@ -81,6 +89,16 @@ def test_workers_killed_between_windows_are_replaced_and_the_next_merge_runs_on_
     assert (merged.previous_order, merged.changes) == (first.merged_order, 2)
     assert mirror_rows(spark, orders.mirror) == source_rows(admin_connection, ONE_SHARD)
     assert not set(merge_processes.pids()) & set(killed)
+
+
+def test_an_error_of_the_merge_itself_comes_back_from_the_worker_as_it_is(
+    merge_processes: MergeProcesses,
+) -> None:
+    unusable = CatalogAddress.of("tidemark", {"type": "hadoop", "warehouse": "file:///tmp"})
+    request = MergeRequest("shop.orders", MirrorSpec("m", "c", ("id",)), "ns.c", "ns.m", WINDOW)
+
+    with pytest.raises(ConfigError, match="cannot be shared with PyIceberg"):
+        merge_processes.merge(unusable, request)
 
 
 def running(pid: int) -> bool:
