@@ -11,7 +11,6 @@ import select
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +21,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.lake_merge import MergeRequest
 from spark_jobs.merge_processes import CatalogAddress, MergeProcesses
 from spark_jobs.mirror_spec import MirrorSpec
+from tests.polling import wait_until
 from tests.spark_jobs.orders_windows import StartOrders, mirror_rows
 from tests.spark_jobs.sources import source_rows
 from tidemark.errors import ConfigError
@@ -53,11 +53,10 @@ def test_a_merge_runs_in_a_worker_process_whose_log_lines_reach_the_scheduler_lo
         outcome = orders.change_and_merge("INSERT INTO orders_0 VALUES (1, 101, 'new', 1, NULL)")
 
         # a worker's records come on a pipe of their own, not with its answer
-        deadline = time.monotonic() + 10
-        while not created_records(caplog) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        created = wait_until(
+            "the worker's 'Creating mirror' record in the log", lambda: created_records(caplog), 10
+        )
 
-    created = created_records(caplog)
     assert [record.name for record in created] == ["spark_jobs.arrow_merge"]
     assert created[0].process != os.getpid()
     assert not outcome.by_spark
@@ -126,10 +125,11 @@ def test_workers_end_with_a_scheduler_killed_with_sigkill() -> None:
         scheduler.kill()
         scheduler.wait(10)
 
-        deadline = time.monotonic() + 15
-        while any(running(pid) for pid in workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert [pid for pid in workers if running(pid)] == []
+        wait_until(
+            "the workers ended with their scheduler",
+            lambda: not any(running(pid) for pid in workers),
+            15,
+        )
     finally:
         scheduler.kill()
         for pid in workers:  # not to leave them to the rest of the suite
