@@ -31,7 +31,6 @@ import multiprocessing
 import os
 import signal
 import threading
-import time
 import zlib
 from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
@@ -48,12 +47,11 @@ from pyiceberg.catalog import Catalog
 from spark_jobs.lake_merge import MergeOutcome, MergeRequest, SparkMerge, merge_in_lake
 from tidemark.catalog import load_catalog
 from tidemark.errors import TransientError
+from tidemark.lifeline import end_with_parent
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: how often a worker looks whether its parent is still there, in seconds
-PARENT_CHECK_SECONDS = 1.0
 _STOPPING = "the scheduler is stopping: the window is merged at its next start"
 
 
@@ -219,14 +217,7 @@ def _start_worker(parent: int, logs: Queue[logging.LogRecord], level: int) -> No
     root = logging.getLogger()
     root.handlers[:] = [QueueHandler(logs)]
     root.setLevel(level)
-    threading.Thread(target=_end_with, args=(parent,), name="parent-watch", daemon=True).start()
-
-
-def _end_with(parent: int) -> None:
-    """End this worker once ``parent`` is gone (then the worker has been re-parented)."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_CHECK_SECONDS)
-    os._exit(1)
+    end_with_parent(parent)
 
 
 def _ready() -> None:

@@ -37,6 +37,7 @@ from ingest.binlog import event_wire
 from ingest.binlog.events import BinlogEvent
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from ingest.gc_pacing import fewer_collections
+from tidemark.lifeline import end_with_parent
 from tidemark.source import BinlogPosition, SourceConnection
 
 #: events per batch at most: large enough that a pipe write costs little per event
@@ -198,7 +199,9 @@ def _start_process() -> tuple[subprocess.Popen[bytes], int]:
     _widen(send)
     try:
         process = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(send)], stdin=subprocess.PIPE, pass_fds=(send,)
+            [sys.executable, "-c", _CHILD, str(send), str(os.getpid())],
+            stdin=subprocess.PIPE,
+            pass_fds=(send,),
         )
     finally:
         os.close(send)
@@ -228,16 +231,19 @@ class _RemoteTraceback(Exception):  # noqa: N818 - shown as the cause, not raise
 #: the child's program: the parent's import path first, then the settings, from stdin
 _CHILD = (
     "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); "
-    "from ingest.binlog.process import serve; serve(int(sys.argv[1]))"
+    "from ingest.binlog.process import serve; serve(int(sys.argv[1]), int(sys.argv[2]))"
 )
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, parent: int) -> None:
     """The child's work: read the settings from stdin, send events down the pipe ``fd``; a
-    spare that is never used ends when stdin does."""
+    spare that is never used ends when stdin does, and any child when ``parent`` does."""
     # Ctrl-C reaches the whole process group: ingest decides when its reader stops (it
     # commits what it holds first), not the signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a quiet stream would keep a child whose parent was killed waiting on the server for
+    # ever, holding its binlog connection (issue 28)
+    end_with_parent(parent)
     send = Connection(fd, readable=False)
     try:
         settings = pickle.load(sys.stdin.buffer)

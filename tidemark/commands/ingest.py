@@ -20,14 +20,19 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         metavar="FILE:POS",
         help="stop once every transaction before this binlog position is committed",
     )
+    # `tidemark run` starts ingest as its child: a run killed with SIGKILL must not leave it
+    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     parser.set_defaults(handler=_ingest)
 
 
 def _ingest(args: argparse.Namespace) -> int:
     # Imported here: `tidemark validate` must not pay for pyarrow and the binlog library.
     from ingest.stream.runner import StopWhen
+    from tidemark.lifeline import end_with_parent
     from tidemark.pipeline import Pipeline
 
+    if args.parent_pid is not None:
+        end_with_parent(args.parent_pid)
     summary = Pipeline.open(args.file).ingest(StopWhen(args.max_seconds, args.until_position))
     sys.stdout.write(
         f"ingest stopped ({summary.stopped_because}) at {summary.position}: {summary.rows} rows "

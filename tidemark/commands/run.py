@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -41,6 +42,7 @@ def _run(args: argparse.Namespace) -> int:
     pipeline = Pipeline.open(args.file)
     pipeline.require_reports()  # a file without them is refused before ingest starts
     command = [sys.executable, "-m", "tidemark.cli", "ingest", str(args.file)]
+    command += ["--parent-pid", str(os.getpid())]
     if args.max_seconds is not None:
         command += ["--max-seconds", str(args.max_seconds)]
     ingest = subprocess.Popen(command)

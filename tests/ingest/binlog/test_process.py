@@ -4,10 +4,14 @@ structures and errors that reading it here gives, on the real server's binlog.""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,6 +21,7 @@ from ingest.binlog.events import RowsChanged
 from ingest.binlog.process import BATCH_EVENTS, ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from tests.ingest.binlog.every_event import comparable, write_every_kind_of_event
+from tests.polling import wait_until
 from tidemark.source import BinlogPosition, SourceConnection, current_position
 from tidemark.stack.endpoints import StackEndpoints
 
@@ -160,3 +165,44 @@ def test_a_warmed_up_reading_process_serves_the_next_reader_and_a_dead_one_is_re
     with ProcessBinlogReader(source, start, databases=[source_database]) as reader:
         assert reader.pid != dead[0].pid
         assert not [event for event in reader if isinstance(event, RowsChanged)]
+
+
+#: a process reading a quiet binlog without heartbeats, as ingest's parent of a reading process
+_PARENT = """
+import sys
+from ingest.binlog.process import ProcessBinlogReader
+from tidemark.source import BinlogPosition, SourceConnection
+source = SourceConnection.model_validate_json(sys.argv[1])
+start = BinlogPosition(sys.argv[2], int(sys.argv[3]))
+reader = ProcessBinlogReader(source, start, follow=True, databases=[sys.argv[4]])
+print(reader.pid, flush=True)
+for event in reader:
+    pass
+"""
+
+
+def test_a_reading_process_ends_with_its_parent_killed_with_sigkill_on_a_quiet_stream(
+    endpoints: StackEndpoints, source_database: str, server_id: int
+) -> None:
+    # without heartbeats nothing is written to the pipe, whose end would say the parent is gone
+    source = endpoints.mariadb.cdc_source(server_id)
+    start = current_position(source)
+    settings = {**source.model_dump(mode="json"), "password": source.password.get_secret_value()}
+    arguments = [json.dumps(settings), start.file, str(start.offset), source_database]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT, *arguments], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    reader = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    wait_until("the reading process ended with its parent", lambda: not _alive(reader), 30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie has ended; only its parent has not collected it yet
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
