@@ -29,7 +29,7 @@ from scheduler.executor import WindowExecutor
 from scheduler.metrics import Metrics, serve
 from scheduler.reports_consumer import ConsumerSettings, ReportsConsumer
 from scheduler.spec import PipelineSchedule
-from scheduler.state import PipelineLock, StateStore
+from scheduler.state import PipelineLock, PipelineLockedError, StateStore
 from tidemark.errors import TerminalError, TidemarkError
 
 logger = logging.getLogger(__name__)
@@ -212,21 +212,60 @@ def run(
 ) -> None:
     """Schedule ``pipelines`` until ``stop`` is set or ``max_seconds`` pass (the Python API
     behind ``tidemark schedule``); ``executor`` runs the windows. With ``metrics_port``,
-    Prometheus scrapes ``http://127.0.0.1:<port>/metrics``. Refuses a pipeline another
-    scheduler runs against the same state (``PipelineLockedError``)."""
+    Prometheus scrapes ``http://127.0.0.1:<port>/metrics``. While another scheduler runs one
+    of the pipelines against the same state, waits as its standby (``PipelineLock.wait``);
+    after losing a pipeline to another scheduler, waits again."""
     # APScheduler logs two INFO lines per job run: every tick, every second
     logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     store.create()
+    stop = stop or threading.Event()
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    try:
+        while True:
+            try:
+                _run_while_active(
+                    pipelines,
+                    store,
+                    executor,
+                    settings,
+                    engine_settings,
+                    clock,
+                    stop,
+                    deadline,
+                    metrics_port,
+                )
+                return
+            except PipelineLockedError as error:
+                logger.warning("%s; waiting as a standby again", error)
+    finally:
+        store.close()
+
+
+def _run_while_active(
+    pipelines: Sequence[PipelineRun],
+    store: StateStore,
+    executor: WindowExecutor,
+    settings: ServiceSettings,
+    engine_settings: EngineSettings,
+    clock: Clock,
+    stop: threading.Event,
+    deadline: float | None,
+    metrics_port: int | None,
+) -> None:
+    """Wait for every pipeline's lock, then schedule them until stopped."""
     service = SchedulerService(settings)
     metrics = Metrics()
     with ExitStack() as resources:
-        resources.callback(store.close)
-        # locked before joining the consumer group: a refused second scheduler must not
-        # take partitions from the first
-        locks = [
-            resources.enter_context(store.pipeline_lock(pipeline.schedule.pipeline))
-            for pipeline in pipelines
-        ]
+        # locked before joining the consumer group: a standby must not take partitions from
+        # the active scheduler; in one order, so that two schedulers of several pipelines
+        # cannot each wait for the other
+        locks = []
+        for pipeline in sorted(pipelines, key=lambda p: p.schedule.pipeline):
+            lock = PipelineLock(store, pipeline.schedule.pipeline)
+            resources.callback(lock.release)
+            if not lock.wait(stop, deadline):
+                return
+            locks.append(lock)
         engines = []
         for pipeline in pipelines:
             consumer = ReportsConsumer(pipeline.reports)
@@ -249,4 +288,5 @@ def run(
             server = serve(metrics, port=metrics_port)
             resources.callback(server.close)
             logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
-        service.run(engines, locks=locks, stop=stop, max_seconds=max_seconds)
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        service.run(engines, locks=locks, stop=stop, max_seconds=remaining)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -31,6 +32,7 @@ from psycopg2.extras import execute_values
 
 from scheduler.errors import SchedulerError
 from scheduler.gate import ReportRecord, RunState, TableState, TaskState, WindowRun
+from tidemark.contracts.instance import Instance, LeaseHolders, Role, State, this_process
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import ConfigError, TerminalError, TransientError
 from tidemark.windows import TaskKind, Window, WindowTask
@@ -217,6 +219,28 @@ class StateStore:
             yield lock
         finally:
             lock.release()
+
+    def holders(self, pipeline: str) -> LeaseHolders:
+        """The scheduler holding ``pipeline`` and the ones waiting for it, as their lock
+        connections say (``PipelineLock``): only live processes have one."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                "SELECT l.granted, a.application_name FROM pg_locks l "
+                "JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.objsubid = 1 "
+                "AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtext(%s)::bigint",
+                (f"{self.schema}/{pipeline}",),
+            )
+            rows = cursor.fetchall()
+        active: Instance | str | None = None
+        standbys = []
+        for granted, name in rows:
+            instance = _instance(pipeline, name)
+            if granted:
+                active = instance or f"connection {name!r}"
+            elif instance is not None:
+                standbys.append(instance)
+        return LeaseHolders(active, sorted(standbys, key=lambda instance: instance.since))
 
     def drop(self) -> None:
         """Remove the schema and everything in it (tests, and starting over on purpose)."""
@@ -635,12 +659,46 @@ class StateStore:
         return f"{connection.get('host', 'localhost')}:{connection.get('port', 5432)}"
 
 
-class PipelineLock:
-    """A pipeline's session advisory lock, on a connection of its own.
+#: a standby asks for the lock again this often (and sees then whether it was asked to stop)
+_WAIT_SECONDS = 2
+_INSTANCE_NAME = re.compile(r"^tidemark scheduler (active|standby) (\d+) (\d+)@(.*)$")
 
-    A PostgreSQL restart ends the session and so frees the lock without telling its holder,
-    and another scheduler could then take the pipeline. The holder confirms the lock before
-    each tick: it takes it again after a restart, or stops if another scheduler was quicker.
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _instance_name(state: State, since: datetime) -> str:
+    """This process as its lock connection's ``application_name`` (63 bytes at most)."""
+    me = this_process(Role.SCHEDULER, "", state, since)
+    return f"tidemark scheduler {state} {int(since.timestamp())} {me.pid}@{me.host}"[:63]
+
+
+def _instance(pipeline: str, application_name: str | None) -> Instance | None:
+    found = _INSTANCE_NAME.match(application_name or "")
+    if found is None:
+        return None
+    state, since, pid, host = found.groups()
+    return Instance(
+        role=Role.SCHEDULER,
+        pipeline=pipeline,
+        state=State(state),
+        host=host,
+        pid=int(pid),
+        since=datetime.fromtimestamp(int(since), UTC),
+    )
+
+
+class PipelineLock:
+    """A pipeline's session advisory lock, on a connection of its own: the scheduler that
+    holds it is the pipeline's active one, the others wait for it as standbys (``wait``).
+
+    Each says who it is in its connection's ``application_name`` (``_instance_name``), so a
+    standby, and ``tidemark status``, can name the active scheduler and the waiting ones
+    (``scheduler_holders``). A PostgreSQL restart ends the session and so frees the lock
+    without telling its holder, and another scheduler could then take the pipeline. The
+    holder confirms the lock before each tick: it takes it again after a restart, or stops if
+    another scheduler was quicker.
     """
 
     def __init__(self, store: StateStore, pipeline: str) -> None:
@@ -648,16 +706,73 @@ class PipelineLock:
         self.pipeline = pipeline
         self._connection: psycopg2.extensions.connection | None = None
 
+    @property
+    def key(self) -> str:
+        return f"{self._store.schema}/{self.pipeline}"
+
+    def wait(
+        self,
+        stop: threading.Event,
+        deadline: float | None = None,
+        now: Callable[[], datetime] = _utc_now,
+    ) -> bool:
+        """Wait as a standby until this process holds the pipeline (True), or until ``stop``
+        is set or the monotonic ``deadline`` passes (False). Logs for whom it waits."""
+        connection = self._store._connect()
+        waiting_for: Instance | None = None
+        try:
+            connection.autocommit = True
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT set_config('application_name', %s, false), "
+                    "set_config('lock_timeout', %s, false)",
+                    (_instance_name(State.STANDBY, now()), f"{_WAIT_SECONDS}s"),
+                )
+                while True:  # asks once at least, whatever the deadline
+                    try:
+                        cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.key,))
+                        break
+                    except psycopg2.errors.LockNotAvailable:
+                        pass
+                    if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                        connection.close()
+                        return False
+                    active = self._store.holders(self.pipeline).active
+                    if isinstance(active, Instance) and active != waiting_for:
+                        logger.warning(
+                            "Waiting as a standby: the scheduler of pipeline %r is active %s; "
+                            "this process takes over when that one ends",
+                            self.pipeline,
+                            active.describe(),
+                        )
+                        waiting_for = active
+                cursor.execute(
+                    "SELECT set_config('application_name', %s, false), "
+                    "set_config('lock_timeout', '0', false)",
+                    (_instance_name(State.ACTIVE, now()),),
+                )
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
+            connection.close()
+            raise StateUnavailableError(
+                f"the scheduler state database at {self._store._where()} failed while waiting "
+                f"for pipeline {self.pipeline!r}'s lock: {str(error).strip()}"
+            ) from None
+        self._connection = connection
+        logger.info("Active: this process schedules pipeline %r", self.pipeline)
+        return True
+
     def acquire(self, *, after_restart: bool = False) -> None:
+        """Take the lock now, or raise ``PipelineLockedError``."""
         connection = self._store._connect()
         try:
             connection.autocommit = True
             with connection.cursor() as cursor:
                 cursor.execute(
-                    "SELECT pg_try_advisory_lock(hashtext(%s))",
-                    (f"{self._store.schema}/{self.pipeline}",),
+                    "SELECT pg_try_advisory_lock(hashtext(%s)), "
+                    "set_config('application_name', %s, false)",
+                    (self.key, _instance_name(State.ACTIVE, _utc_now())),
                 )
-                (locked,) = cursor.fetchone() or (False,)
+                (locked, _) = cursor.fetchone() or (False, None)
         except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
             connection.close()
             raise StateUnavailableError(

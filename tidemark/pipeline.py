@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ingest.changelog.status import TableStatus
+    from ingest.lease import LeaseTiming
     from ingest.stream.runner import RunSummary, StopWhen
     from ingest.verify import TableVerdict
     from scheduler.service import PipelineRun
@@ -40,8 +42,12 @@ if TYPE_CHECKING:
     from spark_jobs.window_jobs import WindowJobs
     from tidemark.config.model import ReportsSettings
     from tidemark.config.plan import Plan
+    from tidemark.contracts.instance import LeaseHolders
 
 logger = logging.getLogger(__name__)
+
+#: terms in a row that may end meeting another writer's commit before ingest gives up
+MAX_WRITER_CONFLICTS = 3
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,10 @@ class PipelineStatus:
     #: whether the pipeline publishes commit reports, and so has windows at all
     scheduled: bool
     windows: Sequence[TaskStatus] | None
+    #: the active ingest process and its standbys
+    ingest: LeaseHolders | None = None
+    #: the active scheduler and its standbys; None when no scheduler has run
+    scheduler: LeaseHolders | None = None
 
 
 @dataclass(frozen=True)
@@ -122,10 +132,55 @@ class Pipeline:
 
     # --- ingest -------------------------------------------------------------------------------
 
-    def ingest(self, stop: StopWhen) -> RunSummary:
+    @property
+    def ingest_lease(self) -> str:
+        """The name of the lease on the source that the active ingest holds: one per pipeline
+        name and catalog (``ingest.lease``)."""
+        from ingest.lease import lease_name
+
+        properties = self.catalog_properties
+        scope = [self.config.tidemark.catalog_name, properties.get("uri", "")]
+        return lease_name(self.name, "\0".join([*scope, properties.get("warehouse", "")]))
+
+    def ingest(self, stop: StopWhen, timing: LeaseTiming | None = None) -> RunSummary:
         """Stream the binlog into the changelog tables until ``stop`` says (``tidemark
         ingest``), publishing a commit report after each commit when the file has
-        ``tidemark.reports``."""
+        ``tidemark.reports``. While another ingest of the pipeline is active, wait as its
+        standby; after losing the lease (or meeting another writer's commit), wait again:
+        each time this process becomes active it resumes from the tables' own progress."""
+        from ingest.changelog.fencing import ConcurrentWriterError
+        from ingest.lease import LeaseTiming, SourceLease
+        from ingest.stream.runner import RunSummary
+
+        requested = stop.requested or threading.Event()
+        deadline = None if stop.max_seconds is None else time.monotonic() + stop.max_seconds
+        lease = SourceLease(
+            self.config.source.connection(), self.ingest_lease, self.name, timing or LeaseTiming()
+        )
+        conflicts = 0
+        while True:
+            if not lease.acquire(requested, deadline):
+                return RunSummary(stopped_because="stopped while waiting as a standby")
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            term = replace(stop, max_seconds=remaining, requested=requested, lease=lease.lost)
+            try:
+                summary = self._ingest_while_active(term)
+            except ConcurrentWriterError:
+                # a writer without the lease (a process frozen past it, or another pipeline
+                # name on the same tables): nothing was committed; read the progress again
+                conflicts += 1
+                if conflicts >= MAX_WRITER_CONFLICTS:
+                    raise
+                logger.exception("Another writer committed to this pipeline's tables")
+                continue
+            finally:
+                lease.release()
+            if not lease.lost.is_set():
+                return summary
+            conflicts = 0
+
+    def _ingest_while_active(self, stop: StopWhen) -> RunSummary:
+        """One term as the active ingest: onboard, bootstrap what needs it, stream."""
         from ingest.changelog.reports import CommitReportPublisher, KafkaReports, PublisherSettings
         from ingest.launch import build_runner
         from ingest.settings import IngestSettings
@@ -223,11 +278,13 @@ class Pipeline:
 
     def status(self, now: datetime) -> PipelineStatus:
         from ingest.changelog.status import table_status
+        from ingest.lease import lease_holders
 
         sinks = self.plan.sinks
         tables = [table_status(self.catalog, sink.name, sink.changelog) for sink in sinks]
         scheduled = self.config.tidemark.reports is not None
         windows = self.windows(now) if scheduled else None
+        schedulers = None
         if windows is not None:  # a scheduler has run: it knows the watermark reports
             from scheduler.status import recorded_watermarks
 
@@ -235,7 +292,10 @@ class Pipeline:
             tables = [
                 replace(table, recorded_watermark_ms=recorded.get(table.sink)) for table in tables
             ]
-        return PipelineStatus(tables, scheduled, windows)
+            with closing(self.state_store()) as store:
+                schedulers = store.holders(self.name)
+        ingest = lease_holders(self.config.source.connection(), self.ingest_lease)
+        return PipelineStatus(tables, scheduled, windows, ingest, schedulers)
 
     def windows(self, now: datetime) -> Sequence[TaskStatus] | None:
         """Per mirror and job its windows; None when no scheduler has run for the pipeline."""

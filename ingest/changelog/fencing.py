@@ -15,6 +15,7 @@ from __future__ import annotations
 from pyiceberg.table import Table, TableMetadata
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
+from tidemark.contracts.instance import WRITER_KEY
 from tidemark.contracts.progress import TableProgress
 
 
@@ -47,10 +48,12 @@ def check_no_other_writer(table: Table, follows: int | None) -> None:
         return
     summary = newest.summary.additional_properties if newest and newest.summary else {}
     progress = TableProgress.from_summary(summary)
+    writer = summary.get(WRITER_KEY, "a Tidemark older than the lease")
     raise ConcurrentWriterError(
-        f"another writer committed to {'.'.join(table.name())} since this process last did "
-        f"(snapshot {newest.snapshot_id if newest else None}, binlog position "
-        f"{progress.position if progress else None}): two ingest processes are running for "
-        "one pipeline. Nothing of this batch was committed; stop one of them and restart the "
-        "other: it resumes from the table's own progress, exactly once."
+        f"another writer ({writer}) committed to {'.'.join(table.name())} since this process "
+        f"last did (snapshot {newest.snapshot_id if newest else None}, binlog position "
+        f"{progress.position if progress else None}). Nothing of this batch was committed: "
+        "this process reads the table's progress again when it is next active. If this "
+        "repeats, two pipelines write the same tables: give them different sink tables, or "
+        "one pipeline.name and one catalog, so that one waits for the other."
     )

@@ -32,6 +32,7 @@ from ingest.changelog.listing import CatalogListing, namespace_of
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
+from tidemark.contracts.instance import WRITER_KEY, writer_id
 from tidemark.contracts.progress import TableProgress
 from tidemark.sql_catalog import staged_metadata
 
@@ -108,7 +109,7 @@ class ChangelogTable:
     ) -> Snapshot:
         """Append ``rows`` (possibly none) with ``progress``, and the bootstrap's state when the
         rows are a snapshot's, in one commit; returns the new snapshot."""
-        properties = progress.summary()
+        properties = {**progress.summary(), WRITER_KEY: writer_id()}
         if bootstrap is not None:
             properties.update(bootstrap.summary())
         with self.writing:
@@ -121,7 +122,8 @@ class ChangelogTable:
     def delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
         """Delete the rows matching ``rows``, in a commit that keeps ``progress``."""
         with self.writing, _Transaction(self._table) as transaction:
-            transaction.delete(delete_filter=rows, snapshot_properties=progress.summary())
+            properties = {**progress.summary(), WRITER_KEY: writer_id()}
+            transaction.delete(delete_filter=rows, snapshot_properties=properties)
 
     def last_commit_id(self) -> int | None:
         """The snapshot id of the newest Tidemark commit (compactions are skipped)."""

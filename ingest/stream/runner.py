@@ -41,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
+#: why a run stopped when its process lost the pipeline's lease
+LEASE_LOST = "lost the lease"
+
 
 class ReportSink(Protocol):
     """Where commit reports go after each commit (Kafka in production). Neither call may
@@ -63,6 +66,9 @@ class StopWhen:
     until_position: BinlogPosition | None = None
     #: set by another thread to stop the run (seen within a heartbeat)
     requested: threading.Event | None = None
+    #: set when this process lost the pipeline's lease (``ingest.lease``): the run stops
+    #: without committing what it holds, which the new active process reads again
+    lease: threading.Event | None = None
 
 
 @dataclass
@@ -196,7 +202,10 @@ class IngestRunner:
                 self._commit(self._assembler.flush(idle_tables=True))
                 raise
             break
-        self._commit(self._assembler.flush(idle_tables=True))
+        if reason == LEASE_LOST:
+            self._collect(wait=True)  # what was handed out before is reported
+        else:
+            self._commit(self._assembler.flush(idle_tables=True))
         self._summary.position = self._assembler.boundary
         self._summary.stopped_because = reason
         return self._summary
@@ -239,6 +248,8 @@ class IngestRunner:
                     return f"ran {stop.max_seconds:g} s"
                 if stop.requested is not None and stop.requested.is_set():
                     return "asked to stop"
+                if stop.lease is not None and stop.lease.is_set():
+                    return LEASE_LOST
         return "the binlog ended"
 
     def _hand_over(self) -> None:

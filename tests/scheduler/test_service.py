@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -22,8 +23,9 @@ from scheduler.gate import RunState, TaskSpec, job_task, mirror_task
 from scheduler.reports_consumer import ReportBatch, ReportsConsumer
 from scheduler.service import PipelineRun, run
 from scheduler.spec import PipelineSchedule
-from scheduler.state import PipelineLockedError, StateMissingError, StateSettings, StateStore
+from scheduler.state import StateMissingError, StateSettings, StateStore
 from scheduler.status import TaskCondition, describe
+from tests.polling import wait_until
 from tests.scheduler.harness import (
     DEADLINE,
     EXPECTED,
@@ -40,11 +42,13 @@ from tests.scheduler.harness import (
     ms,
     publish,
     report,
+    run_in_thread,
     serving,
     sink,
     two_table_schedule,
     watermark_report,
 )
+from tidemark.contracts.instance import State
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import StackEndpoints
@@ -651,25 +655,40 @@ def test_status_before_any_scheduler_ran_says_so(state_settings: StateSettings) 
         describe(two_table_schedule("nobody"), never_created, at("10:00"))
 
 
-def test_a_second_scheduler_of_the_same_pipeline_is_refused(
+def test_a_second_scheduler_of_the_same_pipeline_waits_as_a_standby_and_takes_over(
     store: StateStore,
     state_settings: StateSettings,
     servers: str,
     reports_topic: str,
     unique_name: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     executor = RecordingExecutor(state_settings)
     schedule = PipelineRun(
         two_table_schedule(unique_name), consumer_settings(servers, reports_topic, unique_name)
     )
-
-    with (
-        store.pipeline_lock(unique_name),
-        pytest.raises(PipelineLockedError, match="another scheduler already runs pipeline"),
-    ):
-        run([schedule], store, executor, max_seconds=DEADLINE)
-    with store.pipeline_lock(unique_name):  # released with its holder
-        pass
+    publish(servers, reports_topic, REPORTS)
+    stop = threading.Event()
+    standby, errors = run_in_thread(
+        lambda: run([schedule], store, executor, clock=Clock(at("10:20")), stop=stop)
+    )
+    try:
+        with store.pipeline_lock(unique_name):  # the active scheduler, here
+            holders = wait_until(
+                "the standby waits", lambda: store.holders(unique_name).standbys, DEADLINE
+            )
+            assert [(h.pid, h.state) for h in holders] == [(os.getpid(), State.STANDBY)]
+            assert store.holders(unique_name).active is not None
+            wait_until("it says for whom", lambda: "Waiting as a standby" in caplog.text, 10)
+            assert executor.calls() == []  # nothing runs while it waits
+        wait_until("the standby took over", all_succeeded(store, unique_name), DEADLINE)
+    finally:
+        stop.set()
+        standby.join(DEADLINE)
+    assert not errors
+    assert executor.effects() == EXPECTED
+    active = store.holders(unique_name).active
+    assert active is None  # released when it stopped
 
 
 def test_a_table_onboarded_while_running_is_scheduled_from_its_first_reports(

@@ -14,6 +14,7 @@ from rich.console import Group, NewLine, RenderableType
 from rich.table import Column, Table
 from rich.text import Text
 
+from tidemark.contracts.instance import State
 from tidemark.output.tables import column_table, indented
 
 if TYPE_CHECKING:
@@ -28,7 +29,35 @@ def status_view(status: PipelineStatus, now: datetime) -> RenderableType:
     parts: list[RenderableType] = [_tables(status, now)]
     if status.scheduled:
         parts += [NewLine(), _windows(status)]
+    if status.ingest is not None or status.scheduler is not None:
+        parts += [NewLine(), _processes(status)]
     return Group(*parts)
+
+
+def _processes(status: PipelineStatus) -> Table:
+    """The active ingest and scheduler of the pipeline, and their standbys."""
+    table = column_table(
+        Column("process", min_width=10),
+        Column("state", min_width=8),
+        Column("host"),
+        Column("pid", justify="right"),
+        Column("since"),
+    )
+    for role, holders in (("ingest", status.ingest), ("scheduler", status.scheduler)):
+        if holders is None:
+            continue
+        if holders.active is None:
+            table.add_row(role, Text("none", style="red"), "", "", "")
+        for instance in [holders.active, *holders.standbys]:
+            if isinstance(instance, str):
+                table.add_row(role, "active", instance, "", "")
+            elif instance is not None:
+                style = "green" if instance.state is State.ACTIVE else ""
+                since = f"{instance.since:%Y-%m-%d %H:%M:%S} UTC"
+                table.add_row(
+                    role, Text(instance.state, style=style), instance.host, str(instance.pid), since
+                )
+    return table
 
 
 def _tables(status: PipelineStatus, now: datetime) -> Table:

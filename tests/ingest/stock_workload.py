@@ -1,0 +1,121 @@
+"""A workload whose changes are known, ingest processes to run against it, and the check that
+the changelog holds each of its changes once, in order: for the crash and standby tests."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.table import Table
+
+from tidemark.contracts.progress import TableProgress
+from tidemark.source import SourceConnection
+from tidemark.stack.endpoints import StackEndpoints
+
+Change = tuple[str, int | None]  # (operation, qty after the change; None for a delete)
+
+
+class Workload:
+    """Single-threaded, so the order of its commits is the binlog's: the ground truth."""
+
+    def __init__(
+        self,
+        source: SourceConnection,
+        database: str,
+        seed: int,
+        statements: tuple[int, int],
+        pause: float,
+    ) -> None:
+        self._statements = statements
+        self._pause = pause
+        self._source = source
+        self._database = database
+        self._random = random.Random(seed)
+        self.truth: dict[int, list[Change]] = defaultdict(list)
+        self._live: dict[int, int] = {}  # id -> qty
+        self._next_id = 1
+        self._stop = threading.Event()
+        self.transactions = 0
+
+    def run(self) -> None:
+        with self._source.connect() as conn, conn.cursor() as cursor:
+            conn.select_db(self._database)
+            conn.autocommit(False)
+            while not self._stop.is_set():
+                count = self._random.randint(*self._statements)
+                changes = [self._statement(cursor) for _ in range(count)]
+                conn.commit()
+                for key, change in changes:
+                    self.truth[key].append(change)
+                self.transactions += 1
+                self._stop.wait(self._pause)  # paces the load; returns at once when stopped
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _statement(self, cursor: object) -> tuple[int, Change]:
+        choice = self._random.random()
+        if not self._live or choice < 0.5:
+            key, self._next_id = self._next_id, self._next_id + 1
+            qty = self._random.randint(1, 1000)
+            cursor.execute(f"INSERT INTO stock VALUES ({key}, {qty})")  # type: ignore[attr-defined]
+            self._live[key] = qty
+            return key, ("c", qty)
+        key = self._random.choice(sorted(self._live))
+        if choice < 0.85:
+            # a different value: an UPDATE that changes nothing is not in the binlog
+            qty = self._live[key] % 1000 + 1
+            cursor.execute(f"UPDATE stock SET qty = {qty} WHERE id = {key}")  # type: ignore[attr-defined]
+            self._live[key] = qty
+            return key, ("u", qty)
+        cursor.execute(f"DELETE FROM stock WHERE id = {key}")  # type: ignore[attr-defined]
+        del self._live[key]
+        return key, ("d", None)
+
+
+def create_stock(endpoints: StackEndpoints, database: str) -> None:
+    admin = endpoints.mariadb.admin_source()
+    with admin.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE `{database}`.stock (id INT PRIMARY KEY, qty INT)")
+
+
+def ingest(pipeline: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tidemark.cli", "ingest", str(pipeline), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def has_snapshot(catalog: Catalog, identifier: str) -> bool:
+    return catalog.table_exists(identifier) and (
+        catalog.load_table(identifier).current_snapshot() is not None
+    )
+
+
+def partial_commits(table: Table) -> int:
+    """Commits that hold part of a transaction."""
+    return sum(
+        progress.partial_rows > 0
+        for snapshot in table.snapshots()
+        if snapshot.summary is not None
+        and (progress := TableProgress.from_summary(snapshot.summary.additional_properties))
+    )
+
+
+def assert_every_change_once_in_order(table: Table, workload: Workload) -> None:
+    rows = table.scan().to_arrow().to_pylist()
+    orders = sorted(row["_tm_order"] for row in rows)
+    assert orders == list(range(1, len(rows) + 1)), "order keys are not unique and dense"
+    seen: dict[int, list[Change]] = defaultdict(list)
+    for row in sorted(rows, key=lambda row: row["_tm_order"]):
+        qty = None if row["_tm_op"] == "d" else row["qty"]
+        seen[row["id"]].append((row["_tm_op"], qty))
+    assert workload.transactions > 20
+    assert dict(seen) == dict(workload.truth)

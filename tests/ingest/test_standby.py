@@ -1,0 +1,143 @@
+"""A hot standby (issue 28): two ``tidemark ingest`` processes on one pipeline, one active and
+one waiting; the active one killed with SIGKILL at random moments while a workload writes, the
+standby taking over each time and a new standby started. Every change ends in the changelog
+once, in order, and only the active process ever commits."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pyiceberg.catalog import Catalog
+from pyiceberg.table import Table
+
+from ingest.lease import lease_holders
+from tests.ingest.pipelines import write_pipeline
+from tests.ingest.stock_workload import (
+    Workload,
+    assert_every_change_once_in_order,
+    create_stock,
+    has_snapshot,
+    ingest,
+)
+from tests.polling import wait_until
+from tidemark.contracts.instance import WRITER_KEY, Instance, LeaseHolders
+from tidemark.output.console import plain_text
+from tidemark.output.status import status_view
+from tidemark.pipeline import Pipeline
+from tidemark.source import SourceConnection, current_position
+from tidemark.stack.endpoints import StackEndpoints
+
+KILLS = 10
+#: starting a process and onboarding the table takes a few seconds on a busy machine
+DEADLINE_SECONDS = 120
+
+
+@pytest.fixture
+def stock_pipeline(
+    endpoints: StackEndpoints, source_database: str, namespace: str, tmp_path: Path, server_id: int
+) -> Path:
+    create_stock(endpoints, source_database)
+    return write_pipeline(
+        tmp_path / "stock.yaml",
+        endpoints,
+        database=source_database,
+        tables="stock",
+        namespace=namespace,
+        server_id=server_id,
+    )
+
+
+def _active(source: SourceConnection, lease: str, among: list[subprocess.Popen[str]]) -> int:
+    """The index in ``among`` of the process holding the lease, once one of them does."""
+
+    def holder() -> list[int]:
+        active = lease_holders(source, lease).active
+        pids = [process.pid for process in among]
+        # a killed holder's connection ends when the server next writes to it
+        if isinstance(active, Instance) and active.pid in pids:
+            return [pids.index(active.pid)]
+        return []
+
+    return wait_until("one ingest is active", holder, DEADLINE_SECONDS)[0]
+
+
+def _status_shows_one_active_and_one_standby(
+    pipeline: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    def both() -> LeaseHolders | None:
+        holders = Pipeline.open(pipeline).status(datetime.now(UTC)).ingest
+        assert holders is not None
+        return holders if isinstance(holders.active, Instance) and holders.standbys else None
+
+    holders = wait_until("status shows the active ingest and its standby", both, 30)
+    assert holders is not None and isinstance(holders.active, Instance)
+    assert {holders.active.pid, *(s.pid for s in holders.standbys)} == {p.pid for p in processes}
+    status = Pipeline.open(pipeline).status(datetime.now(UTC))
+    lines = plain_text(status_view(status, datetime.now(UTC))).splitlines()
+    assert any(line.split()[:2] == ["ingest", "active"] for line in lines), lines
+    assert any(line.split()[:2] == ["ingest", "standby"] for line in lines), lines
+
+
+def _writers(table: Table) -> list[str]:
+    """The writer of each Tidemark commit, oldest first."""
+    return [
+        snapshot.summary.additional_properties[WRITER_KEY]
+        for snapshot in table.snapshots()
+        if snapshot.summary is not None and WRITER_KEY in snapshot.summary.additional_properties
+    ]
+
+
+@pytest.mark.timeout(900)
+def test_killing_the_active_ingest_hands_over_to_the_standby_exactly_once(
+    stock_pipeline: Path,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    server_id: int,
+) -> None:
+    source = endpoints.mariadb.cdc_source(server_id)
+    lease = Pipeline.open(stock_pipeline).ingest_lease
+    changelog = f"{namespace}.stock_changelog"
+    # started at the same moment: one becomes active, the other waits
+    processes = [ingest(stock_pipeline), ingest(stock_pipeline)]
+    workload = Workload(endpoints.mariadb.admin_source(), source_database, 20261127, (1, 20), 0.0)
+    writer = threading.Thread(target=workload.run)
+    chance = random.Random(28)
+    try:
+        wait_until("the first commit", lambda: has_snapshot(catalog, changelog), DEADLINE_SECONDS)
+        _status_shows_one_active_and_one_standby(stock_pipeline, processes)
+        writer.start()
+        for _ in range(KILLS):
+            active = _active(source, lease, processes)
+            with pytest.raises(subprocess.TimeoutExpired):
+                processes[active].wait(timeout=chance.uniform(0.5, 4.0))
+            processes[active].send_signal(signal.SIGKILL)
+            processes[active].wait()
+            processes[active] = ingest(stock_pipeline)  # the next standby
+    finally:
+        workload.stop()
+        if writer.is_alive():
+            writer.join()
+        for process in processes:
+            process.kill()
+            process.wait()
+    end = current_position(source)
+    final = ingest(stock_pipeline, "--until-position", f"{end}", "--max-seconds", "300")
+    output, _ = final.communicate(timeout=400)
+    assert final.returncode == 0, output
+    assert f"reached {end}" in output, output
+
+    table = catalog.load_table(changelog)
+    assert_every_change_once_in_order(table, workload)
+    writers = _writers(table)
+    # each process committed in one stretch: never two of them in turns
+    stretches = [w for i, w in enumerate(writers) if i == 0 or writers[i - 1] != w]
+    assert len(stretches) == len(set(stretches))
+    assert len(stretches) > KILLS / 2  # standbys took over (not only the final run)
