@@ -51,6 +51,10 @@ class ConsumerSettings:
             # a new group reads the topic from its start: reports published before the
             # scheduler first ran are the tables' first watermarks
             "auto.offset.reset": "earliest",
+            # static membership: a standby that takes over joins as the same member and gets
+            # the partitions at once, where a new member would wait out the killed one's
+            # session (45 s); the pipeline lock keeps it to one consumer at a time
+            "group.instance.id": self.group_id,
             **self.kafka,
             "group.id": self.group_id,
             **_FIXED,

@@ -26,6 +26,11 @@ def store(state_settings: StateSettings) -> Iterator[StateStore]:
 
 
 @pytest.fixture
+def servers(endpoints: StackEndpoints) -> str:
+    return endpoints.kafka.bootstrap_servers
+
+
+@pytest.fixture
 def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
     """A fresh commit report topic (the broker does not create topics on first use)."""
     admin = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})

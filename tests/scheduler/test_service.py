@@ -51,7 +51,6 @@ from tests.scheduler.harness import (
 from tidemark.contracts.instance import State
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import TerminalError
-from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.process import wait_for
 from tidemark.windows import Window
@@ -71,11 +70,6 @@ class CountingSource:
 
     def commit(self, batch: ReportBatch) -> None:
         self.consumer.commit(batch)
-
-
-@pytest.fixture
-def servers(endpoints: StackEndpoints) -> str:
-    return endpoints.kafka.bootstrap_servers
 
 
 @pytest.fixture
