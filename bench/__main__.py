@@ -64,6 +64,7 @@ BENCHMARKS = (
         ("--commits", "100", "--sample", "10"),
     ),
     Benchmark("scale", "bench.scale_bench", ("--tables", "10", "100", "1000"), ("--quick",)),
+    Benchmark("takeover", "bench.takeover_bench", ("--trials", "10"), ("--trials", "3")),
 )
 
 

@@ -1,11 +1,15 @@
-"""Takeover benchmark: from SIGKILL of the active ``tidemark ingest`` to its standby's first
-commit, over ``--trials`` kills (issue 28's target: p95 < 15 s).
+"""Takeover benchmark: from SIGKILL of the active process to its standby's first work, over
+``--trials`` kills each (issue 28's target: p95 < 15 s).
 
-Against the local stack: a one-table pipeline while a workload writes (a few small
-transactions a second), two ingest processes, one active and one waiting. Each trial kills
-the active one, times until a commit of the standby lands in the changelog table (its
-``tidemark.writer``), then starts a new standby and waits until it waits. Figures, not
-assertions.
+Against the local stack. **Ingest**: a one-table pipeline while a workload writes (a few small
+transactions a second), two ``tidemark ingest`` processes, one active and one waiting. Each
+trial kills the active one and times until a commit of the standby lands in the changelog table
+(its ``tidemark.writer``). **Scheduler**: two scheduler processes of one pipeline
+(``tests.scheduler.standby_scheduler``: windows of 0.3 s of work, recording who ran them) with
+a day of windows due. Each trial kills the active one once it runs windows and times until the
+standby has finished a window; ``--scheduler-members per-process`` gives each process its own
+Kafka group member, as without static membership, for comparison. After each trial a new
+standby is started, and the next trial waits until it waits. Figures, not assertions.
 
     python -m bench.takeover_bench --trials 10
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import signal
 import statistics
 import subprocess
@@ -23,16 +28,23 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import psycopg2
+from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.catalog import Catalog
 
 from bench.report import Figure, Target, write_figures
 from ingest.lease import lease_holders
+from scheduler.state import StateSettings, StateStore
 from tests.ingest.stock_workload import Workload, create_stock, ingest
+from tests.scheduler.harness import ORDERS, USERS, at, dumps_state, publish, report
+from tests.scheduler.standby_scheduler import TimedExecutor
 from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.contracts.instance import WRITER_KEY, Instance
+from tidemark.contracts.reports import CommitReport
 from tidemark.pipeline import Pipeline
 from tidemark.source import SourceConnection
 from tidemark.stack.endpoints import StackEndpoints
@@ -48,12 +60,25 @@ POLL_SECONDS = 0.05
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--scheduler-members", choices=["static", "per-process"], default="static")
+    parser.add_argument("--only", choices=["ingest", "scheduler"])
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
-    seconds = measure(args.trials)
-    sys.stdout.write(table(seconds))
+    results: list[Figure] = []
+    if args.only in (None, "ingest"):
+        seconds = measure(args.trials)
+        sys.stdout.write(table("ingest: kill -9 → the standby's first commit", seconds))
+        results += figures("ingest", "standby's first commit", seconds)
+    if args.only in (None, "scheduler"):
+        per_process = args.scheduler_members == "per-process"
+        windows, reports = measure_scheduler(args.trials, per_process)
+        what = f"scheduler ({args.scheduler_members} members)"
+        sys.stdout.write(table(f"{what}: kill -9 → the standby's first window done", windows))
+        sys.stdout.write(table(f"{what}: kill -9 → a new report recorded", reports))
+        results += figures(what, "standby's first window done", windows)
+        results += figures(what, "a new report recorded", reports)
     if args.figures:
-        write_figures(args.figures, figures(seconds))
+        write_figures(args.figures, results)
     return 0
 
 
@@ -150,13 +175,13 @@ def _p(values: list[float], p: int) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def figures(seconds: list[float]) -> list[Figure]:
+def figures(what: str, until: str, seconds: list[float]) -> list[Figure]:
     return [
-        Figure("takeover", "ingest: trials", len(seconds), ""),
-        Figure("takeover", "ingest: kill -9 → standby's first commit, p50", _p(seconds, 50), "s"),
+        Figure("takeover", f"{what}: trials", len(seconds), ""),
+        Figure("takeover", f"{what}: kill -9 → {until}, p50", _p(seconds, 50), "s"),
         Figure(
             "takeover",
-            "ingest: kill -9 → standby's first commit, p95",
+            f"{what}: kill -9 → {until}, p95",
             _p(seconds, 95),
             "s",
             Target("<", 15, 28),
@@ -164,9 +189,9 @@ def figures(seconds: list[float]) -> list[Figure]:
     ]
 
 
-def table(seconds: list[float]) -> str:
+def table(title: str, seconds: list[float]) -> str:
     lines = [
-        "kill -9 of the active ingest → the standby's first commit, seconds",
+        f"{title}, seconds",
         "",
         "| trial | seconds |",
         "|---|---|",
@@ -175,6 +200,112 @@ def table(seconds: list[float]) -> str:
         f"| p95 | {_p(seconds, 95):.2f} |",
     ]
     return "\n".join(lines) + "\n"
+
+
+def measure_scheduler(trials: int, member_per_process: bool) -> tuple[list[float], list[float]]:
+    """Per trial, seconds from the kill to the standby's first window done, and to its
+    recording a report published after the kill (which needs the Kafka partitions)."""
+    endpoints = Stack(StackSettings.from_env()).endpoints()
+    name = f"bench_takeover_{uuid.uuid4().hex[:6]}"
+    state = StateSettings.from_catalog(endpoints.catalog.properties(), schema=name)
+    store = StateStore(state)
+    store.create()
+    servers = endpoints.kafka.bootstrap_servers
+    kafka = AdminClient({"bootstrap.servers": servers})
+    kafka.create_topics([NewTopic(name, num_partitions=3)])[name].result(timeout=30)
+    publish(servers, name, _a_day_of_reports())
+    TimedExecutor(state)  # its tables, before two processes race to create them
+    args: dict[str, object] = {
+        "state": dumps_state(state),
+        "servers": servers,
+        "topic": name,
+        "pipeline": name,
+        "member_per_process": member_per_process,
+    }
+    processes = [_scheduler(args), _scheduler(args)]
+    windows: list[float] = []
+    reports: list[float] = []
+    try:
+        for _ in range(trials):
+            _until(lambda: len(store.holders(name).standbys) == 1, "one standby waiting")
+            active = _until(lambda: _active_scheduler(store, name, processes), "an active one")
+            assert active is not None
+            _until(functools.partial(_windows_done_by, state, active.pid), "a window done")
+            standby = next(p for p in processes if p is not active)
+            active.send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            active.wait()
+            snapshot = 100_000 + len(windows)  # a report published after the kill
+            publish(servers, name, [report(ORDERS, snapshot, "23:59:50", 10**9)])
+            recorded = functools.partial(_report_recorded, state, snapshot)
+            _until(functools.partial(_windows_done_by, state, standby.pid), "a window done")
+            windows.append(time.monotonic() - killed)
+            _until(recorded, "the new report recorded")
+            reports.append(time.monotonic() - killed)
+            processes[processes.index(active)] = _scheduler(args)
+        return windows, reports
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+        store.drop()
+        store.close()
+        kafka.delete_topics([name])[name].result(timeout=30)
+
+
+def _a_day_of_reports() -> list[CommitReport]:
+    """Both tables complete to 30 s past each window end of the day."""
+    reports: list[CommitReport] = []
+    for n in range(1, 24 * 12):
+        clock = (at("00:00") + timedelta(minutes=5 * (n - 1), seconds=30)).strftime("%H:%M:%S")
+        reports += [report(ORDERS, n, clock, 10 * n), report(USERS, n, clock, 5 * n)]
+    return reports
+
+
+def _scheduler(args: dict[str, object]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.scheduler.standby_scheduler", json.dumps(args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _active_scheduler(
+    store: StateStore, pipeline: str, processes: list[subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes] | None:
+    active = store.holders(pipeline).active
+    if not isinstance(active, Instance):
+        return None
+    return next((p for p in processes if p.pid == active.pid), None)
+
+
+def _report_recorded(state: StateSettings, snapshot: int) -> bool:
+    params: dict[str, Any] = dict(state.connection)
+    connection = psycopg2.connect(**params)
+    try:
+        with connection, connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*) FROM {state.schema}.reports WHERE snapshot_id = %s", (snapshot,)
+            )
+            (count,) = cursor.fetchone() or (0,)
+    finally:
+        connection.close()
+    return int(count) > 0
+
+
+def _windows_done_by(state: StateSettings, pid: int) -> bool:
+    params: dict[str, Any] = dict(state.connection)
+    connection = psycopg2.connect(**params)
+    try:
+        with connection, connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*) FROM {state.schema}.timed_calls WHERE pid = %s AND finished",
+                (pid,),
+            )
+            (count,) = cursor.fetchone() or (0,)
+    finally:
+        connection.close()
+    return int(count) > 0
 
 
 if __name__ == "__main__":

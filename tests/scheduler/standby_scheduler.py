@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import threading
+from dataclasses import replace
 from datetime import timedelta
 
 from scheduler.service import PipelineRun, ServiceSettings, run
@@ -57,9 +58,13 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     args = json.loads(argv[0])
     state = loads_state(args["state"])
+    consumer = consumer_settings(args["servers"], args["topic"], args["pipeline"])
+    if args.get("member_per_process"):  # as without static membership: a new member each time
+        member = {"group.instance.id": f"{consumer.group_id}.{os.getpid()}"}
+        consumer = replace(consumer, kafka={**consumer.kafka, **member})
     pipeline = PipelineRun(
         two_table_schedule(args["pipeline"], job_retry_delay=timedelta(seconds=1)),
-        consumer_settings(args["servers"], args["topic"], args["pipeline"]),
+        consumer,
     )
     run(
         [pipeline],
