@@ -46,8 +46,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: terms in a row that may end meeting another writer's commit before ingest gives up
+#: ingest gives up when its terms end meeting another writer's commit this many times ...
 MAX_WRITER_CONFLICTS = 3
+#: ... within this many seconds: a lasting misconfiguration, not a thawed process
+WRITER_CONFLICT_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ class Pipeline:
         lease = SourceLease(
             self.config.source.connection(), self.ingest_lease, self.name, timing or LeaseTiming()
         )
-        conflicts = 0
+        conflicts: list[float] = []  # when terms ended meeting another writer's commit
         while True:
             if not lease.acquire(requested, deadline):
                 return RunSummary(stopped_because="stopped while waiting as a standby")
@@ -168,8 +170,9 @@ class Pipeline:
             except ConcurrentWriterError:
                 # a writer without the lease (a process frozen past it, or another pipeline
                 # name on the same tables): nothing was committed; read the progress again
-                conflicts += 1
-                if conflicts >= MAX_WRITER_CONFLICTS:
+                now = time.monotonic()
+                conflicts = [t for t in conflicts if now - t < WRITER_CONFLICT_SECONDS] + [now]
+                if len(conflicts) >= MAX_WRITER_CONFLICTS:
                     raise
                 logger.exception("Another writer committed to this pipeline's tables")
                 continue
@@ -177,7 +180,6 @@ class Pipeline:
                 lease.release()
             if not lease.lost.is_set():
                 return summary
-            conflicts = 0
 
     def _ingest_while_active(self, stop: StopWhen) -> RunSummary:
         """One term as the active ingest: onboard, bootstrap what needs it, stream."""

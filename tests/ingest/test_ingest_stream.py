@@ -164,7 +164,9 @@ def test_status_shows_each_tables_watermark_and_position(
 
     assert main(["status", str(config.path)]) == 0
 
-    [header, line] = capsys.readouterr().out.splitlines()
+    tables, _, processes = capsys.readouterr().out.partition("\n\n")
+    assert processes.splitlines()[1].split() == ["ingest", "none"]  # it has stopped
+    [header, line] = tables.splitlines()
     assert header.split() == [
         "sink",
         "table",
@@ -210,7 +212,7 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
     hour_ago = (time.time() - 3600) * 1000
     assert first <= last and abs(first - hour_ago) < 120_000 and abs(last - hour_ago) < 120_000
     assert main(["status", str(config.path)]) == 0
-    [_, line] = capsys.readouterr().out.splitlines()
+    [_, line] = capsys.readouterr().out.partition("\n\n")[0].splitlines()
     assert line.split()[-3] == "2"  # the late column
 
 

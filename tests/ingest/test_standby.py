@@ -141,3 +141,63 @@ def test_killing_the_active_ingest_hands_over_to_the_standby_exactly_once(
     stretches = [w for i, w in enumerate(writers) if i == 0 or writers[i - 1] != w]
     assert len(stretches) == len(set(stretches))
     assert len(stretches) > KILLS / 2  # standbys took over (not only the final run)
+
+
+@pytest.mark.timeout(600)
+def test_an_ingest_that_loses_the_lease_stops_waits_and_resumes_exactly_once(
+    stock_pipeline: Path,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    server_id: int,
+) -> None:
+    source = endpoints.mariadb.cdc_source(server_id)
+    lease = Pipeline.open(stock_pipeline).ingest_lease
+    changelog = f"{namespace}.stock_changelog"
+    process = ingest(stock_pipeline)
+    workload = Workload(endpoints.mariadb.admin_source(), source_database, 20261128, (1, 20), 0.0)
+    writer = threading.Thread(target=workload.run)
+    try:
+        wait_until("the first commit", lambda: has_snapshot(catalog, changelog), DEADLINE_SECONDS)
+        writer.start()
+        first_term = wait_until(
+            "it is active", lambda: _active_since(source, lease, process.pid), DEADLINE_SECONDS
+        )
+        assert first_term is not None
+        # as a network cut or a source failover does to the lease's connection
+        with endpoints.mariadb.admin_source().connect() as admin, admin.cursor() as cursor:
+            cursor.execute("SELECT IS_USED_LOCK(%s)", (lease,))
+            (holder,) = cursor.fetchone() or (None,)
+            assert holder is not None
+            cursor.execute(f"KILL CONNECTION {int(holder)}")
+
+        def next_term() -> bool:
+            since = _active_since(source, lease, process.pid)
+            return since is not None and since > first_term
+
+        wait_until("the same process active again", next_term, DEADLINE_SECONDS)
+        snapshots = len(catalog.load_table(changelog).history())
+        wait_until(
+            "it commits again",
+            lambda: len(catalog.load_table(changelog).history()) > snapshots,
+            DEADLINE_SECONDS,
+        )
+    finally:
+        workload.stop()
+        if writer.is_alive():
+            writer.join()
+        process.kill()
+        output, _ = process.communicate()
+    assert "Lost pipeline" in output, output[-3000:]
+    end = current_position(source)
+    final = ingest(stock_pipeline, "--until-position", f"{end}", "--max-seconds", "300")
+    final_output, _ = final.communicate(timeout=400)
+    assert f"reached {end}" in final_output, final_output
+    assert_every_change_once_in_order(catalog.load_table(changelog), workload)
+
+
+def _active_since(source: SourceConnection, lease: str, pid: int) -> datetime | None:
+    """When ``pid`` last became active, while it holds the lease."""
+    active = lease_holders(source, lease).active
+    return active.since if isinstance(active, Instance) and active.pid == pid else None
