@@ -31,7 +31,7 @@ from typing import Any
 import pymysql
 
 from tidemark.contracts.instance import Instance, LeaseHolders, Role, State, this_process
-from tidemark.source import SourceConnection
+from tidemark.source import SourceConnection, open_connection
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,14 @@ class SourceLease:
         monotonic ``deadline`` passes (False). Logs once for whom it waits, and again when
         that changes."""
 
-        connection = self._source.connect()
+        # a read that outlasts every query here by the silence allowed means a dead network:
+        # without a timeout, a lost connection could keep the keeper waiting for ever
+        longest = max(self._timing.wait_seconds, self._timing.check_seconds)
+        connection = open_connection(
+            **self._source.pymysql_settings(),
+            autocommit=True,
+            read_timeout=longest + self._timing.silent_seconds,
+        )
         standby = this_process(Role.INGEST, self._pipeline, State.STANDBY, self._now())
         waiting_for: Instance | str | None = None
         try:
