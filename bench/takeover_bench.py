@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -39,7 +38,8 @@ from pyiceberg.catalog import Catalog
 from bench.report import Figure, Target, write_figures
 from ingest.lease import lease_holders
 from scheduler.state import StateSettings, StateStore
-from tests.ingest.stock_workload import Workload, create_stock, ingest
+from tests.ingest.stock_workload import Workload, active_ingest, create_stock, ingest
+from tests.polling import wait_until
 from tests.scheduler.harness import ORDERS, USERS, at, dumps_state, publish, report
 from tests.scheduler.standby_scheduler import TimedExecutor
 from tidemark.catalog import load_catalog, purge_namespace
@@ -55,6 +55,7 @@ from tidemark.stack.stack import Stack
 SERVER_ID = 4970
 T = TypeVar("T")
 POLL_SECONDS = 0.05
+WAIT_SECONDS = 300
 
 
 def main() -> int:
@@ -92,7 +93,6 @@ def measure(trials: int) -> list[float]:
     catalog.create_namespace(name)
     create_stock(endpoints, name)
     workload = Workload(admin, name, 28, (1, 5), 0.1)
-    writer = threading.Thread(target=workload.run)
     processes: list[subprocess.Popen[str]] = []
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -101,26 +101,24 @@ def measure(trials: int) -> list[float]:
             source = endpoints.mariadb.cdc_source(SERVER_ID)
             changelog = f"{name}.stock_changelog"
             processes = [ingest(path), ingest(path)]
-            _until(lambda: catalog.table_exists(changelog), "the changelog table")
-            writer.start()
+            _wait("the changelog table", lambda: catalog.table_exists(changelog))
+            workload.start()
             seconds = []
             for _ in range(trials):
-                _until(lambda: _standbys(source, lease) == 1, "one standby waiting")
-                active = _until(lambda: _active(source, lease, processes), "an active ingest")
+                _wait("one standby waiting", lambda: _standbys(source, lease) == 1)
+                active = _wait("an active ingest", lambda: active_ingest(source, lease, processes))
                 assert active is not None
                 standby = next(p for p in processes if p is not active)
                 active.send_signal(signal.SIGKILL)
                 killed = time.monotonic()
                 active.wait()
                 committed = functools.partial(_committed_by, catalog, changelog, standby.pid)
-                _until(committed, "a commit by the standby")
+                _wait("a commit by the standby", committed)
                 seconds.append(time.monotonic() - killed)
                 processes[processes.index(active)] = ingest(path)
             return seconds
     finally:
         workload.stop()
-        if writer.is_alive():
-            writer.join()
         for process in processes:
             process.kill()
             process.wait()
@@ -139,27 +137,12 @@ def _pipeline(folder: Path, endpoints: StackEndpoints, name: str) -> Path:
     return path
 
 
-def _until(check: Callable[[], T], what: str, seconds: float = 300) -> T:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(POLL_SECONDS)  # between two polls of the condition
-    raise TimeoutError(f"no {what} within {seconds} s")
+def _wait(what: str, check: Callable[[], T]) -> T:
+    return wait_until(what, check, WAIT_SECONDS, interval=POLL_SECONDS)
 
 
 def _standbys(source: SourceConnection, lease: str) -> int:
     return len(lease_holders(source, lease).standbys)
-
-
-def _active(
-    source: SourceConnection, lease: str, processes: list[subprocess.Popen[str]]
-) -> subprocess.Popen[str] | None:
-    active = lease_holders(source, lease).active
-    if not isinstance(active, Instance):
-        return None
-    return next((p for p in processes if p.pid == active.pid), None)
 
 
 def _committed_by(catalog: Catalog, changelog: str, pid: int) -> bool:
@@ -227,10 +210,10 @@ def measure_scheduler(trials: int, member_per_process: bool) -> tuple[list[float
     reports: list[float] = []
     try:
         for _ in range(trials):
-            _until(lambda: len(store.holders(name).standbys) == 1, "one standby waiting")
-            active = _until(lambda: _active_scheduler(store, name, processes), "an active one")
+            _wait("one standby waiting", lambda: len(store.holders(name).standbys) == 1)
+            active = _wait("an active one", lambda: _active_scheduler(store, name, processes))
             assert active is not None
-            _until(functools.partial(_windows_done_by, state, active.pid), "a window done")
+            _wait("a window done", functools.partial(_windows_done_by, state, active.pid))
             standby = next(p for p in processes if p is not active)
             active.send_signal(signal.SIGKILL)
             killed = time.monotonic()
@@ -238,9 +221,9 @@ def measure_scheduler(trials: int, member_per_process: bool) -> tuple[list[float
             snapshot = 100_000 + len(windows)  # a report published after the kill
             publish(servers, name, [report(ORDERS, snapshot, "23:59:50", 10**9)])
             recorded = functools.partial(_report_recorded, state, snapshot)
-            _until(functools.partial(_windows_done_by, state, standby.pid), "a window done")
+            _wait("a window done", functools.partial(_windows_done_by, state, standby.pid))
             windows.append(time.monotonic() - killed)
-            _until(recorded, "the new report recorded")
+            _wait("the new report recorded", recorded)
             reports.append(time.monotonic() - killed)
             processes[processes.index(active)] = _scheduler(args)
         return windows, reports
@@ -280,32 +263,24 @@ def _active_scheduler(
 
 
 def _report_recorded(state: StateSettings, snapshot: int) -> bool:
-    params: dict[str, Any] = dict(state.connection)
-    connection = psycopg2.connect(**params)
-    try:
-        with connection, connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(*) FROM {state.schema}.reports WHERE snapshot_id = %s", (snapshot,)
-            )
-            (count,) = cursor.fetchone() or (0,)
-    finally:
-        connection.close()
-    return int(count) > 0
+    return _count(state, f"{state.schema}.reports WHERE snapshot_id = %s", snapshot) > 0
 
 
 def _windows_done_by(state: StateSettings, pid: int) -> bool:
+    return _count(state, f"{state.schema}.timed_calls WHERE pid = %s AND finished", pid) > 0
+
+
+def _count(state: StateSettings, rows: str, value: int) -> int:
+    """``SELECT count(*) FROM <rows>`` with ``value`` for its one parameter."""
     params: dict[str, Any] = dict(state.connection)
     connection = psycopg2.connect(**params)
     try:
         with connection, connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(*) FROM {state.schema}.timed_calls WHERE pid = %s AND finished",
-                (pid,),
-            )
+            cursor.execute(f"SELECT count(*) FROM {rows}", (value,))
             (count,) = cursor.fetchone() or (0,)
     finally:
         connection.close()
-    return int(count) > 0
+    return int(count)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pymysql
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
@@ -120,3 +121,16 @@ def own_kafka(stack_settings: StackSettings, unique_name: str) -> Iterator[Kafka
         )
         kafka.up()
         yield kafka
+
+
+@pytest.fixture
+def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
+    """A fresh commit report topic of one partition (the broker does not create topics on
+    first use); the scheduler's tests make theirs with three."""
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
+    topic = f"reports.{unique_name}"
+    for future in admin.create_topics([NewTopic(topic, num_partitions=1)]).values():
+        future.result(timeout=30)
+    yield topic
+    for future in admin.delete_topics([topic]).values():
+        future.result(timeout=30)

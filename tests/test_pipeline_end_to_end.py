@@ -11,16 +11,15 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
+from tests.end_to_end import one_minute_windows
 from tests.polling import wait_until
 from tidemark.cli import main
 from tidemark.contracts.mirror import MirrorKey
@@ -31,32 +30,6 @@ if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
-
-
-@pytest.fixture
-def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
-    admin = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
-    topic = f"reports.{unique_name}"
-    for future in admin.create_topics([NewTopic(topic, num_partitions=1)]).values():
-        future.result(timeout=30)
-    yield topic
-    for future in admin.delete_topics([topic]).values():
-        future.result(timeout=30)
-
-
-def _one_minute_windows(endpoints: StackEndpoints, reports_topic: str) -> str:
-    """The ``tidemark:`` block's start: one-minute windows, reports on the test's topic, and
-    commits every second or two, so that windows close quickly."""
-    return (
-        "tidemark:\n"
-        "  window: 1 min\n"
-        "  reports:\n"
-        f"    topic: {reports_topic}\n"
-        f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
-        "  ingest:\n"
-        "    flush-interval: 1 s\n"
-        "    watermark-report-interval: 2 s\n"
-    )
 
 
 def _run(path: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -109,7 +82,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
             namespace=namespace,
             server_id=server_id,
             startup="initial",
-            extra=_one_minute_windows(endpoints, reports_topic)
+            extra=one_minute_windows(endpoints, reports_topic)
             + "  maintenance:\n    interval: 1 min\n",
         )
     )
@@ -191,7 +164,7 @@ def test_a_change_arriving_late_for_a_window_makes_a_job_that_asks_run_that_wind
             namespace=namespace,
             server_id=server_id,
             startup="initial",
-            extra=_one_minute_windows(endpoints, reports_topic)
+            extra=one_minute_windows(endpoints, reports_topic)
             + (
                 "  jobs:\n"
                 "    per_window:\n"

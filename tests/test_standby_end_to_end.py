@@ -11,17 +11,15 @@ import random
 import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.catalog import Catalog
 
 from ingest.lease import lease_holders
 from scheduler.state import StateStore
+from tests.end_to_end import one_minute_windows
 from tests.ingest.stock_workload import Workload, assert_every_change_once_in_order, create_stock
 from tests.polling import wait_until
 from tidemark.cli import main
@@ -34,16 +32,6 @@ from tidemark.stack.pipeline_file import local_pipeline
 KILLS = 10
 #: a run starts a Spark session and worker processes: tens of seconds on a busy 2-core machine
 DEADLINE_SECONDS = 240
-
-
-@pytest.fixture
-def reports_topic(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
-    admin = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
-    for future in admin.create_topics([NewTopic(unique_name, num_partitions=1)]).values():
-        future.result(timeout=30)
-    yield unique_name
-    for future in admin.delete_topics([unique_name]).values():
-        future.result(timeout=30)
 
 
 class Runs:
@@ -119,16 +107,7 @@ def test_killing_the_active_processes_of_two_runs_keeps_every_mirror_equal_to_it
             tables="stock",
             namespace=namespace,
             server_id=server_id,
-            extra=(
-                "tidemark:\n"
-                "  window: 1 min\n"
-                "  reports:\n"
-                f"    topic: {reports_topic}\n"
-                f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n"
-                "  ingest:\n"
-                "    flush-interval: 1 s\n"
-                "    watermark-report-interval: 2 s\n"
-            ),
+            extra=one_minute_windows(endpoints, reports_topic),
         )
     )
     pipeline = Pipeline.open(path)
@@ -136,7 +115,6 @@ def test_killing_the_active_processes_of_two_runs_keeps_every_mirror_equal_to_it
     runs = Runs(path, tmp_path)
     running = [runs.start(), runs.start()]
     workload = Workload(endpoints.mariadb.admin_source(), source_database, 20261129, (1, 5), 0.05)
-    writer = threading.Thread(target=workload.run)
     chance = random.Random(29)
 
     def standing(*, child: bool) -> tuple[int, int]:
@@ -161,8 +139,8 @@ def test_killing_the_active_processes_of_two_runs_keeps_every_mirror_equal_to_it
                 DEADLINE_SECONDS,
             )
             assert roles
-            if not writer.is_alive() and kill == 0:
-                writer.start()
+            if kill == 0:
+                workload.start()
             active, _ = standing(child=child)
             with pytest.raises(subprocess.TimeoutExpired):
                 running[active].wait(timeout=chance.uniform(1.0, 15.0))
@@ -171,8 +149,6 @@ def test_killing_the_active_processes_of_two_runs_keeps_every_mirror_equal_to_it
             running[active] = runs.start()
     finally:
         workload.stop()
-        if writer.is_alive():
-            writer.join()
 
     try:
         with endpoints.mariadb.admin_source().connect() as admin, admin.cursor() as cursor:

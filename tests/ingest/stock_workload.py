@@ -8,13 +8,16 @@ import subprocess
 import sys
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 
+from ingest.lease import lease_holders
+from tidemark.contracts.instance import Instance
 from tidemark.contracts.progress import TableProgress
-from tidemark.source import SourceConnection
+from tidemark.source import SourceConnection, current_position
 from tidemark.stack.endpoints import StackEndpoints
 
 Change = tuple[str, int | None]  # (operation, qty after the change; None for a delete)
@@ -40,7 +43,13 @@ class Workload:
         self._live: dict[int, int] = {}  # id -> qty
         self._next_id = 1
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self.transactions = 0
+
+    def start(self) -> None:
+        """Write in a thread of its own until ``stop``."""
+        self._thread = threading.Thread(target=self.run, name="workload")
+        self._thread.start()
 
     def run(self) -> None:
         with self._source.connect() as conn, conn.cursor() as cursor:
@@ -56,7 +65,10 @@ class Workload:
                 self._stop.wait(self._pause)  # paces the load; returns at once when stopped
 
     def stop(self) -> None:
+        """Stop writing; returns once the last transaction is committed and in ``truth``."""
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
     def _statement(self, cursor: object) -> tuple[int, Change]:
         choice = self._random.random()
@@ -91,6 +103,26 @@ def ingest(pipeline: Path, *extra: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def ingest_to_end(pipeline: Path, source: SourceConnection) -> None:
+    """Run ingest until everything the source has written so far is committed."""
+    end = current_position(source)
+    final = ingest(pipeline, "--until-position", f"{end}", "--max-seconds", "300")
+    output, _ = final.communicate(timeout=400)
+    assert final.returncode == 0, output
+    assert f"reached {end}" in output, output
+
+
+def active_ingest(
+    source: SourceConnection, lease: str, among: Sequence[subprocess.Popen[str]]
+) -> subprocess.Popen[str] | None:
+    """The process of ``among`` that holds the pipeline's ``lease``, if one does: a killed
+    holder's connection ends only when the server next writes to it."""
+    active = lease_holders(source, lease).active
+    if not isinstance(active, Instance):
+        return None
+    return next((process for process in among if process.pid == active.pid), None)
 
 
 def has_snapshot(catalog: Catalog, identifier: str) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import signal
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,9 @@ from tests.ingest.stock_workload import (
     create_stock,
     has_snapshot,
     ingest,
+    ingest_to_end,
     partial_commits,
 )
-from tidemark.source import current_position
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.process import wait_for
 
@@ -69,8 +68,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     workload = Workload(
         endpoints.mariadb.admin_source(), source_database, 20261122, statements, pause
     )
-    writer = threading.Thread(target=workload.run)
-    writer.start()
+    workload.start()
     chance = random.Random(7)
     process = first
     try:
@@ -83,14 +81,9 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
             process = ingest(pipeline)
     finally:
         workload.stop()
-        writer.join()
     process.send_signal(signal.SIGKILL)
     process.wait()
-    end = current_position(endpoints.mariadb.cdc_source(server_id))
-    final = ingest(pipeline, "--until-position", f"{end}", "--max-seconds", "300")
-    output, _ = final.communicate(timeout=400)
-    assert final.returncode == 0, output
-    assert f"reached {end}" in output, output
+    ingest_to_end(pipeline, endpoints.mariadb.cdc_source(server_id))
 
     table = catalog.load_table(changelog)
     assert (partial_commits(table) > 0) == bool(extra), "transactions were (not) committed in parts"

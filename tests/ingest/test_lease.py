@@ -132,14 +132,14 @@ def _connection_holding(endpoints: StackEndpoints, name: str) -> int:
 
 #: a process that holds the lease, says so, and then does nothing
 _HOLDER = """
-import json, sys, threading, time
+import json, signal, sys, threading
 from ingest.lease import LeaseTiming, SourceLease
 from tidemark.source import SourceConnection
 source = SourceConnection.model_validate(json.loads(sys.argv[1]))
 lease = SourceLease(source, sys.argv[2], "orders", LeaseTiming(1, 1, 2))
 assert lease.acquire(threading.Event())
 print("held", flush=True)
-time.sleep(600)
+signal.pause()  # until the test kills or freezes it
 """
 
 

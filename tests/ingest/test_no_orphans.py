@@ -97,13 +97,13 @@ def test_the_reading_process_of_an_ingest_killed_with_sigkill_ends_too(
 
 #: a stand-in for `tidemark run`: starts ingest as run does, says its pid, then waits
 _RUN = """
-import os, subprocess, sys, time
+import os, signal, subprocess, sys
 ingest = subprocess.Popen(
     [sys.executable, "-m", "tidemark.cli", "ingest", sys.argv[1], "--parent-pid", str(os.getpid())],
     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
 )
 print(ingest.pid, flush=True)
-time.sleep(600)
+signal.pause()  # until the test kills it
 """
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 import signal
 import subprocess
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,17 +19,19 @@ from ingest.lease import lease_holders
 from tests.ingest.pipelines import write_pipeline
 from tests.ingest.stock_workload import (
     Workload,
+    active_ingest,
     assert_every_change_once_in_order,
     create_stock,
     has_snapshot,
     ingest,
+    ingest_to_end,
 )
 from tests.polling import wait_until
 from tidemark.contracts.instance import WRITER_KEY, Instance, LeaseHolders
 from tidemark.output.console import plain_text
 from tidemark.output.status import status_view
 from tidemark.pipeline import Pipeline
-from tidemark.source import SourceConnection, current_position
+from tidemark.source import SourceConnection
 from tidemark.stack.endpoints import StackEndpoints
 
 KILLS = 10
@@ -57,12 +58,8 @@ def _active(source: SourceConnection, lease: str, among: list[subprocess.Popen[s
     """The index in ``among`` of the process holding the lease, once one of them does."""
 
     def holder() -> list[int]:
-        active = lease_holders(source, lease).active
-        pids = [process.pid for process in among]
-        # a killed holder's connection ends when the server next writes to it
-        if isinstance(active, Instance) and active.pid in pids:
-            return [pids.index(active.pid)]
-        return []
+        active = active_ingest(source, lease, among)
+        return [] if active is None else [among.index(active)]
 
     return wait_until("one ingest is active", holder, DEADLINE_SECONDS)[0]
 
@@ -108,12 +105,11 @@ def test_killing_the_active_ingest_hands_over_to_the_standby_exactly_once(
     # started at the same moment: one becomes active, the other waits
     processes = [ingest(stock_pipeline), ingest(stock_pipeline)]
     workload = Workload(endpoints.mariadb.admin_source(), source_database, 20261127, (1, 20), 0.0)
-    writer = threading.Thread(target=workload.run)
     chance = random.Random(28)
     try:
         wait_until("the first commit", lambda: has_snapshot(catalog, changelog), DEADLINE_SECONDS)
         _status_shows_one_active_and_one_standby(stock_pipeline, processes)
-        writer.start()
+        workload.start()
         for _ in range(KILLS):
             active = _active(source, lease, processes)
             with pytest.raises(subprocess.TimeoutExpired):
@@ -123,16 +119,10 @@ def test_killing_the_active_ingest_hands_over_to_the_standby_exactly_once(
             processes[active] = ingest(stock_pipeline)  # the next standby
     finally:
         workload.stop()
-        if writer.is_alive():
-            writer.join()
         for process in processes:
             process.kill()
             process.wait()
-    end = current_position(source)
-    final = ingest(stock_pipeline, "--until-position", f"{end}", "--max-seconds", "300")
-    output, _ = final.communicate(timeout=400)
-    assert final.returncode == 0, output
-    assert f"reached {end}" in output, output
+    ingest_to_end(stock_pipeline, source)
 
     table = catalog.load_table(changelog)
     assert_every_change_once_in_order(table, workload)
@@ -157,10 +147,9 @@ def test_an_ingest_that_loses_the_lease_stops_waits_and_resumes_exactly_once(
     changelog = f"{namespace}.stock_changelog"
     process = ingest(stock_pipeline)
     workload = Workload(endpoints.mariadb.admin_source(), source_database, 20261128, (1, 20), 0.0)
-    writer = threading.Thread(target=workload.run)
     try:
         wait_until("the first commit", lambda: has_snapshot(catalog, changelog), DEADLINE_SECONDS)
-        writer.start()
+        workload.start()
         first_term = wait_until(
             "it is active", lambda: _active_since(source, lease, process.pid), DEADLINE_SECONDS
         )
@@ -185,15 +174,10 @@ def test_an_ingest_that_loses_the_lease_stops_waits_and_resumes_exactly_once(
         )
     finally:
         workload.stop()
-        if writer.is_alive():
-            writer.join()
         process.kill()
         output, _ = process.communicate()
     assert "Lost pipeline" in output, output[-3000:]
-    end = current_position(source)
-    final = ingest(stock_pipeline, "--until-position", f"{end}", "--max-seconds", "300")
-    final_output, _ = final.communicate(timeout=400)
-    assert f"reached {end}" in final_output, final_output
+    ingest_to_end(stock_pipeline, source)
     assert_every_change_once_in_order(catalog.load_table(changelog), workload)
 
 
