@@ -258,7 +258,8 @@ def bootstrap(
     path = folder / f"{namespace}.yaml"
     path.write_text(
         local_pipeline(
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=database,
             tables="sbtest1",
             namespace=namespace,

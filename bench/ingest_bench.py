@@ -405,7 +405,8 @@ def pipeline(
     path = folder / f"{namespace}.yaml"
     path.write_text(
         local_pipeline(
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=database,
             tables=tables,
             namespace=namespace,

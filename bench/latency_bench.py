@@ -119,7 +119,8 @@ def _pipeline(folder: Path, endpoints: StackEndpoints, name: str) -> Path:
     path = folder / "pipeline.yaml"
     path.write_text(
         local_pipeline(
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=name,
             tables="sbtest1",
             namespace=name,

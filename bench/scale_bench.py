@@ -528,7 +528,8 @@ def _pipeline(folder: Path, endpoints: StackEndpoints, name: str, window_minutes
     path = folder / f"{name}.yaml"
     path.write_text(
         local_pipeline(
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=name,
             tables="\\.*",
             namespace=name,

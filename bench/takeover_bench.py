@@ -131,7 +131,8 @@ def _pipeline(folder: Path, endpoints: StackEndpoints, name: str) -> Path:
     path = folder / "pipeline.yaml"
     path.write_text(
         local_pipeline(
-            endpoints, database=name, tables="stock", namespace=name, server_id=SERVER_ID
+            endpoints.mariadb,
+            endpoints.catalog, database=name, tables="stock", namespace=name, server_id=SERVER_ID
         )
     )
     return path

@@ -18,7 +18,7 @@ from spark_jobs.session import SparkSettings, build_session
 from tests.server_ids import ServerIds
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.catalog import load_catalog
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, StackEndpoints
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack, StackNotHealthyError
@@ -40,6 +40,21 @@ def endpoints(stack: Stack) -> StackEndpoints:
         return stack.endpoints()
     except StackNotHealthyError as error:
         pytest.fail(str(error), pytrace=False)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``every_source`` runs once per source server of the stack."""
+    if "source" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "every_source"
+    ):
+        metafunc.parametrize("source", SOURCE_FLAVORS, indirect=True)
+
+
+@pytest.fixture
+def source(request: pytest.FixtureRequest, endpoints: StackEndpoints) -> SourceEndpoint:
+    """The source server the test reads: each of MariaDB and MySQL in turn for a test marked
+    ``every_source``, MariaDB for the others."""
+    return endpoints.source(getattr(request, "param", "mariadb"))
 
 
 @pytest.fixture(scope="session")
@@ -65,21 +80,21 @@ def unique_name(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def source_database(endpoints: StackEndpoints, unique_name: str) -> Iterator[str]:
-    """A fresh MariaDB database for one test, dropped afterwards."""
-    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+def source_database(source: SourceEndpoint, unique_name: str) -> Iterator[str]:
+    """A fresh database on the test's source server, dropped afterwards."""
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE `{unique_name}`")
     yield unique_name
-    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"DROP DATABASE IF EXISTS `{unique_name}`")
 
 
 @pytest.fixture
 def admin_connection(
-    endpoints: StackEndpoints, source_database: str
+    source: SourceEndpoint, source_database: str
 ) -> Iterator[pymysql.connections.Connection[pymysql.cursors.Cursor]]:
     """An admin connection to the test's own database, autocommit on."""
-    conn = endpoints.mariadb.admin_source().connect()
+    conn = source.admin_source().connect()
     conn.select_db(source_database)
     yield conn
     conn.close()

@@ -26,7 +26,7 @@ def free_ports(count: int) -> list[int]:
 
 @contextmanager
 def second_stack_home(stack_settings: StackSettings, name: str) -> Iterator[Path]:
-    """A second stack's home beside the first, sharing its jars so nothing is downloaded;
+    """A second stack's home beside the first, sharing its jars and MySQL system so nothing is downloaded;
     whatever it started is stopped and the folder removed afterwards.
 
     Not under /tmp: PostgreSQL runs as the postgres user, who cannot enter pytest's tmp folders.
@@ -34,6 +34,7 @@ def second_stack_home(stack_settings: StackSettings, name: str) -> Iterator[Path
     home = stack_settings.home / "test-stacks" / name
     home.mkdir(parents=True)
     (home / "jars").symlink_to(stack_settings.jars_dir)
+    (home / "mysql-system").symlink_to(stack_settings.mysql_system_dir)
     try:
         yield home
     finally:

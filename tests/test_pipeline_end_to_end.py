@@ -76,7 +76,8 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     path = tmp_path / "pipeline.yaml"
     path.write_text(
         local_pipeline(
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=source_database,
             tables="orders\\w*",
             namespace=namespace,
@@ -158,7 +159,8 @@ def test_a_change_arriving_late_for_a_window_makes_a_job_that_asks_run_that_wind
     path = tmp_path / "pipeline.yaml"
     path.write_text(
         local_pipeline(
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=source_database,
             tables="orders",
             namespace=namespace,

@@ -102,7 +102,8 @@ def test_killing_the_active_processes_of_two_runs_keeps_every_mirror_equal_to_it
     path = tmp_path / "stock.yaml"
     path.write_text(
         local_pipeline(
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=source_database,
             tables="stock",
             namespace=namespace,

@@ -9,7 +9,7 @@ import pytest
 
 from tests.ingest.source_rows import SourceBinlog
 from tests.stack_helpers import free_ports, second_stack_home
-from tidemark.stack.endpoints import MariaDBEndpoint, StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.stack.mariadb import MariaDB
 from tidemark.stack.settings import StackSettings
 
@@ -45,5 +45,5 @@ def private_mariadb(
         (port,) = free_ports(1)
         mariadb = MariaDB(StackSettings(home=home, mariadb_port=port))
         mariadb.up()
-        own = MariaDBEndpoint.model_validate(mariadb.endpoint())
+        own = SourceEndpoint.model_validate(mariadb.endpoint())
         yield endpoints.model_copy(update={"mariadb": own})

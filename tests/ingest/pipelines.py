@@ -25,7 +25,8 @@ def write_pipeline(
     """A pipeline reading ``database``'s ``tables`` pattern into ``namespace``."""
     path.write_text(
         local_pipeline(
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=database,
             tables=tables,
             namespace=namespace,

@@ -331,7 +331,8 @@ def test_sharded_tables_routed_together_keep_their_source(
     with orders.cursor() as cursor:
         cursor.execute("CREATE TABLE orders_2 LIKE orders")
     text = local_pipeline(
-        endpoints,
+        endpoints.mariadb,
+        endpoints.catalog,
         database=source_database,
         tables="orders\\.*",
         namespace=namespace,

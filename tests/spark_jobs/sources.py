@@ -47,7 +47,8 @@ def orders_pipeline(
     adds blocks such as ``transform:``, ``table_options`` adds to the orders table's options
     (indented six spaces)."""
     text = local_pipeline(
-        endpoints,
+        endpoints.mariadb,
+        endpoints.catalog,
         database=database,
         tables="orders_[0-9]+",
         namespace=namespace,

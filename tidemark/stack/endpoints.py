@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from tidemark.source import SourceConnection
 
 
-class MariaDBEndpoint(BaseModel):
+#: the source servers the stack runs
+SourceFlavor = Literal["mariadb", "mysql"]
+SOURCE_FLAVORS: tuple[SourceFlavor, ...] = ("mariadb", "mysql")
+
+
+class SourceEndpoint(BaseModel):
+    """A MariaDB or MySQL server of the stack, with its two accounts."""
+
     model_config = ConfigDict(frozen=True)
 
+    flavor: SourceFlavor
     host: str
     port: int
     server_id: int
@@ -79,19 +88,29 @@ class SparkEndpoint(BaseModel):
 class StackEndpoints(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    mariadb: MariaDBEndpoint
+    mariadb: SourceEndpoint
+    mysql: SourceEndpoint
     catalog: CatalogEndpoint
     kafka: KafkaEndpoint
     spark: SparkEndpoint
 
+    def source(self, flavor: SourceFlavor) -> SourceEndpoint:
+        return self.mariadb if flavor == "mariadb" else self.mysql
+
     def pipeline_environment(self) -> dict[str, str]:
         """The variables the pipeline files in ``configs/`` read their addresses from."""
-        mariadb, catalog = self.mariadb, self.catalog
+        catalog = self.catalog
+        sources = {}
+        for flavor in SOURCE_FLAVORS:
+            source, prefix = self.source(flavor), f"TIDEMARK_{flavor.upper()}"
+            sources |= {
+                f"{prefix}_HOST": source.host,
+                f"{prefix}_PORT": str(source.port),
+                f"{prefix}_USER": source.cdc_user,
+                f"{prefix}_PASSWORD": source.cdc_password.get_secret_value(),
+            }
         return {
-            "TIDEMARK_MARIADB_HOST": mariadb.host,
-            "TIDEMARK_MARIADB_PORT": str(mariadb.port),
-            "TIDEMARK_MARIADB_USER": mariadb.cdc_user,
-            "TIDEMARK_MARIADB_PASSWORD": mariadb.cdc_password.get_secret_value(),
+            **sources,
             "TIDEMARK_CATALOG_URI": catalog.uri,
             "TIDEMARK_CATALOG_USER": catalog.user,
             "TIDEMARK_CATALOG_PASSWORD": catalog.password.get_secret_value(),

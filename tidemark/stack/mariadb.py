@@ -127,6 +127,7 @@ class MariaDB(Service):
 
     def endpoint(self) -> dict[str, Any]:
         return {
+            "flavor": "mariadb",
             "host": self.settings.host,
             "port": self.port,
             "server_id": SERVER_ID,

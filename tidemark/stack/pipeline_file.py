@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from tidemark.source import BinlogPosition
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint
 
 
 def local_pipeline(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    catalog: CatalogEndpoint,
     *,
     database: str,
     tables: str,
@@ -17,13 +18,13 @@ def local_pipeline(
     source_options: str = "",
     extra: str = "",
 ) -> str:
-    """The YAML of a pipeline from ``database``'s ``tables`` pattern into ``namespace``.
+    """The YAML of a pipeline from ``database``'s ``tables`` pattern on ``source`` into
+    ``namespace``.
 
     ``startup`` is a ``scan.startup.mode``, or a binlog position to start at.
     ``source_options`` (``key: value`` lines) go into ``source:``; ``extra`` is appended as is
     (a ``tidemark:`` block, say).
     """
-    mariadb, catalog = endpoints.mariadb, endpoints.catalog
     if isinstance(startup, BinlogPosition):
         start = (
             "  scan.startup.mode: specific-offset\n"
@@ -35,10 +36,10 @@ def local_pipeline(
     return f"""\
 source:
   type: mysql
-  hostname: {mariadb.host}
-  port: {mariadb.port}
-  username: {mariadb.cdc_user}
-  password: {mariadb.cdc_password.get_secret_value()}
+  hostname: {source.host}
+  port: {source.port}
+  username: {source.cdc_user}
+  password: {source.cdc_password.get_secret_value()}
   tables: {database}.{tables}
   server-id: {server_id}
   server-time-zone: UTC

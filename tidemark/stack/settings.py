@@ -13,7 +13,13 @@ from tidemark.errors import ConfigError
 
 #: Ports chosen away from every service's default, so a developer's own MySQL, PostgreSQL or
 #: Kafka keeps running beside the stack.
-DEFAULT_PORTS = {"mariadb": 47306, "postgres": 47432, "kafka": 47092, "kafka_controller": 47093}
+DEFAULT_PORTS = {
+    "mariadb": 47306,
+    "mysql": 47307,
+    "postgres": 47432,
+    "kafka": 47092,
+    "kafka_controller": 47093,
+}
 
 KAFKA_VERSION = "4.1.1"
 ICEBERG_VERSION = "1.11.0"
@@ -30,10 +36,13 @@ class StackSettings(BaseModel):
     home: Path
     host: str = "127.0.0.1"
     mariadb_port: int = Field(default=DEFAULT_PORTS["mariadb"], gt=0, lt=65536)
+    mysql_port: int = Field(default=DEFAULT_PORTS["mysql"], gt=0, lt=65536)
     postgres_port: int = Field(default=DEFAULT_PORTS["postgres"], gt=0, lt=65536)
     kafka_port: int = Field(default=DEFAULT_PORTS["kafka"], gt=0, lt=65536)
     kafka_controller_port: int = Field(default=DEFAULT_PORTS["kafka_controller"], gt=0, lt=65536)
     kafka_heap: str = "512m"
+    #: where ``debootstrap`` downloads the Debian sid system the MySQL server runs from
+    debian_mirror: str = "http://deb.debian.org/debian"
     start_timeout_seconds: float = 120.0
 
     @property
@@ -48,6 +57,11 @@ class StackSettings(BaseModel):
     def warehouse_dir(self) -> Path:
         return self.home / "warehouse"
 
+    @property
+    def mysql_system_dir(self) -> Path:
+        """The Debian sid system the MySQL server runs from: built once, like the jars."""
+        return self.home / "mysql-system"
+
     def service_dir(self, service: str) -> Path:
         return self.home / service
 
@@ -59,6 +73,8 @@ class StackSettings(BaseModel):
         """Read ``TIDEMARK_HOME`` and ``TIDEMARK_<SERVICE>_PORT`` overrides."""
         env = os.environ if environ is None else environ
         fields: dict[str, Any] = {"home": Path(env.get("TIDEMARK_HOME") or default_home(env))}
+        if env.get("TIDEMARK_DEBIAN_MIRROR"):
+            fields["debian_mirror"] = env["TIDEMARK_DEBIAN_MIRROR"]
         for name in DEFAULT_PORTS:
             key = f"TIDEMARK_{name.upper()}_PORT"
             if key in env:

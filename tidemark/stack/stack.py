@@ -9,12 +9,13 @@ from tidemark.errors import TransientError
 from tidemark.stack.endpoints import (
     CatalogEndpoint,
     KafkaEndpoint,
-    MariaDBEndpoint,
+    SourceEndpoint,
     SparkEndpoint,
     StackEndpoints,
 )
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.mariadb import MariaDB
+from tidemark.stack.mysql import MySQL
 from tidemark.stack.postgres import Postgres
 from tidemark.stack.service import Service
 from tidemark.stack.settings import StackSettings
@@ -33,7 +34,12 @@ STATUS_VERSION = 1
 class Stack:
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
-        self.daemons: list[Service] = [MariaDB(settings), Postgres(settings), Kafka(settings)]
+        self.daemons: list[Service] = [
+            MariaDB(settings),
+            MySQL(settings),
+            Postgres(settings),
+            Kafka(settings),
+        ]
         self.spark = SparkRuntime(settings)
 
     def up(self) -> None:
@@ -61,7 +67,8 @@ class Stack:
         services = report["services"]
         postgres = services["postgres"]
         return StackEndpoints(
-            mariadb=MariaDBEndpoint.model_validate(services["mariadb"]),
+            mariadb=SourceEndpoint.model_validate(services["mariadb"]),
+            mysql=SourceEndpoint.model_validate(services["mysql"]),
             catalog=CatalogEndpoint(
                 name=postgres["catalog_name"],
                 uri=postgres["jdbc_uri"],

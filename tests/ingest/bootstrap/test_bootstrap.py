@@ -593,7 +593,8 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
     with admin_connection.cursor() as cursor:
         cursor.execute("UPDATE orders_2 SET id = id + 1000")
     text = local_pipeline(
-        endpoints,
+        endpoints.mariadb,
+        endpoints.catalog,
         database=source_database,
         tables=f"orders_\\d,{source_database}.users",
         namespace=namespace,

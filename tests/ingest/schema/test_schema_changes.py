@@ -62,7 +62,8 @@ class SchemaChangePipeline:
         ``sink_options`` are added to ``source:`` and ``sink:``; ``into`` routes the shards
         ``<into>_*`` to the one sink table ``<into>`` instead of each table to its own."""
         text = local_pipeline(
-            self.endpoints,
+            self.endpoints.mariadb,
+            self.endpoints.catalog,
             database=self.database,
             tables=tables,
             namespace=self.namespace,
