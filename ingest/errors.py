@@ -46,6 +46,26 @@ class UnnamedColumnsError(IngestError, TerminalError):
         return type(self), (self.database, self.table)
 
 
+class PartialJsonUpdatesError(IngestError, TerminalError):
+    """The binlog holds a MySQL partial JSON update (``binlog_row_value_options=PARTIAL_JSON``),
+    written after ingest's start-up check passed: its after image is a diff, not the row."""
+
+    def __init__(self, position: str) -> None:
+        super().__init__(
+            f"the binlog holds a partial JSON update at {position}: the server wrote it with "
+            "binlog_row_value_options=PARTIAL_JSON, which logs a change to a JSON column as a "
+            "diff instead of the row. Run SET GLOBAL binlog_row_value_options = '' (and remove "
+            "it from my.cnf); the rows changed meanwhile cannot be read exactly, so start "
+            "ingest after them (scan.startup.mode: timestamp) and bootstrap the tables they "
+            "changed again (drop their changelog tables, scan.startup.mode: initial)"
+        )
+        self.position = position
+
+    def __reduce__(self) -> tuple[type[PartialJsonUpdatesError], tuple[str]]:
+        # raised in the reading process and raised again here, as pickled
+        return type(self), (self.position,)
+
+
 class SourceSchemaError(IngestError, TerminalError):
     """A source table's structure cannot be read or has a column Tidemark cannot map."""
 

@@ -138,6 +138,7 @@ def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
     ("library", "home"),
     [
         ("pymysqlreplication", ("ingest.binlog",)),
+        ("zstandard", ("ingest.binlog.transaction_payload",)),
         (
             "confluent_kafka",
             (

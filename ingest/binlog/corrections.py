@@ -25,24 +25,23 @@ against the real server):
   and ucs2 and utf16le text comes back as bytes: text is decoded with ``ingest.schema.charsets``.
 - An empty binary string comes back as ``str`` (Python skips the codec lookup that turns the
   others into bytes): binary strings are always ``bytes``.
-- MySQL JSON comes back as Python objects with ``bytes`` keys and strings: it is JSON text.
+- MySQL JSON comes back as Python objects with ``bytes`` keys and strings, and misread opaque
+  values: it is JSON text, as MySQL prints it (``ingest.binlog.mysql_json``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import functools
 import importlib.metadata
-import json
 from collections.abc import Callable
 from typing import Any
 
 from pymysqlreplication.bitmap import BitGet
 from pymysqlreplication.constants import FIELD_TYPE
-from pymysqlreplication.json_binary import parse_json
 from pymysqlreplication.row_event import RowsEvent
 
+from ingest.binlog.mysql_json import json_text
 from ingest.errors import IngestError
 from ingest.schema.charsets import charset_of_collation, codec, decoder
 from ingest.schema.values import InvalidTemporal, UndecodableText
@@ -247,49 +246,7 @@ def _text_decoder(collation: str | None) -> Callable[[bytes], str | bytes | Unde
 
 
 def _json(packet: Any, column: Any) -> str:
-    return mysql_json_document(packet.read(packet.read_uint_by_size(column.length_size)))
-
-
-def mysql_json_document(data: bytes) -> str:
-    """A MySQL binary JSON value (``json_binary.cc``) as JSON text; MySQL reads an empty value
-    as the JSON null literal."""
-    if not data:
-        return "null"
-    return mysql_json_text(parse_json(data[0], data[1:]))
-
-
-def mysql_json_text(value: Any) -> str:
-    """The library's parse of a MySQL binary JSON document as JSON text, laid out as MySQL
-    prints JSON (``{"a": 1, "b": [true, null]}``), keys in their stored order."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, dict):
-        members = (f"{_json_string(key)}: {mysql_json_text(item)}" for key, item in value.items())
-        return "{" + ", ".join(members) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(mysql_json_text(item) for item in value) + "]"
-    return _json_scalar(value)
-
-
-def _json_scalar(value: Any) -> str:
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, decimal.Decimal):
-        return format(value, "f")
-    if isinstance(value, dt.datetime):
-        return _json_string(value.strftime("%Y-%m-%d %H:%M:%S.%f"))
-    if isinstance(value, dt.time):
-        return _json_string(value.strftime("%H:%M:%S.%f"))
-    return _json_string(value)
-
-
-def _json_string(value: str | bytes) -> str:
-    text = value.decode("utf-8") if isinstance(value, bytes) else value
-    return json.dumps(text, ensure_ascii=False)
+    return json_text(packet.read(packet.read_uint_by_size(column.length_size)))
 
 
 _READERS: dict[int, Reader] = {

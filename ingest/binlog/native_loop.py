@@ -4,20 +4,26 @@ Imported only by ``ingest.binlog.reader`` (the library's single boundary). ``mys
 reads every event through the same heavy path: a pymysql packet object, a wrapper that parses the
 header, an event object per event with its own filters. An OLTP binlog is made of four kinds
 of small events, over and over: GTID, TABLE_MAP, one row event per statement, XID. ``events``
-reads the stream's packets itself and decodes those four from the bytes:
+reads the stream's packets itself and decodes those four from the bytes, on MariaDB and MySQL:
 
-- a GTID (MariaDB) or an XID: a few fields at fixed offsets;
+- a GTID (MariaDB's, MySQL's or MySQL's anonymous one) or an XID: fields at fixed offsets;
 - a TABLE_MAP whose bytes it has met before: the library's parse of them, kept;
-- a row event (MariaDB's, version 1) of a table whose every column a compiled decoder reads
-  by itself (``ingest.binlog.row_decoders``): decoded straight from the packet.
+- a row event (MariaDB's version 1, MySQL's version 2) of a table whose every column a
+  compiled decoder reads by itself (``ingest.binlog.row_decoders``): decoded straight from the
+  packet.
+
+MySQL's BEGIN query after each GTID event is skipped here too. Its compressed transactions
+(TRANSACTION_PAYLOAD) are opened first
+(``ingest.binlog.transaction_payload``), and the events inside go through the same loop as if
+the server had sent them one by one. A partial JSON update (``PARTIAL_UPDATE_ROWS``) stops the
+stream: its after image is not the row.
 
 Everything else (the first TABLE_MAP of a structure, rotations, format descriptions, queries,
-heartbeats, row events with DECIMAL or date columns, MySQL's version 2 row events and GTIDs,
-which no server here can test) goes to the library as its own ``fetchone`` would handle it,
-and comes back as a library event for ``ingest.binlog`` to convert. The native ones come out
-as Tidemark's own events (``ingest.binlog.events``) straight away: on an OLTP binlog every
-object made per event counts. The stream's state (file, position, table map) stays the
-library's, so both paths agree on it.
+heartbeats, row events with DECIMAL or date columns) goes to the library as its own
+``fetchone`` would handle it, and comes back as a library event for ``ingest.binlog`` to
+convert. The native ones come out as Tidemark's own events (``ingest.binlog.events``) straight
+away: on an OLTP binlog every object made per event counts. The stream's state (file,
+position, table map) stays the library's, so both paths agree on it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import functools
 import select
 import struct
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +40,7 @@ from pymysql.protocol import MysqlPacket
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.packet import BinLogPacketWrapper
 
-from ingest.binlog import event_wire, row_decoders, table_map
+from ingest.binlog import event_wire, row_decoders, table_map, transaction_payload
 from ingest.binlog.events import (
     BinlogEvent,
     Image,
@@ -41,7 +48,7 @@ from ingest.binlog.events import (
     TransactionCommitted,
     TransactionStarted,
 )
-from ingest.errors import UnnamedColumnsError
+from ingest.errors import PartialJsonUpdatesError, UnnamedColumnsError
 from tidemark.contracts.changelog import Operation
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.source import BinlogPosition
@@ -54,11 +61,19 @@ _MAX_PACKET = 0xFFFFFF
 _READ_SIZE = 256 * 1024
 _U64 = struct.Struct("<Q").unpack_from
 _U32 = struct.Struct("<I").unpack_from
-_ROWS_V1 = {
+_U16 = struct.Struct("<H").unpack_from
+#: row events: MariaDB writes version 1, MySQL version 2 (an extra-data block after the flags)
+_ROWS = {
     BINLOG.WRITE_ROWS_EVENT_V1: "write",
     BINLOG.UPDATE_ROWS_EVENT_V1: "update",
     BINLOG.DELETE_ROWS_EVENT_V1: "delete",
+    BINLOG.WRITE_ROWS_EVENT_V2: "write",
+    BINLOG.UPDATE_ROWS_EVENT_V2: "update",
+    BINLOG.DELETE_ROWS_EVENT_V2: "delete",
 }
+_ROWS_V2 = frozenset(
+    {BINLOG.WRITE_ROWS_EVENT_V2, BINLOG.UPDATE_ROWS_EVENT_V2, BINLOG.DELETE_ROWS_EVENT_V2}
+)
 _OPERATIONS = {"write": Operation.INSERT, "update": Operation.UPDATE, "delete": Operation.DELETE}
 #: a row event of a table the schema filter leaves out: no layout, no rows
 _FILTERED: tuple[None, list[Any]] = (None, [])
@@ -107,7 +122,8 @@ class _Loop:
             connection._sock.settimeout(connection._read_timeout)
             connection._current_timeout = connection._read_timeout
         checksum = 4 if self._private("use_checksum") else 0
-        read_payload = _payload_reader(connection, self._before_wait)
+        read_payload = _uncompressing(_payload_reader(connection, self._before_wait), checksum)
+        gtid_sources = _GtidSources()
         wire = self._wire
         while True:
             payload = read_payload()
@@ -130,6 +146,22 @@ class _Loop:
                 else:
                     yield TransactionStarted(gtid, BinlogPosition(stream.log_file, log_pos))
                 continue
+            if kind == BINLOG.GTID_LOG_EVENT or kind == BINLOG.ANONYMOUS_GTID_LOG_EVENT:
+                stream.log_pos = log_pos
+                mysql_gtid = (
+                    None
+                    if kind == BINLOG.ANONYMOUS_GTID_LOG_EVENT
+                    else gtid_sources.gtid(payload, _HEADER_END + 1)
+                )
+                if wire:
+                    yield (event_wire.STARTED, mysql_gtid, stream.log_file, log_pos)
+                else:
+                    yield TransactionStarted(mysql_gtid, BinlogPosition(stream.log_file, log_pos))
+                continue
+            if kind == BINLOG.QUERY_EVENT and _is_begin(payload, checksum):
+                # MySQL's BEGIN after each GTID event (MariaDB's GTID event stands for it)
+                stream.log_pos = log_pos
+                continue
             if kind == BINLOG.XID_EVENT:
                 stream.log_pos = log_pos
                 if wire:
@@ -147,7 +179,7 @@ class _Loop:
                         stream.table_map[table_id] = table
                     stream.log_pos = log_pos
                     continue
-            elif kind in _ROWS_V1:
+            elif kind in _ROWS:
                 decoded = self._rows(payload, kind, checksum)
                 if decoded is not None:
                     stream.log_pos = log_pos
@@ -185,6 +217,10 @@ class _Loop:
                             structure=layout.structure,
                         )
                     continue
+            elif kind == BINLOG.PARTIAL_UPDATE_ROWS_EVENT:
+                table_id = int.from_bytes(payload[_HEADER_END : _HEADER_END + 6], "little")
+                if table_id in stream.table_map:  # a table read, not one left out
+                    raise PartialJsonUpdatesError(f"{stream.log_file}:{log_pos}")
             event = self._library_event(payload, checksum)
             if event is not None:
                 yield event
@@ -197,6 +233,8 @@ class _Loop:
         position = _HEADER_END
         table_id = int.from_bytes(payload[position : position + 6], "little")
         position += 8  # table id, flags
+        if kind in _ROWS_V2:
+            position += _U16(payload, position)[0]  # the extra data, its length included
         table = self._stream.table_map.get(table_id)
         if table is None:
             return _FILTERED
@@ -208,7 +246,7 @@ class _Loop:
             return None
         # the column count, then the columns-present bitmap(s): a full image of every column
         end = position + len(layout.prefix)
-        if payload[position:end] != layout.prefix:
+        if payload[position:end] != layout.prefix and payload[position:end] != layout.padded:
             return None
         return layout, layout.images(payload, end, len(payload) - checksum)
 
@@ -270,6 +308,8 @@ class _Layout:
     #: the bytes a row event of the table starts with after its header when every column is
     #: present: the column count (one byte) and the full bitmap(s)
     prefix: bytes
+    #: the same with the bitmaps' unused bits set too, as MySQL writes them
+    padded: bytes
     images: row_decoders.StandaloneImages | None
     structure: Callable[[], SourceTable | None]
     #: the names of the images' values (``RowsChanged.columns``)
@@ -279,7 +319,7 @@ class _Layout:
 
     @classmethod
     def of(cls, table: Any, kind: int) -> _Layout:
-        name = _ROWS_V1[kind]
+        name = _ROWS[kind]
         operation = _OPERATIONS[name]
         count = len(table.columns)
         bitmaps = 2 if name == "update" else 1
@@ -287,10 +327,12 @@ class _Layout:
         index = event_wire.OPERATION_INDEX[operation]
         columns = column_names(table)
         if count >= 251:  # a length-coded count of more bytes: left to the library
-            return cls(table, operation, b"", None, structure, columns, index)
-        prefix = bytes([count]) + row_decoders.all_present(count) * bitmaps
+            return cls(table, operation, b"", b"", None, structure, columns, index)
+        bitmap = row_decoders.all_present(count)
+        prefix = bytes([count]) + bitmap * bitmaps
+        padded = bytes([count]) + b"\xff" * len(bitmap) * bitmaps
         images = row_decoders.standalone_images(table, name)
-        return cls(table, operation, prefix, images, structure, columns, index)
+        return cls(table, operation, prefix, padded, images, structure, columns, index)
 
 
 def column_names(table: Any) -> tuple[str, ...]:
@@ -322,6 +364,67 @@ def structure(database: str, table: str, columns: list[Any]) -> SourceTable | No
         return table_map.structure(database, table, columns)
     except ValueError:
         return None
+
+
+#: a QUERY event's fixed part: thread id, seconds, database name length, error code, status
+#: variables' length
+_QUERY_POST_HEADER = 13
+_BEGIN = b"BEGIN"
+
+
+def _is_begin(payload: bytes, checksum: int) -> bool:
+    """Whether a QUERY event's statement is ``BEGIN``."""
+    end = len(payload) - checksum
+    if payload[end - 5 : end] != _BEGIN:
+        return False
+    database_length = payload[_HEADER_END + 8]
+    status_length = _U16(payload, _HEADER_END + 11)[0]
+    statement = _HEADER_END + _QUERY_POST_HEADER + status_length + database_length + 1
+    return statement == end - len(_BEGIN)
+
+
+class _GtidSources:
+    """MySQL GTIDs as text (``uuid:number``), the source's UUID formatted once per source."""
+
+    def __init__(self) -> None:
+        self._uuids: dict[bytes, str] = {}
+
+    def gtid(self, payload: bytes, at: int) -> str:
+        """The GTID of the GTID event in ``payload`` whose source UUID starts at ``at``."""
+        sid = payload[at : at + 16]
+        uuid = self._uuids.get(sid)
+        if uuid is None:
+            nibbles = sid.hex()
+            uuid = self._uuids[sid] = "-".join(
+                (nibbles[:8], nibbles[8:12], nibbles[12:16], nibbles[16:20], nibbles[20:])
+            )
+        return f"{uuid}:{_U64(payload, at + 16)[0]}"
+
+
+def _uncompressing(read_payload: Callable[[], bytes], checksum: int) -> Callable[[], bytes]:
+    """``read_payload``, with each TRANSACTION_PAYLOAD packet replaced by the events inside it,
+    each as the server would have sent it alone: the payload event's end position as its own
+    (every event inside ends where the payload does) and, on a stream with checksums, four
+    bytes where the checksum goes (checksums are never verified here)."""
+    queued: deque[bytes] = deque()
+    trailer = bytes(checksum)
+    decompressor = transaction_payload.decompressor()
+
+    def read() -> bytes:
+        while not queued:
+            payload = read_payload()
+            if len(payload) < _HEADER_END or payload[0] != 0:
+                return payload
+            if payload[5] != transaction_payload.EVENT_TYPE:
+                return payload
+            log_pos = payload[14:18]
+            body = payload[_HEADER_END : len(payload) - checksum]
+            for event in transaction_payload.inner_events(body, decompressor):
+                size = (len(event) + checksum).to_bytes(4, "little")
+                queued.append(b"".join((b"\0", event[:9], size, log_pos, event[17:], trailer)))
+        return queued.popleft()
+
+    return read
 
 
 def _payload_reader(

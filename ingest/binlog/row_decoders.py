@@ -93,10 +93,10 @@ def _images_for(event: Any) -> Images | None:
     kind = _KINDS.get(type(event))
     if kind is None or event.event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT:
         return None
-    full = all_present(len(event.columns))
-    if event.columns_present_bitmap != full:
+    count = len(event.columns)
+    if not is_all_present(event.columns_present_bitmap, count):
         return None
-    if kind == "update" and event.columns_present_bitmap2 != full:
+    if kind == "update" and not is_all_present(event.columns_present_bitmap2, count):
         return None
     images: Images | None = _compiled(event.table_map[event.table_id], kind, standalone=False)
     return images
@@ -105,6 +105,12 @@ def _images_for(event: Any) -> Images | None:
 def all_present(count: int) -> bytes:
     """The columns-present bitmap of a full row image of ``count`` columns."""
     return b"\xff" * (count // 8) + (bytes([(1 << count % 8) - 1]) if count % 8 else b"")
+
+
+def is_all_present(bitmap: bytes, count: int) -> bool:
+    """Whether a columns-present bitmap names all ``count`` columns: MariaDB leaves the bits
+    past the last column clear, MySQL sets them."""
+    return bitmap == all_present(count) or bitmap == b"\xff" * ((count + 7) // 8)
 
 
 def standalone_images(table: Any, event_kind: str) -> StandaloneImages | None:
