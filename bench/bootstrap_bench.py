@@ -142,7 +142,7 @@ def main() -> int:
     with admin.connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {database}")
     try:
-        prepare = [*sysbench_args(endpoints, database, 2), "prepare"]
+        prepare = [*sysbench_args(endpoints.mariadb, database, 2), "prepare"]
         prepare = [
             arg.replace("--table-size=100000", f"--table-size={args.rows}") for arg in prepare
         ]
@@ -280,7 +280,7 @@ def bootstrap(
 
 def _tps(endpoints: StackEndpoints, database: str, seconds: int, cores: Cores) -> float:
     load = sysbench_async(
-        endpoints, database, threads=THREADS, seconds=seconds, prefix=cores.sysbench()
+        endpoints.mariadb, database, threads=THREADS, seconds=seconds, prefix=cores.sysbench()
     )
     return parse_transactions(load.communicate()[0]) / seconds
 

@@ -19,12 +19,18 @@ would land in the replay's first rows, a tenth of the capped load's replay.
 Then a bulk-shaped binlog (``--bulk-rows`` rows inserted, updated and deleted a thousand per
 statement) is replayed the same three ways.
 
+All of it runs on each source server of ``--sources`` (MariaDB and MySQL). On MySQL the
+``--compressed-loads`` rounds run again with ``binlog_transaction_compression = ON``: the plain
+library cannot read compressed transactions, so those rounds compare Tidemark's ingest with
+itself on the uncompressed round of the same load.
+
 Prints a markdown table. Figures, not assertions: nothing here fails on a slow machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -33,7 +39,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,12 +55,13 @@ from tidemark.catalog import load_catalog
 from tidemark.config import load_pipeline
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.source import BinlogPosition, SourceConnection, current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 
 TABLE_SIZE = 100_000
+LABELS = {"mariadb": "MariaDB", "mysql": "MySQL"}
 
 
 @dataclass
@@ -70,6 +77,10 @@ class Result:
     lag_p99_s: float
     #: Tidemark's decode alone (``ingest.binlog``), rows counted
     decode_rows_per_s: float = float("nan")
+    #: the source server, as people name it
+    source: str = "MariaDB"
+    #: written with binlog_transaction_compression = ON (MySQL): no plain decode to compare
+    compressed: bool = False
 
 
 @dataclass
@@ -77,9 +88,11 @@ class Replay:
     """One binlog range read three ways."""
 
     rows: int
+    #: NaN where the plain library cannot read the binlog (compressed transactions)
     plain_rows_per_s: float
     decode_rows_per_s: float
     ingest_rows_per_s: float
+    source: str = "MariaDB"
 
 
 class LagRecorder:
@@ -109,40 +122,96 @@ def main() -> int:
         help="sysbench rounds: THREADS, or THREADS@TPS for a rate-limited load",
     )
     parser.add_argument(
+        "--compressed-loads",
+        nargs="*",
+        default=["1"],
+        help="MySQL rounds run again with binlog_transaction_compression = ON",
+    )
+    parser.add_argument(
         "--bulk-rows", type=int, default=0, help="rows of the bulk-shaped binlog (0: none)"
+    )
+    parser.add_argument(
+        "--sources", nargs="+", choices=SOURCE_FLAVORS, default=list(SOURCE_FLAVORS)
     )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
     endpoints = Stack(StackSettings.from_env()).endpoints()
+    results: list[Result] = []
+    bulks: list[Replay] = []
+    for flavor in args.sources:
+        compressed = args.compressed_loads if flavor == "mysql" else []
+        source_results, bulk = on_source(
+            endpoints,
+            endpoints.source(flavor),
+            args.loads,
+            compressed,
+            args.seconds,
+            args.bulk_rows,
+        )
+        results += source_results
+        bulks += [bulk] if bulk is not None else []
+    print(table(results))  # noqa: T201
+    if bulks:
+        print(bulk_table(bulks))  # noqa: T201
+    if args.figures:
+        write_figures(
+            args.figures,
+            figures(results) + [figure for bulk in bulks for figure in bulk_figures(bulk)],
+        )
+    return 0
+
+
+def on_source(
+    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    loads: list[str],
+    compressed_loads: list[str],
+    seconds: int,
+    bulk_rows: int,
+) -> tuple[list[Result], Replay | None]:
+    """Every round on one source server, in a database of its own, dropped afterwards."""
     database = f"bench_{uuid.uuid4().hex[:6]}"
-    admin = endpoints.mariadb.admin_source()
+    admin = source.admin_source()
     with admin.connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {database}")
-    sysbench(endpoints, database, "prepare", threads=1, seconds=0)
-    loads = [tuple(int(part) for part in (load.split("@") + ["0"])[:2]) for load in args.loads]
+    sysbench(source, database, "prepare", threads=1, seconds=0)
+    rounds = [(load, False) for load in loads] + [(load, True) for load in compressed_loads]
     try:
-        results = [
-            round_(endpoints, database, threads, rate, args.seconds) for threads, rate in loads
-        ]
-        bulk = bulk_round(endpoints, database, args.bulk_rows) if args.bulk_rows else None
+        results = []
+        for load, compressed in rounds:
+            threads, rate = (int(part) for part in (load.split("@") + ["0"])[:2])
+            results.append(round_(endpoints, source, database, threads, rate, seconds, compressed))
+        bulk = bulk_round(endpoints, source, database, bulk_rows) if bulk_rows else None
     finally:
         with admin.connect() as conn, conn.cursor() as cursor:
             cursor.execute(f"DROP DATABASE {database}")
-    print(table(results))  # noqa: T201
-    if bulk is not None:
-        print(bulk_table(bulk))  # noqa: T201
-    if args.figures:
-        write_figures(args.figures, figures(results) + bulk_figures(bulk))
-    return 0
+    return results, bulk
 
 
 def figures(results: list[Result]) -> list[Figure]:
     """Issue #4's targets: ingest at least 80% of the plain decode, and lag p99 under 10 s with
-    one unthrottled sysbench thread."""
+    one unthrottled sysbench thread; #10's (and #26's on MySQL) ingest 10× the plain decode;
+    #26's: no slower with compressed transactions than without."""
     out = []
     for r in results:
         load = _load(r)
         lag_target = Target("<", 10, 4) if r.threads == 1 and not r.rate else None
+        if r.compressed:
+            plain = _uncompressed_twin(r, results)
+            out += [
+                Figure("ingest", f"{load}: Tidemark ingest", r.ingest_rows_per_s, "rows/s"),
+                Figure(
+                    "ingest",
+                    f"{load}: ingest / ingest uncompressed",
+                    100 * r.ingest_rows_per_s / plain.ingest_rows_per_s
+                    if plain is not None
+                    else float("nan"),
+                    "%",
+                    Target(">=", 100, 26),
+                ),
+                Figure("ingest", f"{load}: live lag p99", r.lag_p99_s, "s"),
+            ]
+            continue
         out += [
             Figure("ingest", f"{load}: row changes/s written", r.load_rows_per_s, "rows/s"),
             Figure("ingest", f"{load}: plain library decode", r.plain_rows_per_s, "rows/s"),
@@ -168,28 +237,57 @@ def figures(results: list[Result]) -> list[Figure]:
     return out
 
 
+def _uncompressed_twin(result: Result, results: list[Result]) -> Result | None:
+    """The round of the same load on the same server without compression."""
+    return next(
+        (
+            other
+            for other in results
+            if not other.compressed
+            and (other.source, other.threads, other.rate)
+            == (result.source, result.threads, result.rate)
+        ),
+        None,
+    )
+
+
 def round_(
-    endpoints: StackEndpoints, database: str, threads: int, rate: int, seconds: int
+    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    database: str,
+    threads: int,
+    rate: int,
+    seconds: int,
+    compressed: bool = False,
 ) -> Result:
-    cdc = endpoints.mariadb.cdc_source(server_id=4900 + threads)
-    name = f"{threads}t{rate}"
+    cdc = source.cdc_source(server_id=4900 + threads)
+    name = f"{threads}t{rate}{'z' if compressed else ''}"
     with tempfile.TemporaryDirectory() as folder:
-        live = pipeline(Path(folder), endpoints, database, f"{database}_live{name}")
+        live = pipeline(Path(folder), endpoints, source, database, f"{database}_live{name}")
         config = load_pipeline(live)
         catalog = load_catalog(config.tidemark.catalog_name, catalog_properties(endpoints))
         lag = LagRecorder()
         follower = build_runner(config, catalog, reports=lag, settings=IngestSettings())
         start = current_position(cdc)
-        load = sysbench_async(endpoints, database, threads, seconds, rate)
-        ingest_thread = threading.Thread(
-            target=follower.run, args=(StopWhen(max_seconds=seconds + 15),)
-        )
-        ingest_thread.start()
-        transactions = parse_transactions(load.communicate()[0])
+        with transaction_compression(source, compressed):  # sysbench's sessions take it
+            load = sysbench_async(source, database, threads, seconds, rate)
+            ingest_thread = threading.Thread(
+                target=follower.run, args=(StopWhen(max_seconds=seconds + 15),)
+            )
+            ingest_thread.start()
+            transactions = parse_transactions(load.communicate()[0])
         end = current_position(cdc)
         ingest_thread.join()
 
-        replayed = replay(endpoints, database, f"{database}_replay{name}", start, end)
+        replayed = replay(
+            endpoints,
+            source,
+            database,
+            f"{database}_replay{name}",
+            start,
+            end,
+            plain=not compressed,
+        )
     drop_namespace(catalog, f"{database}_live{name}")
     lags = sorted(lag.lags) or [float("nan")]
     return Result(
@@ -203,27 +301,48 @@ def round_(
         lag_p50_s=statistics.median(lags),
         lag_p99_s=lags[min(len(lags) - 1, int(len(lags) * 0.99))],
         decode_rows_per_s=replayed.decode_rows_per_s,
+        source=LABELS[source.flavor],
+        compressed=compressed,
     )
+
+
+@contextlib.contextmanager
+def transaction_compression(source: SourceEndpoint, on: bool) -> Iterator[None]:
+    """MySQL's ``binlog_transaction_compression`` on for the sessions that start inside."""
+    if not on:
+        yield
+        return
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SET GLOBAL binlog_transaction_compression = ON")
+        try:
+            yield
+        finally:
+            cursor.execute("SET GLOBAL binlog_transaction_compression = OFF")
 
 
 def replay(
     endpoints: StackEndpoints,
+    source: SourceEndpoint,
     database: str,
     namespace: str,
     start: BinlogPosition,
     end: BinlogPosition,
     table: str = "sbtest1",
+    *,
+    plain: bool = True,
 ) -> Replay:
-    """The binlog of ``database`` between two positions read by the plain library, by
-    Tidemark's decode alone, and by the full ingest of ``table`` into a fresh changelog
-    table."""
-    cdc = endpoints.mariadb.cdc_source(server_id=4990)
+    """The binlog of ``database`` between two positions read by the plain library (unless
+    not ``plain``), by Tidemark's decode alone, and by the full ingest of ``table`` into a
+    fresh changelog table."""
+    cdc = source.cdc_source(server_id=4990)
     process.warm()  # imports while the plain decode runs (see the module's docstring)
-    plain_rows, plain_s = plain_decode(cdc, start, end, database)
+    plain_rows, plain_s = plain_decode(cdc, start, end, database) if plain else (-1, 0.0)
     decoded_rows, decode_s = tidemark_decode(cdc, start, end, database)
     with tempfile.TemporaryDirectory() as folder:
         config = load_pipeline(
-            pipeline(Path(folder), endpoints, database, namespace, start=start, tables=table)
+            pipeline(
+                Path(folder), endpoints, source, database, namespace, start=start, tables=table
+            )
         )
         catalog = load_catalog(config.tidemark.catalog_name, catalog_properties(endpoints))
         runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
@@ -231,13 +350,17 @@ def replay(
         summary = runner.run(StopWhen(until_position=end))
         ingest_s = time.perf_counter() - began
     drop_namespace(catalog, namespace)
-    if not plain_rows == decoded_rows == summary.rows:
+    if decoded_rows != summary.rows or (plain and plain_rows != decoded_rows):
         raise RuntimeError(
-            f"the three reads disagree: plain {plain_rows}, decode {decoded_rows}, "
-            f"ingest {summary.rows} rows"
+            f"the reads disagree: plain {plain_rows if plain else 'not read'}, decode "
+            f"{decoded_rows}, ingest {summary.rows} rows"
         )
     return Replay(
-        plain_rows, plain_rows / plain_s, decoded_rows / decode_s, summary.rows / ingest_s
+        decoded_rows,
+        plain_rows / plain_s if plain else float("nan"),
+        decoded_rows / decode_s,
+        summary.rows / ingest_s,
+        LABELS[source.flavor],
     )
 
 
@@ -249,18 +372,22 @@ def tidemark_decode(
     began = time.perf_counter()
     with BinlogReader(source, start, databases=[database]) as reader:
         for event in reader:
-            if isinstance(event, RowsChanged) and event.database == database:
-                rows += len(event.rows)
-            if event.position >= end:
+            if isinstance(event, RowsChanged):
+                rows += len(event.rows) if event.database == database else 0
+            elif event.position >= end:
+                # not at a row event: those of a compressed transaction all end where the
+                # transaction does
                 break
     return rows, time.perf_counter() - began
 
 
-def bulk_round(endpoints: StackEndpoints, database: str, rows: int) -> Replay:
+def bulk_round(
+    endpoints: StackEndpoints, source: SourceEndpoint, database: str, rows: int
+) -> Replay:
     """A bulk-shaped binlog: ``rows`` inserted, then updated and deleted, a thousand rows per
     statement (a batch job's shape), read three ways."""
-    admin = endpoints.mariadb.admin_source()
-    cdc = endpoints.mariadb.cdc_source(server_id=4990)
+    admin = source.admin_source()
+    cdc = source.cdc_source(server_id=4990)
     start = current_position(cdc)
     with admin.connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"USE {database}")
@@ -269,29 +396,32 @@ def bulk_round(endpoints: StackEndpoints, database: str, rows: int) -> Replay:
             "pad CHAR(60) NOT NULL)"
         )
         for first in range(0, rows, 1000):
-            cursor.execute(
-                "INSERT INTO bulk SELECT seq, seq % 1000, REPEAT('c', 120), REPEAT('p', 60) "
-                f"FROM seq_{first + 1}_to_{min(first + 1000, rows)}"
+            cursor.execute(  # a recursive CTE: MariaDB's seq_ tables are not MySQL's
+                "INSERT INTO bulk WITH RECURSIVE n (seq) AS (SELECT %s UNION ALL "
+                "SELECT seq + 1 FROM n WHERE seq < %s) "
+                "SELECT seq, seq %% 1000, REPEAT('c', 120), REPEAT('p', 60) FROM n",
+                (first + 1, min(first + 1000, rows)),
             )
         for first in range(0, rows, 1000):
             cursor.execute(f"UPDATE bulk SET k = k + 1 WHERE id > {first} AND id <= {first + 1000}")
         cursor.execute("DELETE FROM bulk")
         conn.commit()
     end = current_position(cdc)
-    return replay(endpoints, database, f"{database}_bulk", start, end, table="bulk")
+    return replay(endpoints, source, database, f"{database}_bulk", start, end, table="bulk")
 
 
 def bulk_figures(bulk: Replay | None) -> list[Figure]:
     """Issue #10: no slower than the plain library on bulk events."""
     if bulk is None:
         return []
+    load = f"{bulk.source}, bulk"
     return [
-        Figure("ingest", "bulk: plain library decode", bulk.plain_rows_per_s, "rows/s"),
-        Figure("ingest", "bulk: Tidemark decode", bulk.decode_rows_per_s, "rows/s"),
-        Figure("ingest", "bulk: Tidemark ingest", bulk.ingest_rows_per_s, "rows/s"),
+        Figure("ingest", f"{load}: plain library decode", bulk.plain_rows_per_s, "rows/s"),
+        Figure("ingest", f"{load}: Tidemark decode", bulk.decode_rows_per_s, "rows/s"),
+        Figure("ingest", f"{load}: Tidemark ingest", bulk.ingest_rows_per_s, "rows/s"),
         Figure(
             "ingest",
-            "bulk: ingest / plain decode",
+            f"{load}: ingest / plain decode",
             100 * bulk.ingest_rows_per_s / bulk.plain_rows_per_s,
             "%",
             Target(">=", 100, 10),
@@ -299,14 +429,18 @@ def bulk_figures(bulk: Replay | None) -> list[Figure]:
     ]
 
 
-def bulk_table(bulk: Replay) -> str:
-    return (
+def bulk_table(bulks: list[Replay]) -> str:
+    header = (
         "| bulk binlog | rows | plain library decode rows/s | Tidemark decode rows/s "
-        "| Tidemark ingest rows/s | ingest / plain |\n|---|---|---|---|---|---|\n"
-        f"| 1,000 rows a statement | {bulk.rows:,} | {bulk.plain_rows_per_s:,.0f} "
-        f"| {bulk.decode_rows_per_s:,.0f} | {bulk.ingest_rows_per_s:,.0f} "
-        f"| {bulk.ingest_rows_per_s / bulk.plain_rows_per_s:.0%} |"
+        "| Tidemark ingest rows/s | ingest / plain |\n|---|---|---|---|---|---|"
     )
+    lines = [
+        f"| {bulk.source}, 1,000 rows a statement | {bulk.rows:,} "
+        f"| {bulk.plain_rows_per_s:,.0f} | {bulk.decode_rows_per_s:,.0f} "
+        f"| {bulk.ingest_rows_per_s:,.0f} | {bulk.ingest_rows_per_s / bulk.plain_rows_per_s:.0%} |"
+        for bulk in bulks
+    ]
+    return "\n".join([header, *lines])
 
 
 def plain_decode(
@@ -337,15 +471,14 @@ def plain_decode(
     return int(measured["rows"]), float(measured["seconds"])
 
 
-def sysbench_args(endpoints: StackEndpoints, database: str, threads: int) -> list[str]:
-    mariadb = endpoints.mariadb
+def sysbench_args(source: SourceEndpoint, database: str, threads: int) -> list[str]:
     return [
         "sysbench",
         "oltp_write_only",
-        f"--mysql-host={mariadb.host}",
-        f"--mysql-port={mariadb.port}",
-        f"--mysql-user={mariadb.admin_user}",
-        f"--mysql-password={mariadb.admin_password.get_secret_value()}",
+        f"--mysql-host={source.host}",
+        f"--mysql-port={source.port}",
+        f"--mysql-user={source.admin_user}",
+        f"--mysql-password={source.admin_password.get_secret_value()}",
         f"--mysql-db={database}",
         "--tables=1",
         f"--table-size={TABLE_SIZE}",
@@ -353,16 +486,16 @@ def sysbench_args(endpoints: StackEndpoints, database: str, threads: int) -> lis
     ]
 
 
-def sysbench(endpoints: StackEndpoints, database: str, command: str, **kw: int) -> None:
+def sysbench(source: SourceEndpoint, database: str, command: str, **kw: int) -> None:
     subprocess.run(
-        [*sysbench_args(endpoints, database, kw["threads"]), command],
+        [*sysbench_args(source, database, kw["threads"]), command],
         check=True,
         capture_output=True,
     )
 
 
 def sysbench_async(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     database: str,
     threads: int,
     seconds: int,
@@ -373,7 +506,7 @@ def sysbench_async(
     return subprocess.Popen(
         [
             *prefix,
-            *sysbench_args(endpoints, database, threads),
+            *sysbench_args(source, database, threads),
             f"--time={seconds}",
             f"--rate={rate}",
             "run",
@@ -397,6 +530,7 @@ def catalog_properties(endpoints: StackEndpoints) -> dict[str, str]:
 def pipeline(
     folder: Path,
     endpoints: StackEndpoints,
+    source: SourceEndpoint,
     database: str,
     namespace: str,
     start: BinlogPosition | None = None,
@@ -405,7 +539,7 @@ def pipeline(
     path = folder / f"{namespace}.yaml"
     path.write_text(
         local_pipeline(
-            endpoints.mariadb,
+            source,
             endpoints.catalog,
             database=database,
             tables=tables,
@@ -418,6 +552,7 @@ def pipeline(
 
 
 def table(results: list[Result]) -> str:
+    """The rounds as a markdown table; a compressed round's plain decode is not read."""
     header = (
         "| sysbench load | TPS | row changes/s written | plain library decode rows/s "
         "| Tidemark decode rows/s | Tidemark ingest rows/s (decode + Iceberg) "
@@ -426,15 +561,23 @@ def table(results: list[Result]) -> str:
     lines = [
         f"| {_load(r)} | {r.tps:,.0f} | {r.load_rows_per_s:,.0f} | {r.plain_rows_per_s:,.0f} "
         f"| {r.decode_rows_per_s:,.0f} | {r.ingest_rows_per_s:,.0f} "
-        f"| {r.ingest_rows_per_s / r.plain_rows_per_s:.1f}× "
+        f"| {_ratio(r)} "
         f"| {r.lag_p50_s:.1f} s | {r.lag_p99_s:.1f} s |"
         for r in results
     ]
     return "\n".join([header, *lines])
 
 
+def _ratio(result: Result) -> str:
+    if result.compressed:
+        return "n/a"
+    return f"{result.ingest_rows_per_s / result.plain_rows_per_s:.1f}×"
+
+
 def _load(result: Result) -> str:
-    threads = f"{result.threads} thread{'s' if result.threads > 1 else ''}"
+    threads = f"{result.source}, {result.threads} thread{'s' if result.threads > 1 else ''}"
+    if result.compressed:
+        threads += ", compressed"
     return f"{threads}, capped at {result.rate} TPS" if result.rate else threads
 
 

@@ -88,7 +88,7 @@ def measure(minutes: float, tps: int) -> list[WindowTimes]:
     kafka.create_topics([NewTopic(name, num_partitions=1)])[name].result(timeout=30)
     state = StateSettings.from_catalog(endpoints.catalog.properties(), schema=DEFAULT_SCHEMA)
     try:
-        sysbench(endpoints, name, "prepare", threads=1, seconds=0)
+        sysbench(endpoints.mariadb, name, "prepare", threads=1, seconds=0)
         with tempfile.TemporaryDirectory() as folder:
             path = _pipeline(Path(folder), endpoints, name)
             run = subprocess.Popen(
@@ -98,7 +98,7 @@ def measure(minutes: float, tps: int) -> list[WindowTimes]:
                 stderr=subprocess.DEVNULL,
             )
             try:
-                load = sysbench_async(endpoints, name, 1, round(minutes * 60), tps)
+                load = sysbench_async(endpoints.mariadb, name, 1, round(minutes * 60), tps)
                 load.communicate()
                 _until_windows_end(state, name, time.time())
             finally:

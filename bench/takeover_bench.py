@@ -91,7 +91,7 @@ def measure(trials: int) -> list[float]:
     with admin.connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {name}")
     catalog.create_namespace(name)
-    create_stock(endpoints, name)
+    create_stock(endpoints.mariadb, name)
     workload = Workload(admin, name, 28, (1, 5), 0.1)
     processes: list[subprocess.Popen[str]] = []
     try:
@@ -132,7 +132,11 @@ def _pipeline(folder: Path, endpoints: StackEndpoints, name: str) -> Path:
     path.write_text(
         local_pipeline(
             endpoints.mariadb,
-            endpoints.catalog, database=name, tables="stock", namespace=name, server_id=SERVER_ID
+            endpoints.catalog,
+            database=name,
+            tables="stock",
+            namespace=name,
+            server_id=SERVER_ID,
         )
     )
     return path

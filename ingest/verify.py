@@ -1,11 +1,11 @@
 """Does a mirror table equal its MySQL source? Compared page by page, never a table at once.
 
 For every physical source table of a sink table, the source is read in primary-key pages inside
-one consistent snapshot (``ingest.bootstrap.snapshot_reader``, no locks) and converted with the same
-type mapping ingest uses (``ingest.schema.types``); the mirror rows with those keys are read with
-PyIceberg. Each row is reduced to a digest of its values in the columns both sides have, so a page
-costs two small reads and a comparison. A final pass over the mirror's keys alone finds rows the
-source no longer has.
+one read view (``ingest.bootstrap.snapshot_reader.ReadView``: no locks, MariaDB or MySQL) and
+converted with the same type mapping ingest uses (``ingest.schema.types``); the mirror rows
+with those keys are read with PyIceberg. Each row is reduced to a digest of its values in the
+columns both sides have, so a page costs two small reads and a comparison. A final pass over
+the mirror's keys alone finds rows the source no longer has.
 
 The source moves on while a mirror waits for its next window, so a key that differs is checked
 against the changelog: if the changelog has changes of that key after what the mirror holds
@@ -27,7 +27,7 @@ from pyiceberg.expressions.literals import literal
 from pyiceberg.table import Table
 
 from ingest.bootstrap.bootstrapper import paging_key
-from ingest.bootstrap.snapshot_reader import ConsistentSnapshot
+from ingest.bootstrap.snapshot_reader import ReadView
 from ingest.schema.select_values import page_converter
 from tidemark.contracts.changelog import MetadataColumn
 from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN as DELETED_COLUMN
@@ -83,7 +83,7 @@ def verify_mirror(
         key = target.key
         convert = page_converter(table, server_time_zone, tinyint1_as_boolean=tinyint1_as_boolean)
         page_key = paging_key(table) or key
-        with ConsistentSnapshot(source) as snapshot:
+        with ReadView(source) as snapshot:
             for chunk in snapshot.chunks(table, page_key, after=None, chunk_size=page_rows):
                 arrays = convert(chunk.rows)
                 batch = pa.table(arrays, names=[c.name for c in table.columns]).select(names)

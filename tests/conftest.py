@@ -18,7 +18,7 @@ from spark_jobs.session import SparkSettings, build_session
 from tests.server_ids import ServerIds
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.catalog import load_catalog
-from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, StackEndpoints
+from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, SourceFlavor, StackEndpoints
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack, StackNotHealthyError
@@ -43,18 +43,28 @@ def endpoints(stack: Stack) -> StackEndpoints:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test marked ``every_source`` runs once per source server of the stack."""
-    if "source" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "every_source"
-    ):
-        metafunc.parametrize("source", SOURCE_FLAVORS, indirect=True)
+    """A test marked ``every_source`` runs once per source server of the stack, unless it
+    names its servers itself (``parametrize("source", ["mysql"], indirect=True)``)."""
+    if "source" not in metafunc.fixturenames:
+        return
+    if not metafunc.definition.get_closest_marker("every_source"):
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0]
+        if "source" in (names.replace(" ", "").split(",") if isinstance(names, str) else names):
+            return
+    metafunc.parametrize("source", SOURCE_FLAVORS, indirect=True)
 
 
 @pytest.fixture
 def source(request: pytest.FixtureRequest, endpoints: StackEndpoints) -> SourceEndpoint:
     """The source server the test reads: each of MariaDB and MySQL in turn for a test marked
     ``every_source``, MariaDB for the others."""
-    return endpoints.source(getattr(request, "param", "mariadb"))
+    flavor: SourceFlavor = getattr(request, "param", "mariadb")
+    mariadb_only = request.node.get_closest_marker("mariadb_only")
+    if mariadb_only is not None and flavor != "mariadb":
+        pytest.skip(f"MariaDB only: {mariadb_only.args[0]}")
+    return endpoints.source(flavor)
 
 
 @pytest.fixture(scope="session")

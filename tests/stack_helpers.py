@@ -26,8 +26,8 @@ def free_ports(count: int) -> list[int]:
 
 @contextmanager
 def second_stack_home(stack_settings: StackSettings, name: str) -> Iterator[Path]:
-    """A second stack's home beside the first, sharing its jars and MySQL system so nothing is downloaded;
-    whatever it started is stopped and the folder removed afterwards.
+    """A second stack's home beside the first, sharing its jars and MySQL system so nothing is
+    downloaded; whatever it started is stopped and the folder removed afterwards.
 
     Not under /tmp: PostgreSQL runs as the postgres user, who cannot enter pytest's tmp folders.
     """

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tidemark.stack import mariadb
+from tidemark.stack import mariadb, mysql
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.settings import DEFAULT_PORTS, ICEBERG_VERSION, KAFKA_VERSION
 
@@ -18,24 +18,38 @@ COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text
 SERVICES: dict[str, Any] = COMPOSE["services"]
 
 
-def test_mariadb_runs_with_the_local_stacks_server_settings() -> None:
-    """Every setting of the local stack's my.cnf that shapes the binlog or the data, as a flag."""
-    flags = set(SERVICES["mariadb"]["command"])
-    shaping = (
-        "binlog_format",
-        "binlog_row_image",
-        "binlog_row_metadata",
-        "log_bin_compress",
-        "gtid_strict_mode",
-        "binlog_expire_logs_seconds",
-        "character_set_server",
-        "collation_server",
-    )
-    settings = dict(line.split(" = ", 1) for line in mariadb._CONFIG.splitlines() if " = " in line)
+SHAPING = (
+    "binlog_format",
+    "binlog_row_image",
+    "binlog_row_metadata",
+    "binlog_expire_logs_seconds",
+    "character_set_server",
+    "collation_server",
+)
 
-    for name in shaping:
+
+@pytest.mark.parametrize(
+    ("service", "config", "own_settings", "log_bin"),
+    [
+        ("mariadb", mariadb._CONFIG, ("log_bin_compress", "gtid_strict_mode"), "mariadb-bin"),
+        (
+            "mysql",
+            mysql._CONFIG,
+            ("binlog_transaction_compression", "gtid_mode", "enforce_gtid_consistency"),
+            "mysql-bin",
+        ),
+    ],
+)
+def test_sources_run_with_the_local_stacks_server_settings(
+    service: str, config: str, own_settings: tuple[str, ...], log_bin: str
+) -> None:
+    """Every setting of the local stack's my.cnf that shapes the binlog or the data, as a flag."""
+    flags = set(SERVICES[service]["command"])
+    settings = dict(line.split(" = ", 1) for line in config.splitlines() if " = " in line)
+
+    for name in (*SHAPING, *own_settings):
         assert f"--{name.replace('_', '-')}={settings[name]}" in flags
-    assert "--log-bin=mariadb-bin" in flags
+    assert f"--log-bin={log_bin}" in flags
     assert any(flag.startswith("--server-id=") for flag in flags)
 
 
@@ -52,6 +66,7 @@ def test_mariadb_is_the_release_the_tests_run_against(endpoints: StackEndpoints)
     ("service", "port"),
     [
         ("mariadb", DEFAULT_PORTS["mariadb"]),
+        ("mysql", DEFAULT_PORTS["mysql"]),
         ("kafka", DEFAULT_PORTS["kafka"]),
         ("postgres", DEFAULT_PORTS["postgres"]),
     ],
@@ -78,8 +93,17 @@ def test_every_image_is_pinned_and_every_dependency_exists() -> None:
             assert dependency in SERVICES, f"{name} depends on unknown service {dependency}"
 
 
-def test_the_mariadb_accounts_are_the_local_stacks() -> None:
-    init = (ROOT / "configs" / "docker" / "mariadb-init.sql").read_text()
+@pytest.mark.parametrize(
+    ("service", "grants"), [("mariadb", mariadb._GRANTS), ("mysql", mysql._GRANTS)]
+)
+def test_the_source_accounts_are_the_local_stacks(service: str, grants: list[str]) -> None:
+    init = (ROOT / "configs" / "docker" / f"{service}-init.sql").read_text()
 
-    for statement in mariadb._GRANTS:
+    for statement in grants:
         assert f"{statement};" in init
+
+
+def test_mysql_is_the_long_term_release_our_users_run() -> None:
+    # the local stack runs Debian's MySQL 9.x, the only MySQL Debian packages; Docker users
+    # get the LTS release
+    assert SERVICES["mysql"]["image"] == "mysql:8.4"

@@ -1,4 +1,4 @@
-"""mysql-replication reads MariaDB's binlog from a saved position, and only from there.
+"""mysql-replication reads each source server's binlog from a saved position, and only from there.
 
 The MariaDB trap (docs/architecture.md#source-facts): a reader that ignores the saved position
 streams from the first binlog and sees the rows written before it, so the test writes some
@@ -8,16 +8,19 @@ before saving.
 from __future__ import annotations
 
 import pymysql
+import pytest
 
 from ingest.binlog.events import RowsChanged
 from ingest.binlog.reader import BinlogReader
 from tidemark.contracts.changelog import Operation
 from tidemark.source import current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
+
+pytestmark = pytest.mark.every_source
 
 
 def test_reading_from_a_saved_position_sees_only_later_rows(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     admin_connection: pymysql.connections.Connection[pymysql.cursors.Cursor],
     server_id: int,
@@ -25,13 +28,13 @@ def test_reading_from_a_saved_position_sees_only_later_rows(
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE people (id INT PRIMARY KEY, name VARCHAR(40))")
         cursor.execute("INSERT INTO people VALUES (1, 'before the saved position')")
-    source = endpoints.mariadb.cdc_source(server_id)
-    saved = current_position(source)
+    cdc_source = source.cdc_source(server_id)
+    saved = current_position(cdc_source)
     with admin_connection.cursor() as cursor:
         cursor.execute("INSERT INTO people VALUES (2, 'after the saved position')")
         cursor.execute("UPDATE people SET name = 'renamed' WHERE id = 2")
 
-    with BinlogReader(source, saved) as reader:
+    with BinlogReader(cdc_source, saved) as reader:
         changes = [
             event
             for event in reader

@@ -5,21 +5,26 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
+import pytest
+
 from tidemark.source import open_connection
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
+
+pytestmark = pytest.mark.every_source
 
 
 def test_a_connection_given_no_tls_setting_prefers_tls_without_loading_ca_certificates(
-    endpoints: StackEndpoints, server_id: int
+    source: SourceEndpoint, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
-    with source.connect() as first, source.connect() as second:
+    cdc_source = source.cdc_source(server_id)
+    with cdc_source.connect() as first, cdc_source.connect() as second:
         for connection in (first, second):
             with connection.cursor() as cursor:
                 cursor.execute("SELECT 1")
                 assert cursor.fetchone() == (1,)
-        # TLS if the server offers it (the stack's does not), nothing verified, as PyMySQL's
-        # own PREFERRED context; but made once, and without the system's CA certificates
+        # TLS if the server offers it (the stack's MySQL does, its MariaDB not), nothing
+        # verified, as PyMySQL's own PREFERRED context; but made once, and without the system's
+        # CA certificates
         wanted, required, context = tls_of(first)
         assert wanted and not required
         assert tls_of(second)[2] is context
@@ -29,9 +34,9 @@ def test_a_connection_given_no_tls_setting_prefers_tls_without_loading_ca_certif
 
 
 def test_explicit_tls_settings_keep_pymysqls_own_context(
-    endpoints: StackEndpoints, server_id: int
+    source: SourceEndpoint, server_id: int
 ) -> None:
-    settings = endpoints.mariadb.cdc_source(server_id).pymysql_settings()
+    settings = source.cdc_source(server_id).pymysql_settings()
     _, required, context = tls_of(
         open_connection(**settings, ssl_verify_cert=True, defer_connect=True)
     )

@@ -98,7 +98,7 @@ def test_killing_the_active_processes_of_two_runs_keeps_every_mirror_equal_to_it
     tmp_path: Path,
     server_id: int,
 ) -> None:
-    create_stock(endpoints, source_database)
+    create_stock(endpoints.mariadb, source_database)
     path = tmp_path / "stock.yaml"
     path.write_text(
         local_pipeline(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import ssl
 from typing import Any, NamedTuple
 
@@ -85,11 +86,34 @@ class BinlogPosition(NamedTuple):
         return f"{self.file}:{self.offset}"
 
 
+def is_mariadb(connection: pymysql.connections.Connection[Any]) -> bool:
+    """Whether ``connection`` is to a MariaDB server (else MySQL, or a fork of it)."""
+    # the handshake's version; typeshed's Connection does not declare it
+    return "mariadb" in str(getattr(connection, "server_version", "")).lower()
+
+
+def binlog_status_statement(server_version: str) -> str:
+    """The statement that tells where the binlog ends, for a server's handshake version:
+    MySQL 8.2 renamed ``SHOW MASTER STATUS`` and 8.4 removed the old name; MariaDB keeps it.
+    (MariaDB's handshake may read ``5.5.5-10.11.6-MariaDB``.)"""
+    if "mariadb" in server_version.lower():
+        return "SHOW MASTER STATUS"
+    match = re.match(r"(\d+)\.(\d+)", server_version)
+    if match is not None and (int(match[1]), int(match[2])) >= (8, 2):
+        return "SHOW BINARY LOG STATUS"
+    return "SHOW MASTER STATUS"
+
+
+def _binlog_status(conn: pymysql.connections.Connection[Any], cursor: Any) -> Any:
+    # the handshake's version; typeshed's Connection does not declare it
+    cursor.execute(binlog_status_statement(str(getattr(conn, "server_version", ""))))
+    return cursor.fetchone()
+
+
 def current_position(source: SourceConnection) -> BinlogPosition:
     """Where the source's binlog ends right now."""
     with source.connect() as conn, conn.cursor() as cursor:
-        cursor.execute("SHOW MASTER STATUS")
-        row = cursor.fetchone()
+        row = _binlog_status(conn, cursor)
     if row is None:
         raise TerminalError(
             f"the binlog is off on {source.host}:{source.port}; set log_bin in the server's "
@@ -106,8 +130,7 @@ def server_clock(source: SourceConnection) -> tuple[BinlogPosition, int]:
         row = cursor.fetchone()
         assert row is not None
         time_ms = int(row[0])
-        cursor.execute("SHOW MASTER STATUS")
-        status = cursor.fetchone()
+        status = _binlog_status(conn, cursor)
     if status is None:
         raise TerminalError(f"the binlog is off on {source.host}:{source.port}")
     return BinlogPosition(str(status[0]), int(status[1])), time_ms

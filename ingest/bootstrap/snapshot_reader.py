@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import pymysql
 
@@ -48,44 +48,37 @@ class Chunk:
     last_key: KeyValues | None
 
 
-class ConsistentSnapshot:
-    """One connection, one read view, and the binlog position it matches."""
+class ReadView:
+    """One connection and one InnoDB read view, read a table at a time: what every server
+    gives. ``tidemark verify`` needs no more; a bootstrap needs ``ConsistentSnapshot``."""
 
     def __init__(self, source: SourceConnection) -> None:
         self._source = source
         self._conn: pymysql.connections.Connection[Any] | None = None
-        self.position = BinlogPosition("", 0)
         self.read_at = datetime.fromtimestamp(0, UTC)
         #: the tables lent it so far (``SnapshotLender``), the one being read included
         self.tables = 0
 
-    def __enter__(self) -> ConsistentSnapshot:
+    def __enter__(self) -> Self:
         conn = open_connection(**self._source.pymysql_settings(), autocommit=False)
         self._conn = conn
-        with conn.cursor() as cursor:
-            cursor.execute("SET SESSION time_zone = '+00:00'")
-            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-            cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-            status = {str(name).lower(): value for name, value in cursor.fetchall()}
-            cursor.execute("SELECT UTC_TIMESTAMP(6)")
-            row = cursor.fetchone()
-        if "binlog_snapshot_file" not in status or not status["binlog_snapshot_file"]:
-            self.__exit__(None, None, None)
-            raise TerminalError(
-                f"{self._source.host}:{self._source.port} does not report the binlog position "
-                "of a consistent snapshot (binlog_snapshot_file): Tidemark's lock-free bootstrap "
-                "needs MariaDB or Percona Server. On MySQL, bootstrap from a MariaDB or Percona "
-                "replica, or start with scan.startup.mode: latest-offset and load the existing "
-                "rows another way"
-            )
-        self.position = BinlogPosition(
-            str(status["binlog_snapshot_file"]), int(status["binlog_snapshot_position"])
-        )
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SET SESSION time_zone = '+00:00'")
+                cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+                self._opened(cursor)
+                cursor.execute("SELECT UTC_TIMESTAMP(6)")
+                row = cursor.fetchone()
+        except BaseException:
+            self.close()
+            raise
         assert row is not None
         self.read_at = row[0].replace(tzinfo=UTC)
-        logger.debug("Consistent snapshot at %s", self.position)
         return self
+
+    def _opened(self, cursor: Any) -> None:  # noqa: B027 - a hook, empty here
+        """Called inside the new read view's transaction, before anything is read."""
 
     def __exit__(
         self,
@@ -145,6 +138,30 @@ class ConsistentSnapshot:
         if self._conn is None:
             raise RuntimeError("the snapshot is not open")
         return self._conn
+
+
+class ConsistentSnapshot(ReadView):
+    """A read view and the binlog position it matches: MariaDB's and Percona Server's."""
+
+    def __init__(self, source: SourceConnection) -> None:
+        super().__init__(source)
+        self.position = BinlogPosition("", 0)
+
+    def _opened(self, cursor: Any) -> None:
+        cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+        status = {str(name).lower(): value for name, value in cursor.fetchall()}
+        if "binlog_snapshot_file" not in status or not status["binlog_snapshot_file"]:
+            raise TerminalError(
+                f"{self._source.host}:{self._source.port} does not report the binlog position "
+                "of a consistent snapshot (binlog_snapshot_file): Tidemark's lock-free bootstrap "
+                "needs MariaDB or Percona Server. On MySQL, bootstrap from a MariaDB or Percona "
+                "replica, or start with scan.startup.mode: latest-offset and load the existing "
+                "rows another way"
+            )
+        self.position = BinlogPosition(
+            str(status["binlog_snapshot_file"]), int(status["binlog_snapshot_position"])
+        )
+        logger.debug("Consistent snapshot at %s", self.position)
 
 
 class SnapshotLender:

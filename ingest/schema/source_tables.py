@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pymysql
 
 from ingest.errors import SourceSchemaError
 from tidemark.contracts.source_tables import SourceColumn, SourceTable, TableName, UniqueKey
+from tidemark.source import is_mariadb
 
 
 def read_source_tables(
@@ -28,9 +30,10 @@ def read_source_tables(
     with connection.cursor() as cursor:
         columns = _rows(cursor, _COLUMNS, databases)
         keys = _rows(cursor, _KEYS, databases)
+    column = _column if is_mariadb(connection) else _mysql_column
     by_table: dict[TableName, list[SourceColumn]] = defaultdict(list)
     for row in columns:
-        by_table[(row[0], row[1])].append(_column(row[2:]))
+        by_table[(row[0], row[1])].append(column(row[2:]))
     missing = [
         f"{database}.{table}" for database, table in wanted if (database, table) not in by_table
     ]
@@ -47,7 +50,7 @@ _COLUMNS = """
     SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, COLUMN_TYPE,
            IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION,
            CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, CHARACTER_SET_NAME, COLLATION_NAME,
-           COLUMN_DEFAULT
+           COLUMN_DEFAULT, EXTRA
     FROM information_schema.COLUMNS
     WHERE TABLE_SCHEMA IN %s
     ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION
@@ -68,7 +71,7 @@ def _rows(cursor: Any, query: str, databases: Sequence[str]) -> list[tuple[Any, 
 
 def _column(row: Sequence[Any]) -> SourceColumn:
     (name, ordinal, data_type, column_type, nullable, precision, scale, datetime_precision,
-     max_length, octet_length, charset, collation, default) = row  # fmt: skip
+     max_length, octet_length, charset, collation, default, _) = row  # fmt: skip
     data_type, column_type = str(data_type).lower(), str(column_type)
     members = enum_members(column_type) if data_type in ("enum", "set") else ()
     unsigned = not members and re.search(r"\bunsigned\b", column_type, re.I) is not None
@@ -89,6 +92,30 @@ def _column(row: Sequence[Any]) -> SourceColumn:
         members=members,
         default=None if default is None else str(default),
     )
+
+
+#: types whose literal defaults MariaDB shows unquoted
+_UNQUOTED = frozenset(
+    (
+        "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal", "float",
+        "double", "year", "bit",
+    )
+)  # fmt: skip
+
+
+def _mysql_column(row: Sequence[Any]) -> SourceColumn:
+    """A column as MySQL describes it, its default in MariaDB's form (the form
+    ``SourceColumn.default`` documents): MySQL shows a literal default unquoted, NULL as
+    nothing, and marks expressions in EXTRA instead."""
+    column = _column(row)
+    default, extra = row[12], str(row[13] or "")
+    if default is None:
+        shown = "NULL" if column.nullable else None
+    elif "DEFAULT_GENERATED" in extra.upper() or column.data_type in _UNQUOTED:
+        shown = str(default)
+    else:
+        shown = "'" + str(default).replace("\\", "\\\\").replace("'", "''") + "'"
+    return replace(column, default=shown)
 
 
 def _int(value: Any) -> int | None:

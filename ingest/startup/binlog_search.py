@@ -13,7 +13,7 @@ from contextlib import closing
 from datetime import UTC, datetime
 
 from ingest.binlog.reader import TransactionMark, transaction_marks
-from ingest.startup.gtid import GtidSet
+from ingest.startup.gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
 from tidemark.errors import ConfigError
 from tidemark.source import BinlogPosition, SourceConnection, current_position
 
@@ -76,7 +76,7 @@ def position_after_gtids(source: SourceConnection, gtids: GtidSet, text: str) ->
             covered = _covers(gtids, text, mark)
             if start is None and not covered:
                 start = mark
-                if searched_from is None and not gtids.follows_directly(str(mark.gtid)):
+                if searched_from is None and _next_purged(source, gtids, str(mark.gtid)):
                     raise ConfigError(
                         f"the transactions right after scan.startup.specific-offset.gtid-set "
                         f"'{text}' were purged from the binlog (the oldest left is {mark.gtid}, "
@@ -98,6 +98,22 @@ def position_after_gtids(source: SourceConnection, gtids: GtidSet, text: str) ->
         )
         return end
     return start.start
+
+
+def _next_purged(source: SourceConnection, gtids: GtidSet, oldest_left: str) -> bool:
+    """Whether transactions the set lacks were purged, the oldest transaction left in the
+    binlog being ``oldest_left``: on MariaDB, when that is not the next one of its domain; on
+    MySQL, when ``@@gtid_purged`` is not all in the set (the set's own gaps are no sign)."""
+    if isinstance(gtids, MariaDBGtidSet):
+        return not gtids.follows_directly(oldest_left)
+    with source.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT @@GLOBAL.gtid_purged")
+        row = cursor.fetchone()
+    purged = str(row[0] if row else "").strip()
+    if not purged:
+        return False
+    parsed = parse_gtid_set(purged)
+    return isinstance(parsed, MySQLGtidSet) and not gtids.includes(parsed)
 
 
 def _last_file_where(

@@ -44,7 +44,12 @@ _VARIABLES = (
     "log_bin_compress",  # MariaDB
     "server_id",
     "gtid_purged",  # MySQL
+    "gtid_mode",  # MySQL
+    "binlog_expire_logs_seconds",  # MySQL 8.0+, MariaDB 10.6+
 )
+
+#: binlogs kept for less than this make a short outage end in a re-bootstrap
+MIN_BINLOG_RETENTION_SECONDS = 24 * 3600
 
 REBOOTSTRAP = (
     "re-bootstrap: set scan.startup.mode: initial in the pipeline's source and start from a "
@@ -153,6 +158,8 @@ class CheckResult:
     problems: tuple[str, ...]
     #: what could not be checked with this account's privileges, one line each
     unchecked: tuple[str, ...]
+    #: settings that work but put the pipeline at risk, one line each
+    warnings: tuple[str, ...] = ()
 
 
 # -- gathering -------------------------------------------------------------------------------
@@ -254,10 +261,16 @@ def _purged_gtids(
 # -- evaluating ------------------------------------------------------------------------------
 
 
+class _Kind(StrEnum):
+    PROBLEM = "problem"
+    UNCHECKED = "unchecked"
+    WARNING = "warning"
+
+
 @dataclass(frozen=True)
 class _Finding:
     message: str
-    blocking: bool = True
+    kind: _Kind = _Kind.PROBLEM
 
 
 _Check = Callable[[ServerFacts, Requirements], Iterator[_Finding]]
@@ -267,8 +280,9 @@ def evaluate(facts: ServerFacts, requirements: Requirements) -> CheckResult:
     """Every problem with ``facts`` for ``requirements``, and what could not be checked."""
     findings = [finding for check in _CHECKS for finding in check(facts, requirements)]
     return CheckResult(
-        problems=tuple(f.message for f in findings if f.blocking),
-        unchecked=tuple(f.message for f in findings if not f.blocking),
+        problems=tuple(f.message for f in findings if f.kind is _Kind.PROBLEM),
+        unchecked=tuple(f.message for f in findings if f.kind is _Kind.UNCHECKED),
+        warnings=tuple(f.message for f in findings if f.kind is _Kind.WARNING),
     )
 
 
@@ -314,23 +328,62 @@ def _check_row_metadata(facts: ServerFacts, _: Requirements) -> Iterator[_Findin
 
 
 def _check_compression(facts: ServerFacts, _: Requirements) -> Iterator[_Finding]:
-    for variable in ("binlog_transaction_compression", "log_bin_compress"):
-        value = facts.variables.get(variable, "OFF")
-        if value.upper() not in ("OFF", "0"):
-            yield _Finding(
-                f"{variable} is {value}: compressed binlog events cannot be decoded and would "
-                f"be skipped without a trace; {_cnf_fix(variable, 'OFF')}"
-            )
+    # MySQL's compressed transactions (binlog_transaction_compression) are read; MariaDB's
+    # compressed events are not
+    value = facts.variables.get("log_bin_compress", "OFF")
+    if value.upper() not in ("OFF", "0"):
+        yield _Finding(
+            f"log_bin_compress is {value}: compressed binlog events cannot be decoded and would "
+            f"be skipped without a trace; {_cnf_fix('log_bin_compress', 'OFF')}"
+        )
 
 
 def _check_partial_json(facts: ServerFacts, _: Requirements) -> Iterator[_Finding]:
     value = facts.variables.get("binlog_row_value_options", "")
     if value.strip():
         yield _Finding(
-            f"binlog_row_value_options is {value}: partial JSON updates are logged as events "
-            "the binlog library drops without a trace; run SET GLOBAL "
-            "binlog_row_value_options = '' and add binlog_row_value_options = '' under "
-            "[mysqld] in my.cnf"
+            f"binlog_row_value_options is {value}: an update of a JSON column is then logged "
+            "as a diff against the old document, not as the row, and its changes cannot be "
+            "read exactly; run SET GLOBAL binlog_row_value_options = '' and add "
+            "binlog_row_value_options = '' under [mysqld] in my.cnf"
+        )
+
+
+def _check_gtid_mode(facts: ServerFacts, requirements: Requirements) -> Iterator[_Finding]:
+    if facts.version.flavor is not Flavor.MYSQL:
+        return  # MariaDB always writes GTIDs
+    mode = facts.variables.get("gtid_mode", "OFF").upper()
+    if mode == "ON":
+        return
+    fix = (
+        "set gtid_mode = ON and enforce_gtid_consistency = ON under [mysqld] in my.cnf (on a "
+        "running server, step gtid_mode through OFF_PERMISSIVE and ON_PERMISSIVE)"
+    )
+    if requirements.resume_gtids:
+        yield _Finding(
+            f"gtid_mode is {mode}: the pipeline starts after a GTID set, which only a server "
+            f"with gtid_mode = ON can find; {fix}, or start by file and position "
+            "(scan.startup.specific-offset.file and .pos)"
+        )
+    else:
+        yield _Finding(
+            f"gtid_mode is {mode}: the changelog records binlog files and positions only, "
+            "which no other server shares, so after a failover to a replica the pipeline "
+            f"must bootstrap again; {fix}",
+            kind=_Kind.WARNING,
+        )
+
+
+def _check_binlog_retention(facts: ServerFacts, _: Requirements) -> Iterator[_Finding]:
+    value = facts.variables.get("binlog_expire_logs_seconds", "0")
+    seconds = int(value) if value.isdigit() else 0
+    if 0 < seconds < MIN_BINLOG_RETENTION_SECONDS:
+        yield _Finding(
+            f"binlog_expire_logs_seconds is {seconds}: binlogs are purged after "
+            f"{seconds / 3600:.1f} hours, so a pipeline stopped longer than that must "
+            "bootstrap again; keep them at least a day (7 days is usual): "
+            f"{_cnf_fix('binlog_expire_logs_seconds', '604800')}",
+            kind=_Kind.WARNING,
         )
 
 
@@ -462,7 +515,7 @@ def _check_server_id(facts: ServerFacts, requirements: Requirements) -> Iterator
     if facts.variables.get("server_id") == str(ours):
         yield _Finding(f"server-id {ours} is the source server's own server_id: {fix}")
     if isinstance(facts.replicas, Refused):
-        yield _Finding(_replicas_refused(facts, ours, facts.replicas), blocking=False)
+        yield _Finding(_replicas_refused(facts, ours, facts.replicas), kind=_Kind.UNCHECKED)
         unregistered = len(facts.dump_threads)
     else:
         for replica in facts.replicas:
@@ -473,12 +526,14 @@ def _check_server_id(facts: ServerFacts, requirements: Requirements) -> Iterator
                 )
         unregistered = len(facts.dump_threads) - len(facts.replicas)
     if unregistered > 0:
-        yield _Finding(_unregistered_readers(ours, unregistered, facts.dump_threads), False)
+        yield _Finding(
+            _unregistered_readers(ours, unregistered, facts.dump_threads), _Kind.UNCHECKED
+        )
     if not any(grant.allows("PROCESS") for grant in _grants(facts) if grant.is_global):
         yield _Finding(
             f"binlog readers of accounts other than {_account_sql(facts.account)} are not "
             "visible without the PROCESS privilege",
-            blocking=False,
+            kind=_Kind.UNCHECKED,
         )
 
 
@@ -514,7 +569,7 @@ def _check_resume_file(facts: ServerFacts, requirements: Requirements) -> Iterat
         yield _Finding(
             f"could not check that the resume position {resume} is still on the server: "
             f"{facts.binary_logs.statement} was refused ({facts.binary_logs.reason})",
-            blocking=False,
+            kind=_Kind.UNCHECKED,
         )
         return
     problem = _resume_file_problem(resume, facts.binary_logs)
@@ -622,6 +677,8 @@ _CHECKS: tuple[_Check, ...] = (
     _check_row_metadata,
     _check_compression,
     _check_partial_json,
+    _check_gtid_mode,
+    _check_binlog_retention,
     _check_privileges,
     _check_select,
     _check_server_id,
@@ -655,6 +712,8 @@ def run_startup_checks(
     result = evaluate(facts, requirements)
     for note in result.unchecked:
         logger.warning("Start-up check incomplete: %s", note)
+    for warning in result.warnings:
+        logger.warning("Start-up check: %s", warning)
     if result.problems:
         raise StartupCheckError(f"{source.host}:{source.port} ({facts.version})", result.problems)
     logger.info("Start-up checks passed for %s:%d (%s)", source.host, source.port, facts.version)

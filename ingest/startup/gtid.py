@@ -63,11 +63,28 @@ class MySQLGtidSet:
             low <= transaction <= high for low, high in self.intervals.get(_uuid_key(uuid), ())
         )
 
-    def follows_directly(self, gtid: str) -> bool:
-        return True  # a purged gap cannot be told from the set's own gaps here
+    def includes(self, other: MySQLGtidSet) -> bool:
+        """Whether every transaction of ``other`` is in this set."""
+        merged = {uuid: _merged(intervals) for uuid, intervals in self.intervals.items()}
+        return all(
+            any(low <= start and end <= high for low, high in merged.get(uuid, ()))
+            for uuid, intervals in other.intervals.items()
+            for start, end in intervals
+        )
 
 
 GtidSet = MariaDBGtidSet | MySQLGtidSet
+
+
+def _merged(intervals: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    """``intervals`` sorted, adjacent and overlapping ones joined (``1-5:6-9`` is ``1-9``)."""
+    merged: list[tuple[int, int]] = []
+    for low, high in sorted(intervals):
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged
 
 
 def parse_gtid_set(text: str) -> GtidSet:

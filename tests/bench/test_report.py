@@ -81,9 +81,9 @@ def test_the_ingest_lag_target_applies_to_one_unthrottled_thread_only() -> None:
     ]
 
     assert [(f.name, f.target) for f in lags] == [
-        ("1 thread: live lag p99", Target("<", 10, 4)),
-        ("2 threads: live lag p99", None),
-        ("1 thread, capped at 1000 TPS: live lag p99", None),
+        ("MariaDB, 1 thread: live lag p99", Target("<", 10, 4)),
+        ("MariaDB, 2 threads: live lag p99", None),
+        ("MariaDB, 1 thread, capped at 1000 TPS: live lag p99", None),
     ]
 
 
@@ -93,8 +93,22 @@ def test_issue_10s_targets_are_the_speed_up_on_oltp_binlogs_and_parity_on_bulk_o
 
     figures = {f.name: f for f in ingest_bench.figures([oltp]) + ingest_bench.bulk_figures(bulk)}
 
-    speed_up = figures["2 threads: ingest speed-up over plain decode"]
+    speed_up = figures["MariaDB, 2 threads: ingest speed-up over plain decode"]
     assert (speed_up.value, speed_up.target) == (5.0, Target(">=", 10, 10))
-    parity = figures["bulk: ingest / plain decode"]
+    parity = figures["MariaDB, bulk: ingest / plain decode"]
     assert (parity.value, parity.target) == (150.0, Target(">=", 100, 10))
-    assert figures["2 threads: Tidemark decode"].value == 60_000.0
+    assert figures["MariaDB, 2 threads: Tidemark decode"].value == 60_000.0
+
+
+def test_a_compressed_mysql_round_is_compared_with_its_uncompressed_twin() -> None:
+    def result(rate: int, ingest: float, compressed: bool) -> ingest_bench.Result:
+        return ingest_bench.Result(
+            1, rate, 4000.0, 1000.0, 7000.0, ingest, 1, 1.0, 2.0, 60_000.0, "MySQL", compressed
+        )
+
+    rounds = [result(0, 50_000.0, False), result(500, 20_000.0, False), result(0, 45_000.0, True)]
+    figures = {f.name: f for f in ingest_bench.figures(rounds)}
+
+    ratio = figures["MySQL, 1 thread, compressed: ingest / ingest uncompressed"]
+    assert (ratio.value, ratio.target) == (90.0, Target(">=", 100, 26))
+    assert "MySQL, 1 thread, compressed: plain library decode" not in figures

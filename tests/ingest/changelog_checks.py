@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 from pyiceberg.catalog import Catalog
 
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
@@ -23,9 +23,9 @@ class Workload:
     """Random single-row inserts, updates (some moving a row to a new key) and deletes: in a
     background thread inside ``with``, or a step at a time."""
 
-    def __init__(self, endpoints: StackEndpoints, database: str, keys: int, seed: int) -> None:
+    def __init__(self, source: SourceEndpoint, database: str, keys: int, seed: int) -> None:
         self._connection = pymysql.connect(
-            **endpoints.mariadb.admin_source().pymysql_settings(),
+            **source.admin_source().pymysql_settings(),
             database=database,
             autocommit=True,
         )

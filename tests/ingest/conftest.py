@@ -9,8 +9,10 @@ import pytest
 
 from tests.ingest.source_rows import SourceBinlog
 from tests.stack_helpers import free_ports, second_stack_home
-from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 from tidemark.stack.mariadb import MariaDB
+from tidemark.stack.mysql import MySQL
+from tidemark.stack.service import Service
 from tidemark.stack.settings import StackSettings
 
 if TYPE_CHECKING:
@@ -29,21 +31,24 @@ def orders(admin_connection: Connection) -> Connection:
 
 @pytest.fixture
 def source_binlog(
-    endpoints: StackEndpoints, admin_connection: Connection, source_database: str, server_id: int
+    source: SourceEndpoint, admin_connection: Connection, source_database: str, server_id: int
 ) -> SourceBinlog:
     """Statements run in the test's database, and the row changes the binlog carries for them."""
-    return SourceBinlog(endpoints, admin_connection, source_database, server_id)
+    return SourceBinlog(source, admin_connection, source_database, server_id)
 
 
 @pytest.fixture
-def private_mariadb(
-    endpoints: StackEndpoints, stack_settings: StackSettings, unique_name: str
-) -> Iterator[StackEndpoints]:
-    """The stack's endpoints, but with a MariaDB of the test's own: its binlog holds only what
-    the test writes, so replaying all of it stays quick however busy the shared server was."""
+def private_source(
+    source: SourceEndpoint, stack_settings: StackSettings, unique_name: str
+) -> Iterator[SourceEndpoint]:
+    """A server of the test's own, of the flavor of the test's ``source``: its binlog holds only
+    what the test writes, so replaying all of it stays quick however busy the shared server was."""
     with second_stack_home(stack_settings, unique_name) as home:
         (port,) = free_ports(1)
-        mariadb = MariaDB(StackSettings(home=home, mariadb_port=port))
-        mariadb.up()
-        own = SourceEndpoint.model_validate(mariadb.endpoint())
-        yield endpoints.model_copy(update={"mariadb": own})
+        server: Service
+        if source.flavor == "mariadb":
+            server = MariaDB(StackSettings(home=home, mariadb_port=port))
+        else:
+            server = MySQL(StackSettings(home=home, mysql_port=port))
+        server.up()
+        yield SourceEndpoint.model_validate(server.endpoint())

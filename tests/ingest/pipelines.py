@@ -6,13 +6,14 @@ from pathlib import Path
 
 from ingest.stream.runner import IngestRunner, StopWhen
 from tidemark.source import BinlogPosition, current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint
 from tidemark.stack.pipeline_file import local_pipeline
 
 
 def write_pipeline(
     path: Path,
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    catalog: CatalogEndpoint,
     *,
     database: str,
     tables: str,
@@ -22,11 +23,11 @@ def write_pipeline(
     source_options: str = "",
     extra: str = "",
 ) -> Path:
-    """A pipeline reading ``database``'s ``tables`` pattern into ``namespace``."""
+    """A pipeline reading ``database``'s ``tables`` pattern on ``source`` into ``namespace``."""
     path.write_text(
         local_pipeline(
-            endpoints.mariadb,
-            endpoints.catalog,
+            source,
+            catalog,
             database=database,
             tables=tables,
             namespace=namespace,
@@ -40,11 +41,11 @@ def write_pipeline(
 
 
 def run_to_end(
-    runner: IngestRunner, endpoints: StackEndpoints, server_id: int, max_seconds: float
+    runner: IngestRunner, source: SourceEndpoint, server_id: int, max_seconds: float
 ) -> BinlogPosition:
-    """Run ``runner`` until it has committed everything the source has written so far; returns
-    that position."""
-    end = current_position(endpoints.mariadb.cdc_source(server_id))
+    """Run ``runner`` until it has committed everything ``source`` has written so far;
+    returns that position."""
+    end = current_position(source.cdc_source(server_id))
     summary = runner.run(StopWhen(until_position=end, max_seconds=max_seconds))
     assert summary.stopped_because == f"reached {end}"
     return end

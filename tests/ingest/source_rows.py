@@ -1,4 +1,4 @@
-"""Write rows on the real MariaDB and read them back as the binlog carries them."""
+"""Write rows on a real source server and read them back as the binlog carries them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ingest.binlog.events import RowsChanged
 from ingest.binlog.reader import BinlogReader
 from tidemark.contracts.changelog import Operation
 from tidemark.source import current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 if TYPE_CHECKING:
     import pymysql
@@ -22,7 +22,7 @@ Image = tuple[Operation, Row | None, Row | None]
 
 
 def binlog_images(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     connection: Connection,
     database: str,
     server_id: int,
@@ -30,12 +30,12 @@ def binlog_images(
 ) -> list[Image]:
     """Run ``statements`` and return every row change they logged in ``database``, in order, as
     (operation, before image, after image) decoded by ``ingest.binlog``."""
-    source = endpoints.mariadb.cdc_source(server_id)
-    start = current_position(source)
+    reader_source = source.cdc_source(server_id)
+    start = current_position(reader_source)
     with connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement)
-    with BinlogReader(source, start, databases=[database]) as reader:
+    with BinlogReader(reader_source, start, databases=[database]) as reader:
         return [
             (event.operation, before, after)
             for event in reader
@@ -45,14 +45,14 @@ def binlog_images(
 
 
 def inserted_rows(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     connection: Connection,
     database: str,
     server_id: int,
     statements: Sequence[str],
 ) -> list[Row]:
     """The after images of the rows ``statements`` inserted in ``database``."""
-    images = binlog_images(endpoints, connection, database, server_id, statements)
+    images = binlog_images(source, connection, database, server_id, statements)
     return [after for operation, _, after in images if operation is Operation.INSERT and after]
 
 
@@ -61,7 +61,7 @@ class SourceBinlog:
     """The test's database, written through its admin connection and read back from the binlog
     by a reader with the test's own server id."""
 
-    endpoints: StackEndpoints
+    source: SourceEndpoint
     connection: Connection
     database: str
     server_id: int
@@ -69,13 +69,13 @@ class SourceBinlog:
     def images(self, statements: Sequence[str]) -> list[Image]:
         """``binlog_images`` of ``statements``."""
         return binlog_images(
-            self.endpoints, self.connection, self.database, self.server_id, statements
+            self.source, self.connection, self.database, self.server_id, statements
         )
 
     def inserted(self, statements: Sequence[str]) -> list[Row]:
         """``inserted_rows`` of ``statements``."""
         return inserted_rows(
-            self.endpoints, self.connection, self.database, self.server_id, statements
+            self.source, self.connection, self.database, self.server_id, statements
         )
 
 

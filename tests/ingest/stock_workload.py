@@ -18,7 +18,7 @@ from ingest.lease import lease_holders
 from tidemark.contracts.instance import Instance
 from tidemark.contracts.progress import TableProgress
 from tidemark.source import SourceConnection, current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 Change = tuple[str, int | None]  # (operation, qty after the change; None for a delete)
 
@@ -90,8 +90,8 @@ class Workload:
         return key, ("d", None)
 
 
-def create_stock(endpoints: StackEndpoints, database: str) -> None:
-    admin = endpoints.mariadb.admin_source()
+def create_stock(source: SourceEndpoint, database: str) -> None:
+    admin = source.admin_source()
     with admin.connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE TABLE `{database}`.stock (id INT PRIMARY KEY, qty INT)")
 

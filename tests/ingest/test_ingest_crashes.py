@@ -21,10 +21,12 @@ from tests.ingest.stock_workload import (
     ingest_to_end,
     partial_commits,
 )
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.stack.process import wait_for
 
 KILLS = 10
+
+pytestmark = pytest.mark.every_source
 
 
 @pytest.mark.timeout(900)
@@ -44,6 +46,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     statements: tuple[int, int],
     pause: float,
     extra: str,
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -51,10 +54,11 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     tmp_path: Path,
     server_id: int,
 ) -> None:
-    create_stock(endpoints, source_database)
+    create_stock(source, source_database)
     pipeline = write_pipeline(
         tmp_path / "stock.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="stock",
         namespace=namespace,
@@ -65,9 +69,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     # The first run picks its start (latest-offset) and commits it before any write.
     first = ingest(pipeline)
     assert wait_for(lambda: has_snapshot(catalog, changelog), timeout=120), first
-    workload = Workload(
-        endpoints.mariadb.admin_source(), source_database, 20261122, statements, pause
-    )
+    workload = Workload(source.admin_source(), source_database, 20261122, statements, pause)
     workload.start()
     chance = random.Random(7)
     process = first
@@ -83,7 +85,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
         workload.stop()
     process.send_signal(signal.SIGKILL)
     process.wait()
-    ingest_to_end(pipeline, endpoints.mariadb.cdc_source(server_id))
+    ingest_to_end(pipeline, source.cdc_source(server_id))
 
     table = catalog.load_table(changelog)
     assert (partial_commits(table) > 0) == bool(extra), "transactions were (not) committed in parts"

@@ -25,14 +25,17 @@ from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.reports import CommitReport, read_report
 from tidemark.contracts.schema_history import PROPERTY_PREFIX
 from tidemark.source import current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
 if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
+pytestmark = pytest.mark.every_source
+
 
 def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -44,7 +47,8 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
     config = load_pipeline(
         write_pipeline(
             tmp_path / "p.yaml",
-            endpoints,
+            source,
+            endpoints.catalog,
             database=source_database,
             tables="orders",
             namespace=namespace,
@@ -57,7 +61,7 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
         cursor.execute("UPDATE orders SET qty = 5 WHERE id = 1")
         cursor.execute("UPDATE orders SET id = 3 WHERE id = 2")
         cursor.execute("DELETE FROM orders WHERE id = 1")
-    end = current_position(endpoints.mariadb.cdc_source(server_id))
+    end = current_position(source.cdc_source(server_id))
 
     summary = runner.run(StopWhen(until_position=end, max_seconds=60))
 
@@ -80,11 +84,12 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
     summary_keys = snapshot.summary.additional_properties
     assert '"file":"' + end.file + '"' in summary_keys[SummaryKey.POSITION]
     assert int(summary_keys[SummaryKey.WATERMARK]) > 0
-    assert summary_keys[SummaryKey.SOURCE] == f"{endpoints.mariadb.host}:{endpoints.mariadb.port}"
+    assert summary_keys[SummaryKey.SOURCE] == f"{source.host}:{source.port}"
 
 
 def _pipeline(
     tmp_path: Path,
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     database: str,
     namespace: str,
@@ -94,7 +99,8 @@ def _pipeline(
     return load_pipeline(
         write_pipeline(
             tmp_path / "p.yaml",
-            endpoints,
+            source,
+            endpoints.catalog,
             database=database,
             tables="orders",
             namespace=namespace,
@@ -105,6 +111,7 @@ def _pipeline(
 
 
 def test_a_new_table_is_onboarded_in_one_commit_with_its_first_schema_version(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -113,7 +120,7 @@ def test_a_new_table_is_onboarded_in_one_commit_with_its_first_schema_version(
     tmp_path: Path,
     server_id: int,
 ) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace, server_id)
+    config = _pipeline(tmp_path, source, endpoints, source_database, namespace, server_id)
 
     build_runner(config, catalog, reports=None, settings=IngestSettings())
 
@@ -126,27 +133,35 @@ def test_a_new_table_is_onboarded_in_one_commit_with_its_first_schema_version(
 
 
 def test_earliest_offset_replays_the_binlog_the_server_still_has(
-    private_mariadb: StackEndpoints,
+    private_source: SourceEndpoint,
+    endpoints: StackEndpoints,
     namespace: str,
     catalog: Catalog,
     tmp_path: Path,
     server_id: int,
 ) -> None:
-    with private_mariadb.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+    with private_source.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute("CREATE DATABASE shop")
         cursor.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, item TEXT, qty INT)")
         cursor.execute("INSERT INTO shop.orders VALUES (1, 'written before the pipeline', 1)")
     config = _pipeline(
-        tmp_path, private_mariadb, "shop", namespace, server_id, startup="earliest-offset"
+        tmp_path,
+        private_source,
+        endpoints,
+        "shop",
+        namespace,
+        server_id,
+        startup="earliest-offset",
     )
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, private_mariadb, server_id, max_seconds=120)
+    run_to_end(runner, private_source, server_id, max_seconds=120)
 
     rows = changelog_rows(catalog, namespace)
     assert [(row["_tm_op"], row["id"]) for row in rows] == [("c", 1)]
 
 
 def test_status_shows_each_tables_watermark_and_position(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -156,11 +171,11 @@ def test_status_shows_each_tables_watermark_and_position(
     server_id: int,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace, server_id)
+    config = _pipeline(tmp_path, source, endpoints, source_database, namespace, server_id)
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
-    end = run_to_end(runner, endpoints, server_id, max_seconds=60)
+    end = run_to_end(runner, source, server_id, max_seconds=60)
 
     assert main(["status", str(config.path)]) == 0
 
@@ -182,6 +197,7 @@ def test_status_shows_each_tables_watermark_and_position(
 
 
 def test_changes_committed_before_a_published_watermark_are_counted_late(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -191,11 +207,11 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
     server_id: int,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace, server_id)
+    config = _pipeline(tmp_path, source, endpoints, source_database, namespace, server_id)
     runner = build_runner(config, catalog, None, IngestSettings())
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'on time', 1)")
-    run_to_end(runner, endpoints, server_id, 60)  # publishes a watermark of about now
+    run_to_end(runner, source, server_id, 60)  # publishes a watermark of about now
     with orders.cursor() as cursor:  # the source's clock steps back an hour for two commits
         cursor.execute("SET timestamp = UNIX_TIMESTAMP() - 3600")
         cursor.execute("INSERT INTO orders VALUES (2, 'late', 1)")
@@ -203,7 +219,7 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
         cursor.execute("SET timestamp = DEFAULT")
         cursor.execute("INSERT INTO orders VALUES (3, 'on time', 1)")
 
-    run_to_end(build_runner(config, catalog, None, IngestSettings()), endpoints, server_id, 60)
+    run_to_end(build_runner(config, catalog, None, IngestSettings()), source, server_id, 60)
 
     progress = ChangelogTable(catalog.load_table(f"{namespace}.orders_changelog")).progress()
     assert progress is not None and progress.late_rows == 2
@@ -217,6 +233,7 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
 
 
 def test_each_commit_is_reported_to_kafka_in_order(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -236,14 +253,14 @@ def test_each_commit_is_reported_to_kafka_in_order(
         "    flush-rows: 2\n"
     )
     config = _pipeline(
-        tmp_path, endpoints, source_database, namespace, server_id, extra=reports_block
+        tmp_path, source, endpoints, source_database, namespace, server_id, extra=reports_block
     )
     # a first short run fixes the start (latest-offset) before the writes; the second resumes
     assert main(["ingest", str(config.path), "--max-seconds", "0"]) == 0
     with orders.cursor() as cursor:
         for key in range(1, 7):
             cursor.execute(f"INSERT INTO orders VALUES ({key}, 'item', {key})")
-    end = current_position(endpoints.mariadb.cdc_source(server_id))
+    end = current_position(source.cdc_source(server_id))
 
     assert main(["ingest", str(config.path), "--until-position", str(end)]) == 0
 
@@ -282,6 +299,7 @@ def consume_reports(endpoints: StackEndpoints, topic: str, count: int) -> list[C
 
 
 def test_an_idle_tables_watermark_keeps_moving(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -295,7 +313,8 @@ def test_an_idle_tables_watermark_keeps_moving(
     config = load_pipeline(
         write_pipeline(
             tmp_path / "p.yaml",
-            endpoints,
+            source,
+            endpoints.catalog,
             database=source_database,
             tables="\\.*",
             namespace=namespace,
@@ -320,6 +339,7 @@ def test_an_idle_tables_watermark_keeps_moving(
 
 
 def test_sharded_tables_routed_together_keep_their_source(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -331,7 +351,7 @@ def test_sharded_tables_routed_together_keep_their_source(
     with orders.cursor() as cursor:
         cursor.execute("CREATE TABLE orders_2 LIKE orders")
     text = local_pipeline(
-        endpoints.mariadb,
+        source,
         endpoints.catalog,
         database=source_database,
         tables="orders\\.*",
@@ -347,7 +367,7 @@ def test_sharded_tables_routed_together_keep_their_source(
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'from the first shard', 1)")
         cursor.execute("INSERT INTO orders_2 VALUES (2, 'from the second shard', 2)")
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, source, server_id, max_seconds=60)
 
     rows = changelog_rows(catalog, namespace)
     assert sorted((row["id"], row["_tm_source_table"]) for row in rows) == [
@@ -372,6 +392,7 @@ def changelog_rows(catalog: Catalog, namespace: str) -> list[dict[str, Any]]:
 
 
 def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_duplicate(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -381,7 +402,7 @@ def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_du
     tmp_path: Path,
     server_id: int,
 ) -> None:
-    config = _pipeline(tmp_path, endpoints, source_database, namespace, server_id)
+    config = _pipeline(tmp_path, source, endpoints, source_database, namespace, server_id)
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
     with orders.cursor() as cursor:
         for key in range(1, 201):
@@ -393,7 +414,7 @@ def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_du
             cursor.execute(
                 "SELECT ID FROM information_schema.PROCESSLIST "
                 "WHERE COMMAND LIKE 'Binlog Dump%%' AND USER = %s",
-                (endpoints.mariadb.cdc_user,),
+                (source.cdc_user,),
             )
             ids = [row[0] for row in cursor.fetchall()]
             for thread in ids:

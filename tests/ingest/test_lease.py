@@ -19,15 +19,18 @@ from ingest.lease import LeaseTiming, SourceLease, lease_holders, lease_name
 from tests.polling import wait_until
 from tidemark.contracts.instance import Instance, LeaseHolders, State
 from tidemark.source import SourceConnection
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 QUICK = LeaseTiming(check_seconds=1, wait_seconds=1, silent_seconds=2)
 DEADLINE_SECONDS = 30
 
+pytestmark = pytest.mark.every_source
+
 
 @pytest.fixture
-def source(endpoints: StackEndpoints, server_id: int) -> SourceConnection:
-    return endpoints.mariadb.cdc_source(server_id)
+def cdc_source(source: SourceEndpoint, server_id: int) -> SourceConnection:
+    """The CDC account on the test's source server: the leases' connections."""
+    return source.cdc_source(server_id)
 
 
 @pytest.fixture
@@ -36,7 +39,7 @@ def name(unique_name: str) -> str:
 
 
 @pytest.fixture
-def leases(source: SourceConnection, name: str) -> Iterator[list[SourceLease]]:
+def leases(cdc_source: SourceConnection, name: str) -> Iterator[list[SourceLease]]:
     """Leases on one name, each made with ``make()``; all released afterwards."""
     made: list[SourceLease] = []
     yield made
@@ -57,18 +60,18 @@ def _acquire_in_background(lease: SourceLease, stop: threading.Event) -> threadi
 
 
 def test_a_second_process_waits_as_a_standby_naming_the_active_one_and_takes_over(
-    source: SourceConnection,
+    cdc_source: SourceConnection,
     name: str,
     leases: list[SourceLease],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    active, standby = _lease(source, name, leases), _lease(source, name, leases)
+    active, standby = _lease(cdc_source, name, leases), _lease(cdc_source, name, leases)
     stop = threading.Event()
     assert active.acquire(stop)
     caplog.set_level(logging.WARNING, "ingest.lease")
     waiting = _acquire_in_background(standby, stop)
 
-    holders = wait_until("the standby waits", lambda: _with_standby(source, name), 10)
+    holders = wait_until("the standby waits", lambda: _with_standby(cdc_source, name), 10)
     assert holders is not None
     assert isinstance(holders.active, Instance)
     assert holders.active == active.active  # who it is, from its own lease query
@@ -81,7 +84,7 @@ def test_a_second_process_waits_as_a_standby_naming_the_active_one_and_takes_ove
     waiting.join(DEADLINE_SECONDS)
     assert not waiting.is_alive()
     assert standby.active is not None
-    assert lease_holders(source, name).active == standby.active
+    assert lease_holders(cdc_source, name).active == standby.active
 
 
 def _with_standby(source: SourceConnection, name: str) -> LeaseHolders | None:
@@ -90,9 +93,9 @@ def _with_standby(source: SourceConnection, name: str) -> LeaseHolders | None:
 
 
 def test_two_processes_asking_at_the_same_moment_never_both_hold_it(
-    source: SourceConnection, name: str, leases: list[SourceLease]
+    cdc_source: SourceConnection, name: str, leases: list[SourceLease]
 ) -> None:
-    contenders = [_lease(source, name, leases) for _ in range(4)]
+    contenders = [_lease(cdc_source, name, leases) for _ in range(4)]
     start = threading.Barrier(len(contenders))
     stop = threading.Event()
 
@@ -106,15 +109,18 @@ def test_two_processes_asking_at_the_same_moment_never_both_hold_it(
 
 
 def test_the_active_process_learns_it_lost_the_lease_when_its_connection_is_killed(
-    endpoints: StackEndpoints, source: SourceConnection, name: str, leases: list[SourceLease]
+    source: SourceEndpoint,
+    cdc_source: SourceConnection,
+    name: str,
+    leases: list[SourceLease],
 ) -> None:
-    active, standby = _lease(source, name, leases), _lease(source, name, leases)
+    active, standby = _lease(cdc_source, name, leases), _lease(cdc_source, name, leases)
     stop = threading.Event()
     assert active.acquire(stop)
     waiting = _acquire_in_background(standby, stop)
-    holder = _connection_holding(endpoints, name)
+    holder = _connection_holding(source, name)
 
-    with endpoints.mariadb.admin_source().connect() as admin, admin.cursor() as cursor:
+    with source.admin_source().connect() as admin, admin.cursor() as cursor:
         cursor.execute(f"KILL CONNECTION {holder}")  # as a network cut or a server restart does
 
     assert active.lost.wait(DEADLINE_SECONDS)
@@ -122,8 +128,8 @@ def test_the_active_process_learns_it_lost_the_lease_when_its_connection_is_kill
     assert standby.active is not None and not standby.lost.is_set()
 
 
-def _connection_holding(endpoints: StackEndpoints, name: str) -> int:
-    with endpoints.mariadb.admin_source().connect() as admin, admin.cursor() as cursor:
+def _connection_holding(source: SourceEndpoint, name: str) -> int:
+    with source.admin_source().connect() as admin, admin.cursor() as cursor:
         cursor.execute("SELECT IS_USED_LOCK(%s)", (name,))
         (holder,) = cursor.fetchone() or (None,)
     assert holder is not None
@@ -145,9 +151,12 @@ signal.pause()  # until the test kills or freezes it
 
 @pytest.mark.parametrize("how", ["killed", "frozen"])
 def test_a_standby_takes_over_from_a_process_killed_or_frozen(
-    how: str, source: SourceConnection, name: str, leases: list[SourceLease]
+    how: str, cdc_source: SourceConnection, name: str, leases: list[SourceLease]
 ) -> None:
-    settings = {**source.model_dump(mode="json"), "password": source.password.get_secret_value()}
+    settings = {
+        **cdc_source.model_dump(mode="json"),
+        "password": cdc_source.password.get_secret_value(),
+    }
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLDER, json.dumps(settings), name],
         stdout=subprocess.PIPE,
@@ -155,7 +164,7 @@ def test_a_standby_takes_over_from_a_process_killed_or_frozen(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        standby = _lease(source, name, leases)
+        standby = _lease(cdc_source, name, leases)
         stop = threading.Event()
         waiting = _acquire_in_background(standby, stop)
         # a frozen process keeps its connection open, but silent: the server drops it after

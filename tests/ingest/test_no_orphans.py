@@ -15,10 +15,12 @@ from pyiceberg.catalog import Catalog
 
 from tests.ingest.pipelines import write_pipeline
 from tests.polling import wait_until
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 #: a reading process checks its parent twice a second; starting ingest takes a few seconds
 DEADLINE_SECONDS = 60
+
+pytestmark = pytest.mark.every_source
 
 
 def _children(pid: int) -> list[int]:
@@ -52,6 +54,7 @@ def _reading_process(ingest: int) -> int:
 
 @pytest.fixture
 def quiet_pipeline(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -59,12 +62,12 @@ def quiet_pipeline(
     server_id: int,
 ) -> Path:
     """A pipeline whose table nobody writes: its reading process waits on the server."""
-    admin = endpoints.mariadb.admin_source()
-    with admin.connect() as conn, conn.cursor() as cursor:
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE TABLE `{source_database}`.quiet (id INT PRIMARY KEY)")
     return write_pipeline(
         tmp_path / "quiet.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="quiet",
         namespace=namespace,

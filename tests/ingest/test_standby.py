@@ -32,21 +32,29 @@ from tidemark.output.console import plain_text
 from tidemark.output.status import status_view
 from tidemark.pipeline import Pipeline
 from tidemark.source import SourceConnection
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 KILLS = 10
 #: starting a process and onboarding the table takes a few seconds on a busy machine
 DEADLINE_SECONDS = 120
 
+pytestmark = pytest.mark.every_source
+
 
 @pytest.fixture
 def stock_pipeline(
-    endpoints: StackEndpoints, source_database: str, namespace: str, tmp_path: Path, server_id: int
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    tmp_path: Path,
+    server_id: int,
 ) -> Path:
-    create_stock(endpoints, source_database)
+    create_stock(source, source_database)
     return write_pipeline(
         tmp_path / "stock.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="stock",
         namespace=namespace,
@@ -93,25 +101,25 @@ def _writers(table: Table) -> list[str]:
 @pytest.mark.timeout(900)
 def test_killing_the_active_ingest_hands_over_to_the_standby_exactly_once(
     stock_pipeline: Path,
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
     server_id: int,
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
+    cdc_source = source.cdc_source(server_id)
     lease = Pipeline.open(stock_pipeline).ingest_lease
     changelog = f"{namespace}.stock_changelog"
     # started at the same moment: one becomes active, the other waits
     processes = [ingest(stock_pipeline), ingest(stock_pipeline)]
-    workload = Workload(endpoints.mariadb.admin_source(), source_database, 20261127, (1, 20), 0.0)
+    workload = Workload(source.admin_source(), source_database, 20261127, (1, 20), 0.0)
     chance = random.Random(28)
     try:
         wait_until("the first commit", lambda: has_snapshot(catalog, changelog), DEADLINE_SECONDS)
         _status_shows_one_active_and_one_standby(stock_pipeline, processes)
         workload.start()
         for _ in range(KILLS):
-            active = _active(source, lease, processes)
+            active = _active(cdc_source, lease, processes)
             with pytest.raises(subprocess.TimeoutExpired):
                 processes[active].wait(timeout=chance.uniform(0.5, 4.0))
             processes[active].send_signal(signal.SIGKILL)
@@ -122,7 +130,7 @@ def test_killing_the_active_ingest_hands_over_to_the_standby_exactly_once(
         for process in processes:
             process.kill()
             process.wait()
-    ingest_to_end(stock_pipeline, source)
+    ingest_to_end(stock_pipeline, cdc_source)
 
     table = catalog.load_table(changelog)
     assert_every_change_once_in_order(table, workload)
@@ -136,33 +144,33 @@ def test_killing_the_active_ingest_hands_over_to_the_standby_exactly_once(
 @pytest.mark.timeout(600)
 def test_an_ingest_that_loses_the_lease_stops_waits_and_resumes_exactly_once(
     stock_pipeline: Path,
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
     server_id: int,
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
+    cdc_source = source.cdc_source(server_id)
     lease = Pipeline.open(stock_pipeline).ingest_lease
     changelog = f"{namespace}.stock_changelog"
     process = ingest(stock_pipeline)
-    workload = Workload(endpoints.mariadb.admin_source(), source_database, 20261128, (1, 20), 0.0)
+    workload = Workload(source.admin_source(), source_database, 20261128, (1, 20), 0.0)
     try:
         wait_until("the first commit", lambda: has_snapshot(catalog, changelog), DEADLINE_SECONDS)
         workload.start()
         first_term = wait_until(
-            "it is active", lambda: _active_since(source, lease, process.pid), DEADLINE_SECONDS
+            "it is active", lambda: _active_since(cdc_source, lease, process.pid), DEADLINE_SECONDS
         )
         assert first_term is not None
         # as a network cut or a source failover does to the lease's connection
-        with endpoints.mariadb.admin_source().connect() as admin, admin.cursor() as cursor:
+        with source.admin_source().connect() as admin, admin.cursor() as cursor:
             cursor.execute("SELECT IS_USED_LOCK(%s)", (lease,))
             (holder,) = cursor.fetchone() or (None,)
             assert holder is not None
             cursor.execute(f"KILL CONNECTION {int(holder)}")
 
         def next_term() -> bool:
-            since = _active_since(source, lease, process.pid)
+            since = _active_since(cdc_source, lease, process.pid)
             return since is not None and since > first_term
 
         wait_until("the same process active again", next_term, DEADLINE_SECONDS)
@@ -177,7 +185,7 @@ def test_an_ingest_that_loses_the_lease_stops_waits_and_resumes_exactly_once(
         process.kill()
         output, _ = process.communicate()
     assert "Lost pipeline" in output, output[-3000:]
-    ingest_to_end(stock_pipeline, source)
+    ingest_to_end(stock_pipeline, cdc_source)
     assert_every_change_once_in_order(catalog.load_table(changelog), workload)
 
 

@@ -17,12 +17,14 @@ from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.cli import main
 from tidemark.config import load_pipeline
 from tidemark.contracts.mirror import MirrorKey
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
 
 
 def _mirror_from_changelog(catalog: Catalog, namespace: str) -> None:
@@ -40,6 +42,7 @@ def _mirror_from_changelog(catalog: Catalog, namespace: str) -> None:
 
 
 def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipelines_back(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -51,18 +54,22 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
-        cursor.execute("INSERT INTO orders SELECT seq, CONCAT('item-', seq), seq FROM seq_1_to_250")
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="orders",
         namespace=namespace,
         server_id=server_id,
-        startup="initial",
     )
     runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    with admin_connection.cursor() as cursor:  # streamed: a bootstrap reads MariaDB only
+        cursor.executemany(
+            "INSERT INTO orders VALUES (%s, %s, %s)",
+            [(key, f"item-{key}", key) for key in range(1, 251)],
+        )
+    run_to_end(runner, source, server_id, max_seconds=60)
     _mirror_from_changelog(catalog, namespace)
 
     assert main(["verify", str(path), "--page-rows", "100"]) == 0
@@ -75,7 +82,7 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
         cursor.execute("DELETE FROM orders WHERE id = 43")
         cursor.execute("SET SESSION sql_log_bin = 1")
     runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, source, server_id, max_seconds=60)
 
     assert main(["verify", str(path), "--page-rows", "100"]) == 1
     out = capsys.readouterr().out

@@ -107,7 +107,7 @@ def ingest_to_end(
     config: PipelineConfig, catalog: Catalog, endpoints: StackEndpoints, server_id: int
 ) -> None:
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, server_id, max_seconds=120)
+    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=120)
 
 
 def changelog_watermark(catalog: Catalog, identifier: str) -> datetime:

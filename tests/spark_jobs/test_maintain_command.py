@@ -43,7 +43,8 @@ def pipeline(
         cursor.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, item TEXT, qty BIGINT)")
     return write_pipeline(
         tmp_path / "pipeline.yaml",
-        endpoints,
+        endpoints.mariadb,
+        endpoints.catalog,
         database=source_database,
         tables="orders",
         namespace=namespace,

@@ -298,7 +298,8 @@ def test_real_ingest_resumes_after_maintenance_without_losing_or_repeating_a_cha
     config = load_pipeline(
         write_pipeline(
             tmp_path / "p.yaml",
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=source_database,
             tables="orders",
             namespace=namespace,
@@ -313,7 +314,7 @@ def test_real_ingest_resumes_after_maintenance_without_losing_or_repeating_a_cha
     for key in range(6):
         with admin_connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO orders VALUES ({key}, {key})")
-        run_to_end(runner, endpoints, server_id, max_seconds=60)
+        run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
     [sink] = build_plan(
         config, read_tables(config.source.connection(), config.source.captures)
     ).sinks
@@ -330,7 +331,7 @@ def test_real_ingest_resumes_after_maintenance_without_losing_or_repeating_a_cha
         cursor.execute("UPDATE orders SET qty = 100 WHERE id = 0")
         cursor.execute("INSERT INTO orders VALUES (6, 6)")
     restarted = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(restarted, endpoints, server_id, max_seconds=60)
+    run_to_end(restarted, endpoints.mariadb, server_id, max_seconds=60)
     rows = catalog.load_table(name).scan().to_arrow().to_pylist()
     changes = [(r["_tm_op"], r["id"], r["qty"]) for r in sorted(rows, key=lambda r: r["_tm_order"])]
     assert changes == [("c", key, key) for key in range(6)] + [("u", 0, 100), ("c", 6, 6)]

@@ -1,4 +1,4 @@
-"""`tidemark stack`: four real services, idempotent start, and it only ever stops its own."""
+"""`tidemark stack`: five real services, idempotent start, and it only ever stops its own."""
 
 from __future__ import annotations
 
@@ -15,14 +15,15 @@ import pytest
 
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.cli import main
-from tidemark.errors import ConfigError
+from tidemark.errors import ConfigError, TerminalError
+from tidemark.stack.mysql import MySQLSystem
 from tidemark.stack.process import owned_pid, port_is_open, wait_for
 from tidemark.stack.service import ServiceFailedError
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 
 
-def test_status_reports_four_healthy_services_as_json(
+def test_status_reports_five_healthy_services_as_json(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["stack", "status", "--json"]) == 0
@@ -32,6 +33,7 @@ def test_status_reports_four_healthy_services_as_json(
     assert report["healthy"] is True
     assert {name: s["healthy"] for name, s in report["services"].items()} == {
         "mariadb": True,
+        "mysql": True,
         "postgres": True,
         "kafka": True,
         "spark": True,
@@ -82,11 +84,12 @@ def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first
     second.up()
     assert second.status()["healthy"] is True
     endpoints = second.endpoints()
-    with endpoints.mariadb.cdc_source(server_id).connect() as conn, conn.cursor() as cursor:
-        cursor.execute("SELECT @@binlog_format, @@binlog_row_image, @@binlog_row_metadata")
-        assert cursor.fetchone() == ("ROW", "FULL", "FULL")
+    for source in (endpoints.mariadb, endpoints.mysql):
+        with source.cdc_source(server_id).connect() as conn, conn.cursor() as cursor:
+            cursor.execute("SELECT @@binlog_format, @@binlog_row_image, @@binlog_row_metadata")
+            assert cursor.fetchone() == ("ROW", "FULL", "FULL")
 
-    assert sorted(second.down()) == ["kafka", "mariadb", "postgres"]
+    assert sorted(second.down()) == ["kafka", "mariadb", "mysql", "postgres"]
     assert not any(port_is_open("127.0.0.1", port) for port in ports)
     assert stack.status()["healthy"] is True
 
@@ -131,7 +134,7 @@ def test_a_port_taken_by_a_stranger_is_named_with_the_fix(second_home: Path) -> 
 
 def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: Path) -> None:
     stack, _ = stack_on_free_ports(second_home, kafka_heap="lots")
-    kafka = stack.daemons[2]
+    (kafka,) = (daemon for daemon in stack.daemons if daemon.name == "kafka")
 
     with pytest.raises(ServiceFailedError) as failure:
         kafka.up()
@@ -141,10 +144,27 @@ def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: P
     assert "Invalid maximum heap size: -Xmxlots" in message
 
 
+def test_a_mysql_system_that_cannot_be_built_is_refused_with_the_fix(tmp_path: Path) -> None:
+    unreachable = "http://127.0.0.1:9/debian"  # the discard port: nothing answers
+    system = MySQLSystem(StackSettings(home=tmp_path, debian_mirror=unreachable))
+
+    with pytest.raises(TerminalError) as refusal:
+        system.ensure_built()
+
+    message = str(refusal.value)
+    assert message.startswith("building the MySQL server's Debian sid system with debootstrap")
+    assert message.endswith(
+        f"the stack's MySQL server could not be built: check that {unreachable} is reachable "
+        "from this machine, or name a Debian mirror that is with TIDEMARK_DEBIAN_MIRROR, then "
+        "run 'tidemark stack up' again"
+    )
+    assert not system.mysqld.exists()
+
+
 def stack_on_free_ports(home: Path, **settings: Any) -> tuple[Stack, list[int]]:
     """A stack in ``home`` whose services listen on ports nothing else uses."""
-    ports = free_ports(4)
-    names = ("mariadb_port", "postgres_port", "kafka_port", "kafka_controller_port")
+    ports = free_ports(5)
+    names = ("mariadb_port", "mysql_port", "postgres_port", "kafka_port", "kafka_controller_port")
     fields: dict[str, Any] = {**dict(zip(names, ports, strict=True)), **settings}
     stack = Stack(StackSettings(home=home, **fields))
     return stack, ports

@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from tidemark.source import SourceConnection
 
-
 #: the source servers the stack runs
 SourceFlavor = Literal["mariadb", "mysql"]
 SOURCE_FLAVORS: tuple[SourceFlavor, ...] = ("mariadb", "mysql")
@@ -100,7 +99,7 @@ class StackEndpoints(BaseModel):
     def pipeline_environment(self) -> dict[str, str]:
         """The variables the pipeline files in ``configs/`` read their addresses from."""
         catalog = self.catalog
-        sources = {}
+        sources: dict[str, str] = {}
         for flavor in SOURCE_FLAVORS:
             source, prefix = self.source(flavor), f"TIDEMARK_{flavor.upper()}"
             sources |= {

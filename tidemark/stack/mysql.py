@@ -187,6 +187,10 @@ class MySQL(Service):
         )
 
     def _launch(self) -> subprocess.Popen[bytes]:
+        # A server killed with SIGKILL leaves its socket's lock file naming its pid, and mysqld
+        # refuses to start while any process has that pid (after a reboot, often another).
+        # The stack launches only when its own server is not running, so the lock is stale.
+        Path(self.socket + ".lock").unlink(missing_ok=True)
         return spawn_daemon(self._mysqld(), log=self.log, pid_file=self.pid_file, cwd=self.data_dir)
 
     def is_healthy(self) -> bool:

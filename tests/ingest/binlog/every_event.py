@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from tests.ingest.schema.type_families import FAMILIES, NON_STRICT
+from tests.ingest.schema.type_families import NON_STRICT, families_on
+from tidemark.stack.endpoints import SourceFlavor
 
 if TYPE_CHECKING:
     import pymysql
@@ -22,10 +23,12 @@ def comparable(event: Any) -> Any:
     return type(event).__name__, fields
 
 
-def write_every_kind_of_event(connection: Connection) -> None:
+def write_every_kind_of_event(connection: Connection, flavor: SourceFlavor) -> None:
+    """Every type family ``flavor``'s server has, inserted, updated, altered and deleted; then
+    bulk and single-row transactions on a plain table, across a new binlog file."""
     with connection.cursor() as cursor:
         cursor.execute(NON_STRICT)
-        for number, family in enumerate(FAMILIES):
+        for number, family in enumerate(families_on(flavor)):
             table = f"t{number}"
             names = ", ".join(name for name, _ in family.column_definitions())
             cursor.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, {family.columns})")
@@ -44,11 +47,14 @@ def write_every_kind_of_event(connection: Connection) -> None:
             "CREATE TABLE plain (id BIGINT UNSIGNED PRIMARY KEY, k MEDIUMINT, f FLOAT, "
             "d DOUBLE, c CHAR(120) CHARACTER SET latin1, v VARCHAR(300), t TEXT, b VARBINARY(8))"
         )
+        # the numbers 1 to 4000 (MySQL has no sequence engine's seq_1_to_4000)
+        cursor.execute("CREATE TABLE seq (seq INT PRIMARY KEY)")
+        cursor.executemany("INSERT INTO seq VALUES (%s)", [(n,) for n in range(1, 4001)])
         cursor.execute("BEGIN")
         cursor.execute(
             "INSERT INTO plain SELECT seq, -seq, seq / 3, seq / 7, REPEAT('é', seq % 120), "
             "REPEAT('ü', seq % 300), IF(seq % 5 = 0, NULL, REPEAT('t', seq)), "
-            "UNHEX(HEX(seq)) FROM seq_1_to_4000"
+            "UNHEX(HEX(seq)) FROM seq"
         )
         cursor.execute("UPDATE plain SET c = NULL, k = k * 2 WHERE id % 3 = 0")
         cursor.execute("DELETE FROM plain WHERE id % 7 = 0")

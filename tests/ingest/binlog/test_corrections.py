@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ingest.binlog.corrections import mysql_json_document
+from ingest.binlog.mysql_json import json_text
 from ingest.schema.values import InvalidTemporal
 from tests.ingest.source_rows import SourceBinlog, select
 from tidemark.contracts.changelog import Operation
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
 
 NON_STRICT = "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'"
 
@@ -203,29 +205,37 @@ def test_text_is_decoded_in_its_own_charset(
     assert [tuple(row.values()) for row in rows] == [tuple(values) for values in truth]
 
 
+@pytest.mark.parametrize(
+    ("columns", "rows", "expected"),
+    [
+        pytest.param(
+            "b BINARY(4), vb VARBINARY(4)",
+            ["x'01000000', x'0100'", "x'00000000', x''"],
+            [{"b": b"\x01", "vb": b"\x01\0"}, {"b": b"", "vb": b""}],
+            id="binary",
+        ),
+        pytest.param(
+            "u UUID, i6 INET6",
+            ["'6ccd780c-baba-1026-9564-5b8c656024db', '::ffff:1.2.3.4'",
+             "'00000000-0000-0000-0000-000000000000', '::'"],
+            [{"u": bytes.fromhex("6ccd780cbaba102695645b8c656024db"),
+              "i6": bytes.fromhex("00000000000000000000ffff01020304")},
+             {"u": b"", "i6": b""}],
+            id="uuid and inet6",
+            marks=pytest.mark.mariadb_only("MySQL has no UUID or INET6 type"),
+        ),
+    ],
+)  # fmt: skip
 def test_binary_strings_are_bytes_without_the_padding_the_binlog_drops(
-    source_binlog: SourceBinlog,
+    source_binlog: SourceBinlog, columns: str, rows: list[str], expected: list[dict[str, Any]]
 ) -> None:
     """The binlog itself leaves out BINARY(n)'s trailing 0x00 bytes (``ingest.schema.types`` pads
     them back), and MariaDB's UUID and INET6 are such binary values. The library returns an empty
     one as the str '' (Python never looks up the 'binary' codec for empty input)."""
-    rows = _decoded(
-        source_binlog,
-        "b BINARY(4), vb VARBINARY(4), u UUID, i6 INET6",
-        [
-            "x'01000000', x'0100', '6ccd780c-baba-1026-9564-5b8c656024db', '::ffff:1.2.3.4'",
-            "x'00000000', x'', '00000000-0000-0000-0000-000000000000', '::'",
-        ],
-    )
-
-    assert rows == [
-        {"b": b"\x01", "vb": b"\x01\0", "u": bytes.fromhex("6ccd780cbaba102695645b8c656024db"),
-         "i6": bytes.fromhex("00000000000000000000ffff01020304")},
-        {"b": b"", "vb": b"", "u": b"", "i6": b""},
-    ]  # fmt: skip
+    assert _decoded(source_binlog, columns, rows) == expected
 
 
-# --- MySQL JSON (no MySQL server in the stack: real binary documents, built here) ----------
+# --- MySQL JSON (binary documents built here, each shape on purpose) ----------------------
 
 
 def _jsonb(value: Any) -> bytes:
@@ -289,9 +299,10 @@ def _jsonb_container(items: list[tuple[str | None, Any]]) -> bytes:
 )
 def test_mysql_json_is_json_text_with_string_keys(document: Any, text: str) -> None:
     """The library parses MySQL's binary JSON into Python objects whose keys and strings are
-    bytes ({b'a': b'x'}); the changelog holds the document as text, laid out as MySQL prints it."""
-    assert mysql_json_document(_jsonb(document)) == text
+    bytes ({b'a': b'x'}); the changelog holds the document as text, laid out as MySQL prints it
+    (``tests/ingest/schema/test_mysql_json.py`` compares it with the real server's)."""
+    assert json_text(_jsonb(document)) == text
 
 
 def test_an_empty_mysql_json_value_is_the_json_null_literal() -> None:
-    assert mysql_json_document(b"") == "null"
+    assert json_text(b"") == "null"

@@ -23,12 +23,14 @@ from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from tests.ingest.binlog.every_event import comparable, write_every_kind_of_event
 from tests.polling import wait_until
 from tidemark.source import BinlogPosition, SourceConnection, current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
 
 QUIET_DEADLINE_SECONDS = 30
 
@@ -54,15 +56,15 @@ def _read(
 
 
 def test_the_reading_process_hands_on_every_event_and_structure_as_reading_here_does(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection, server_id: int
+    source: SourceEndpoint, source_database: str, admin_connection: Connection, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
-    start = current_position(source)
-    write_every_kind_of_event(admin_connection)
-    end = current_position(source)
+    cdc_source = source.cdc_source(server_id)
+    start = current_position(cdc_source)
+    write_every_kind_of_event(admin_connection, source.flavor)
+    end = current_position(cdc_source)
 
-    here = _read(BinlogReader, source, source_database, start, end)
-    in_process = _read(ProcessBinlogReader, source, source_database, start, end)
+    here = _read(BinlogReader, cdc_source, source_database, start, end)
+    in_process = _read(ProcessBinlogReader, cdc_source, source_database, start, end)
 
     events, structures = here
     assert len(events) > 2 * BATCH_EVENTS  # several batches crossed
@@ -77,16 +79,16 @@ def test_the_reading_process_hands_on_every_event_and_structure_as_reading_here_
 
 
 def test_a_quiet_stream_hands_on_what_it_has_without_waiting_for_a_full_batch(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection, server_id: int
+    source: SourceEndpoint, source_database: str, admin_connection: Connection, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
-    start = current_position(source)
+    cdc_source = source.cdc_source(server_id)
+    start = current_position(cdc_source)
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
         cursor.execute("INSERT INTO quiet VALUES (1)")
-    end = current_position(source)
+    end = current_position(cdc_source)
 
-    with ProcessBinlogReader(source, start, follow=True, databases=[source_database]) as reader:
+    with ProcessBinlogReader(cdc_source, start, follow=True, databases=[source_database]) as reader:
         # held back, they would never come: the process is stopped after a while instead
         deadline = threading.Timer(QUIET_DEADLINE_SECONDS, os.kill, (reader.pid, signal.SIGKILL))
         deadline.start()
@@ -101,12 +103,12 @@ def test_a_quiet_stream_hands_on_what_it_has_without_waiting_for_a_full_batch(
 
 
 def test_a_killed_reading_process_is_a_broken_stream_to_resume(
-    endpoints: StackEndpoints, source_database: str, server_id: int
+    source: SourceEndpoint, source_database: str, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
-    start = current_position(source)
+    cdc_source = source.cdc_source(server_id)
+    start = current_position(cdc_source)
     with ProcessBinlogReader(
-        source, start, follow=True, databases=[source_database], heartbeat_seconds=0.2
+        cdc_source, start, follow=True, databases=[source_database], heartbeat_seconds=0.2
     ) as reader:
         events = iter(reader)
         next(events)  # a heartbeat: the process reads
@@ -117,14 +119,14 @@ def test_a_killed_reading_process_is_a_broken_stream_to_resume(
 
 
 def test_an_error_in_the_reading_process_is_raised_as_reading_here_raises_it(
-    endpoints: StackEndpoints, source_database: str, server_id: int
+    source: SourceEndpoint, source_database: str, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
+    cdc_source = source.cdc_source(server_id)
     missing = BinlogPosition("mariadb-bin.999998", 4)
 
     def error_of(reader_type: type[BinlogReader] | type[ProcessBinlogReader]) -> Exception:
         with pytest.raises(Exception) as raised:  # noqa: PT011 - compared below
-            with reader_type(source, missing, databases=[source_database]) as reader:
+            with reader_type(cdc_source, missing, databases=[source_database]) as reader:
                 list(reader)
         return raised.value
 
@@ -145,15 +147,15 @@ def test_a_batch_of_builtin_values_crosses_with_marshal_and_any_other_with_pickl
 
 
 def test_a_warmed_up_reading_process_serves_the_next_reader_and_a_dead_one_is_replaced(
-    endpoints: StackEndpoints, source_database: str, server_id: int
+    source: SourceEndpoint, source_database: str, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
-    start = current_position(source)
+    cdc_source = source.cdc_source(server_id)
+    start = current_position(cdc_source)
 
     process.warm()
     spare = process._spare
     assert spare is not None
-    with ProcessBinlogReader(source, start, databases=[source_database]) as reader:
+    with ProcessBinlogReader(cdc_source, start, databases=[source_database]) as reader:
         assert reader.pid == spare[0].pid
         assert not [event for event in reader if isinstance(event, RowsChanged)]
 
@@ -162,7 +164,7 @@ def test_a_warmed_up_reading_process_serves_the_next_reader_and_a_dead_one_is_re
     assert dead is not None
     dead[0].kill()
     dead[0].wait()
-    with ProcessBinlogReader(source, start, databases=[source_database]) as reader:
+    with ProcessBinlogReader(cdc_source, start, databases=[source_database]) as reader:
         assert reader.pid != dead[0].pid
         assert not [event for event in reader if isinstance(event, RowsChanged)]
 
@@ -182,12 +184,15 @@ for event in reader:
 
 
 def test_a_reading_process_ends_with_its_parent_killed_with_sigkill_on_a_quiet_stream(
-    endpoints: StackEndpoints, source_database: str, server_id: int
+    source: SourceEndpoint, source_database: str, server_id: int
 ) -> None:
     # without heartbeats nothing is written to the pipe, whose end would say the parent is gone
-    source = endpoints.mariadb.cdc_source(server_id)
-    start = current_position(source)
-    settings = {**source.model_dump(mode="json"), "password": source.password.get_secret_value()}
+    cdc_source = source.cdc_source(server_id)
+    start = current_position(cdc_source)
+    settings = {
+        **cdc_source.model_dump(mode="json"),
+        "password": cdc_source.password.get_secret_value(),
+    }
     arguments = [json.dumps(settings), start.file, str(start.offset), source_database]
     parent = subprocess.Popen(
         [sys.executable, "-c", _PARENT, *arguments], stdout=subprocess.PIPE, text=True

@@ -12,12 +12,14 @@ from ingest.binlog.process import ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader
 from ingest.errors import UnnamedColumnsError
 from tidemark.source import current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
 
 
 @contextmanager
@@ -34,22 +36,22 @@ def minimal_row_metadata(admin: Connection) -> Iterator[None]:
 
 @pytest.mark.parametrize("reader", [BinlogReader, ProcessBinlogReader])
 def test_row_events_without_column_names_stop_the_reader_with_the_fix(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     admin_connection: Connection,
     source_database: str,
     server_id: int,
     reader: type[BinlogReader] | type[ProcessBinlogReader],
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
+    cdc_source = source.cdc_source(server_id)
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
-    start = current_position(source)
+    start = current_position(cdc_source)
     with minimal_row_metadata(admin_connection), admin_connection.cursor() as cursor:
         cursor.execute("INSERT INTO quiet VALUES (1)")
 
     with (
         pytest.raises(UnnamedColumnsError, match="binlog_row_metadata = FULL") as stopped,
-        reader(source, start, databases=[source_database]) as events,
+        reader(cdc_source, start, databases=[source_database]) as events,
     ):
         list(events)
 

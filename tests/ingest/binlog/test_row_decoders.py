@@ -15,12 +15,14 @@ from ingest.binlog.events import RowsChanged
 from ingest.binlog.reader import BinlogReader
 from tests.ingest.binlog.every_event import comparable, write_every_kind_of_event
 from tidemark.source import BinlogPosition, SourceConnection, current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
 
 
 @pytest.fixture
@@ -74,7 +76,7 @@ def _events(
 
 
 def test_the_fast_path_reads_every_event_as_the_library_path_does(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     admin_connection: Connection,
     counted_fallbacks: list[Any],
@@ -82,15 +84,15 @@ def test_the_fast_path_reads_every_event_as_the_library_path_does(
     request: pytest.FixtureRequest,
     server_id: int,
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
-    start = current_position(source)
-    write_every_kind_of_event(admin_connection)
-    end = current_position(source)
+    cdc_source = source.cdc_source(server_id)
+    start = current_position(cdc_source)
+    write_every_kind_of_event(admin_connection, source.flavor)
+    end = current_position(cdc_source)
 
-    fast = _events(source, source_database, start, end)
+    fast = _events(cdc_source, source_database, start, end)
     fallen_back, read_natively = len(counted_fallbacks), sum(native_rows)
     request.getfixturevalue("library_path")
-    library = _events(source, source_database, start, end)
+    library = _events(cdc_source, source_database, start, end)
 
     rows = sum(len(fields["rows"]) for name, fields in fast if name == "RowsChanged")
     assert rows > 6_000

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
+
 from tests.ingest.source_rows import SourceBinlog
 from tidemark.contracts.changelog import Operation
 
@@ -12,6 +14,8 @@ if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
 
 
 def test_rows_between_structure_changes_decode_with_the_structure_they_were_written_with(

@@ -73,7 +73,8 @@ def _pipeline(
 ) -> Path:
     return write_pipeline(
         path,
-        endpoints,
+        endpoints.mariadb,
+        endpoints.catalog,
         database=database,
         tables=tables,
         namespace=namespace,
@@ -116,10 +117,10 @@ def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
         )
     )
 
-    with Workload(endpoints, source_database, keys=3000, seed=1) as workload:
+    with Workload(endpoints.mariadb, source_database, keys=3000, seed=1) as workload:
         runner = build_runner(config, catalog, reports=None, settings=_settings(config))
         during_bootstrap = workload.statements
-    run_to_end(runner, endpoints, server_id, max_seconds=120)
+    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=120)
 
     assert during_bootstrap > 20, "the workload must overlap the bootstrap"
     rows = changelog(catalog, namespace)
@@ -157,14 +158,14 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
-    workload = Workload(endpoints, source_database, keys=4000, seed=2)
+    workload = Workload(endpoints.mariadb, source_database, keys=4000, seed=2)
     for _ in range(300):  # changes in read and unread chunks, before the restart
         workload.step()
     workload.close()
     config = load_pipeline(path)
 
     runner = build_runner(config, catalog, reports=None, settings=_settings(config))
-    run_to_end(runner, endpoints, server_id, max_seconds=120)
+    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=120)
 
     assert not committed.done
     rows = changelog(catalog, namespace)
@@ -219,7 +220,9 @@ def _orders_streaming_then_users_added(
             source_options=ADD_TABLES,
         )
     )
-    run_to_end(build_runner(first, catalog, None, _settings(first)), endpoints, server_id, 60)
+    run_to_end(
+        build_runner(first, catalog, None, _settings(first)), endpoints.mariadb, server_id, 60
+    )
     return _pipeline(
         tmp_path / "b.yaml",
         endpoints,
@@ -336,7 +339,9 @@ def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_r
     assert not stopped.done  # it did not read the table to the end first
     with admin_connection.cursor() as cursor:
         cursor.execute("UPDATE users SET qty = 9 WHERE id IN (5, 950)")
-    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, server_id, 120)
+    run_to_end(
+        build_runner(config, catalog, None, _settings(config)), endpoints.mariadb, server_id, 120
+    )
     users = changelog(catalog, namespace, "users")
     snapshot_reads = [row["id"] for row in users if row["_tm_op"] == "r"]
     assert len(snapshot_reads) == len(set(snapshot_reads)) == 1_000
@@ -378,7 +383,9 @@ def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_e
         cursor.execute("DELETE FROM orders WHERE id = 7")
     config = load_pipeline(path)
 
-    run_to_end(build_runner(config, catalog, None, _settings(config)), endpoints, server_id, 120)
+    run_to_end(
+        build_runner(config, catalog, None, _settings(config)), endpoints.mariadb, server_id, 120
+    )
 
     assert not committed.done
     users = changelog(catalog, namespace, "users")
@@ -412,7 +419,7 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     with admin_connection.cursor() as cursor:
         cursor.execute("DELETE FROM users WHERE id = 1")
         cursor.execute("INSERT INTO orders VALUES (9999, 'late', 1)")
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
 
     orders = changelog(catalog, namespace)
     users = changelog(catalog, namespace, "users")
@@ -450,7 +457,7 @@ def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
     )
 
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
 
     assert "has no primary key or NOT NULL unique key" in caplog.text
     rows = changelog(catalog, namespace, "events")
@@ -469,7 +476,8 @@ def test_snapshot_mode_reads_the_existing_rows_and_stops(
     _orders(admin_connection, 300)
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        endpoints.mariadb,
+        endpoints.catalog,
         database=source_database,
         tables="orders",
         namespace=namespace,
@@ -558,7 +566,8 @@ def test_tidemark_ingest_shows_the_bootstrap_as_bars_on_a_terminal_and_log_lines
     _orders(admin_connection, 300)
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        endpoints.mariadb,
+        endpoints.catalog,
         database=source_database,
         tables="orders",
         namespace=namespace,
@@ -617,7 +626,7 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
     runner = build_runner(
         config, catalog, reports=None, settings=_settings(config), display=display
     )
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
 
     orders = changelog(catalog, namespace)
     shards = {

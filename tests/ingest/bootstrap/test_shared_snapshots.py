@@ -72,7 +72,8 @@ def _config(
     return load_pipeline(
         write_pipeline(
             path,
-            endpoints,
+            endpoints.mariadb,
+            endpoints.catalog,
             database=database,
             tables="first|second",
             namespace=namespace,
@@ -158,7 +159,7 @@ def test_the_next_table_is_read_in_the_last_snapshot_while_young_and_short_and_s
     assert ({row["_tm_position"] for row in second} == {first[0]["_tm_position"]}) is shares
     assert (100 in {row["id"] for row in second}) is not shares  # the row written between
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
     for table in ("first", SECOND):
         assert merged(changelog(catalog, namespace, table)) == source_rows(admin_connection, table)
 
@@ -189,7 +190,7 @@ def test_a_table_rebuilt_since_the_lent_snapshot_opened_is_read_in_its_own(
     assert {row["_tm_position"] for row in second} != {first[0]["_tm_position"]}
     assert len(second) == 11  # with the row written between
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
     assert merged(changelog(catalog, namespace, SECOND)) == source_rows(admin_connection, SECOND)
 
 

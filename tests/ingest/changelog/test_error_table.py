@@ -20,7 +20,7 @@ from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.cli import main
 from tidemark.config import load_pipeline
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
 ALLOW_ZERO_DATES = "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'"
+
+# The tests that bootstrap (scan.startup.mode: initial) run on MariaDB alone: the bootstrap's
+# lock-free consistent snapshot needs it.
 
 
 def _table(connection: Connection) -> None:
@@ -41,7 +44,7 @@ def _run(
     connection: Connection,
     config_path: Path,
     catalog: Catalog,
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     server_id: int,
 ) -> None:
     runner = build_runner(
@@ -50,7 +53,7 @@ def _run(
     with connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement)
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, source, server_id, max_seconds=60)
 
 
 def _rows(catalog: Catalog, identifier: str) -> list[dict[str, Any]]:
@@ -58,7 +61,9 @@ def _rows(catalog: Catalog, identifier: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: row["_tm_order"])
 
 
+@pytest.mark.every_source
 def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -71,7 +76,8 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
     _table(admin_connection)
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="visits",
         namespace=namespace,
@@ -87,8 +93,8 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
         "INSERT INTO visits VALUES (3, '0000-00-00', 'again')",
     ]
 
-    _run(first, admin_connection, path, catalog, endpoints, server_id)
-    _run(second, admin_connection, path, catalog, endpoints, server_id)
+    _run(first, admin_connection, path, catalog, source, server_id)
+    _run(second, admin_connection, path, catalog, source, server_id)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     errors = _rows(catalog, f"{namespace}.visits_errors")
@@ -107,6 +113,7 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
 
 
 def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -123,7 +130,8 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
         )
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="visits",
         namespace=namespace,
@@ -131,7 +139,7 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
         startup="initial",
     )
 
-    _run([], admin_connection, path, catalog, endpoints, server_id)
+    _run([], admin_connection, path, catalog, source, server_id)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     errors = _rows(catalog, f"{namespace}.visits_errors")
@@ -167,6 +175,7 @@ class _Crash(Exception):
 
 
 def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_error_once(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -183,7 +192,8 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
         )
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="visits",
         namespace=namespace,
@@ -197,7 +207,7 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
         build_runner(load_pipeline(path), catalog, None, every_chunk, display=_CrashAfterChunks(2))
     assert len(_rows(catalog, f"{namespace}.visits_errors")) == 2
     runner = build_runner(load_pipeline(path), catalog, None, every_chunk)
-    run_to_end(runner, endpoints, server_id, max_seconds=60)
+    run_to_end(runner, source, server_id, max_seconds=60)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     errors = _rows(catalog, f"{namespace}.visits_errors")
@@ -206,6 +216,7 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
 
 
 def test_a_start_up_looks_up_only_the_error_tables_that_exist(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -222,7 +233,8 @@ def test_a_start_up_looks_up_only_the_error_tables_that_exist(
         cursor.execute("INSERT INTO visits VALUES (1, '2024-01-01', 'x'), (2, '0000-00-00', 'y')")
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="visits|notes",
         namespace=namespace,
@@ -231,13 +243,13 @@ def test_a_start_up_looks_up_only_the_error_tables_that_exist(
     )
     asked = recording_load_table(catalog, monkeypatch)
 
-    _run([], admin_connection, path, catalog, endpoints, server_id)  # makes visits_errors
+    _run([], admin_connection, path, catalog, source, server_id)  # makes visits_errors
     _run(
         ["INSERT INTO visits VALUES (3, '0000-00-00', 'z')"],
         admin_connection,
         path,
         catalog,
-        endpoints,
+        source,
         server_id,
     )
 

@@ -17,7 +17,7 @@ from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import write_pipeline
 from tests.spark_jobs.changelogs import DATA, commit
 from tidemark.config import load_pipeline
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
@@ -88,7 +88,9 @@ def test_a_changelog_without_retention_gets_it_when_opened_keeping_what_the_user
     assert _metadata_files(catalog.load_table(identifier).location()) == 4
 
 
+@pytest.mark.every_source
 def test_onboarding_asks_the_catalog_only_for_changelogs_that_exist(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -103,7 +105,8 @@ def test_onboarding_asks_the_catalog_only_for_changelogs_that_exist(
             cursor.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, qty INT)")
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="kept|fresh",
         namespace=namespace,

@@ -26,7 +26,7 @@ from tests.polling import wait_until
 from tidemark.config import load_pipeline
 from tidemark.contracts.schema_history import read_versions
 from tidemark.source import current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
 if TYPE_CHECKING:
@@ -36,11 +36,15 @@ if TYPE_CHECKING:
 
 Row = dict[str, Any]
 
+pytestmark = pytest.mark.every_source
+
 
 @dataclass(frozen=True)
 class SchemaChangePipeline:
-    """A pipeline from the test's database into its namespace, with the test's server id."""
+    """A pipeline from the test's database on its source server into its namespace, with the
+    test's server id."""
 
+    source: SourceEndpoint
     endpoints: StackEndpoints
     database: str
     namespace: str
@@ -62,7 +66,7 @@ class SchemaChangePipeline:
         ``sink_options`` are added to ``source:`` and ``sink:``; ``into`` routes the shards
         ``<into>_*`` to the one sink table ``<into>`` instead of each table to its own."""
         text = local_pipeline(
-            self.endpoints.mariadb,
+            self.source,
             self.endpoints.catalog,
             database=self.database,
             tables=tables,
@@ -88,12 +92,12 @@ class SchemaChangePipeline:
 
     def run_to_end(self, runner: IngestRunner, max_seconds: float = 60) -> None:
         """Ingest everything the source has written so far."""
-        run_to_end(runner, self.endpoints, self.server_id, max_seconds)
+        run_to_end(runner, self.source, self.server_id, max_seconds)
 
     def stop_of(self, runner: IngestRunner) -> str:
         """Run ingest towards the source's end: the schema change stop it must meet instead,
         as the user reads it."""
-        end = current_position(self.endpoints.mariadb.cdc_source(self.server_id))
+        end = current_position(self.source.cdc_source(self.server_id))
         with pytest.raises(SchemaChangeStopError) as stop:
             runner.run(StopWhen(until_position=end, max_seconds=60))
         return str(stop.value)
@@ -111,6 +115,7 @@ class SchemaChangePipeline:
 
 @pytest.fixture
 def pipeline(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -119,7 +124,7 @@ def pipeline(
     server_id: int,
 ) -> SchemaChangePipeline:
     return SchemaChangePipeline(
-        endpoints, source_database, namespace, catalog, tmp_path / "p.yaml", server_id
+        source, endpoints, source_database, namespace, catalog, tmp_path / "p.yaml", server_id
     )
 
 
@@ -442,13 +447,16 @@ def test_an_online_schema_change_stops_ingest_unless_it_is_enabled(
 def test_columns_change_while_a_workload_writes_and_the_changelog_still_merges_to_the_source(
     orders: Connection,
     pipeline: SchemaChangePipeline,
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
 ) -> None:
     runner = pipeline.runner()
-    execute(orders, "INSERT INTO orders SELECT seq, CONCAT('item-', seq), 1 FROM seq_1_to_500")
+    with orders.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO orders VALUES (%s, %s, 1)", [(key, f"item-{key}") for key in range(1, 501)]
+        )
 
-    with Workload(endpoints, source_database, keys=500, seed=3) as workload:
+    with Workload(source, source_database, keys=500, seed=3) as workload:
         execute(
             orders,
             "ALTER TABLE orders ADD COLUMN note TEXT",

@@ -1,8 +1,8 @@
 """A snapshot's SELECT gives every type the same lake values as the binlog does.
 
 Each type family of ``type_families`` (edge values, NULLs, zero dates, values the binlog library
-gets wrong) is read back through a consistent snapshot and converted column at a time; the
-result must be exactly what the family expects from the binlog.
+gets wrong) is read back through a read view and converted column at a time; the result must be
+exactly what the family expects from the binlog.
 """
 
 from __future__ import annotations
@@ -12,26 +12,29 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pytest
 
-from ingest.bootstrap.snapshot_reader import ConsistentSnapshot
+from ingest.bootstrap.snapshot_reader import ConsistentSnapshot, ReadView
 from ingest.schema.select_values import page_converter
 from ingest.schema.source_tables import read_source_tables
 from ingest.schema.types import arrow_schema
-from tests.ingest.schema.type_families import FAMILIES, Family
+from tests.ingest.schema.type_families import Family, family_params
 from tests.ingest.source_rows import select
 from tidemark.contracts.source_tables import SourceTable
+from tidemark.errors import TerminalError
 from tidemark.source import current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
+pytestmark = pytest.mark.every_source
 
-@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+
+@pytest.mark.parametrize("family", family_params())
 def test_snapshot_values_equal_the_binlogs_for_every_type_family(
     family: Family,
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     admin_connection: Connection,
     server_id: int,
@@ -48,8 +51,8 @@ def test_snapshot_values_equal_the_binlogs_for_every_type_family(
         tinyint1_as_boolean=family.options.get("tinyint1_as_boolean", True),
     )
 
-    with ConsistentSnapshot(endpoints.mariadb.cdc_source(server_id)) as snapshot:
-        chunks = list(snapshot.chunks(table, ("id",), after=None, chunk_size=4))
+    with ReadView(source.cdc_source(server_id)) as view:
+        chunks = list(view.chunks(table, ("id",), after=None, chunk_size=4))
     rows = [row for chunk in chunks for row in chunk.rows]
     landed = pa.Table.from_arrays(convert(rows), schema=arrow_schema(table)).to_pylist()
 
@@ -57,22 +60,38 @@ def test_snapshot_values_equal_the_binlogs_for_every_type_family(
     assert [len(chunk.rows) for chunk in chunks] == _pages(len(family.rows), 4)
 
 
+@pytest.mark.mariadb_only("MySQL's read views have no binlog position")
 def test_the_snapshot_position_is_where_the_binlog_stood_when_the_read_view_opened(
-    endpoints: StackEndpoints, source_database: str, admin_connection: Connection, server_id: int
+    source: SourceEndpoint, source_database: str, admin_connection: Connection, server_id: int
 ) -> None:
     select(admin_connection, "CREATE TABLE t (id INT PRIMARY KEY)")
-    source = endpoints.mariadb.cdc_source(server_id)
-    before = current_position(source)
+    reader = source.cdc_source(server_id)
+    before = current_position(reader)
 
     table = _table(admin_connection, source_database)
 
-    with ConsistentSnapshot(source) as snapshot:
+    with ConsistentSnapshot(reader) as snapshot:
         select(admin_connection, "INSERT INTO t VALUES (1)")  # after the view: invisible
         chunks = list(snapshot.chunks(table, ("id",), after=None, chunk_size=10))
 
     assert snapshot.position == before
     assert chunks == []
-    assert current_position(source) > before
+    assert current_position(reader) > before
+
+
+@pytest.mark.parametrize("source", ["mysql"], indirect=True)
+def test_a_positioned_snapshot_of_mysql_is_refused_with_what_works_instead(
+    source: SourceEndpoint, server_id: int
+) -> None:
+    with pytest.raises(TerminalError) as refused:
+        ConsistentSnapshot(source.cdc_source(server_id)).__enter__()
+
+    assert str(refused.value) == (
+        f"{source.host}:{source.port} does not report the binlog position of a consistent "
+        "snapshot (binlog_snapshot_file): Tidemark's lock-free bootstrap needs MariaDB or "
+        "Percona Server. On MySQL, bootstrap from a MariaDB or Percona replica, or start with "
+        "scan.startup.mode: latest-offset and load the existing rows another way"
+    )
 
 
 def _table(connection: Connection, database: str) -> SourceTable:

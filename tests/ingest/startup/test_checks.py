@@ -1,4 +1,5 @@
-"""Start-up checks: against the stack's real MariaDB, and table-driven for MySQL 8 facts.
+"""Start-up checks: against each of the stack's real source servers, and table-driven for MySQL 8
+facts.
 
 The bad settings are made for real with ``SET GLOBAL`` on the shared server and put back at once,
 so each window is a few milliseconds; sessions pick global values up only when they connect, and
@@ -37,18 +38,20 @@ from ingest.startup.checks import (
 )
 from tidemark.errors import TerminalError
 from tidemark.source import BinlogPosition, SourceConnection, current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 if TYPE_CHECKING:
     Connection: TypeAlias = pymysql.connections.Connection[pymysql.cursors.Cursor]
 MakeAccount = Callable[..., SourceConnection]
+
+pytestmark = pytest.mark.every_source
 
 PROCESS_NOTE = (
     "binlog readers of accounts other than {} are not visible without the PROCESS privilege"
 )
 
 
-# -- the real MariaDB ------------------------------------------------------------------------
+# -- the real servers --------------------------------------------------------------------------
 
 
 @contextmanager
@@ -69,10 +72,17 @@ def global_variables(admin: Connection, **values: str) -> Iterator[None]:
 
 
 @pytest.fixture
-def make_account(endpoints: StackEndpoints, unique_name: str) -> Iterator[MakeAccount]:
-    """``make_account(*grants, server_id=...)``: a real account with exactly these grants."""
-    user, password = unique_name, "checks-password"
-    admin = endpoints.mariadb.admin_source().connect()
+def account_name(unique_name: str) -> str:
+    """The test's unique name as a user name: MySQL takes 32 characters at most."""
+    return unique_name if len(unique_name) <= 32 else unique_name[:23] + unique_name[-9:]
+
+
+@pytest.fixture
+def make_account(source: SourceEndpoint, account_name: str) -> Iterator[MakeAccount]:
+    """``make_account(*grants, server_id=...)``: a real account named ``account_name`` with
+    exactly these grants."""
+    user, password = account_name, "checks-password"
+    admin = source.admin_source().connect()
     with admin.cursor() as cursor:
         cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, password))
 
@@ -82,8 +92,8 @@ def make_account(endpoints: StackEndpoints, unique_name: str) -> Iterator[MakeAc
                 escaped = grant.replace("%", "%%")
                 cursor.execute(f"GRANT {escaped} TO %s@'%%'", (user,))
         return SourceConnection(
-            host=endpoints.mariadb.host,
-            port=endpoints.mariadb.port,
+            host=source.host,
+            port=source.port,
             user=user,
             password=SecretStr(password),
             server_id=server_id,
@@ -95,47 +105,66 @@ def make_account(endpoints: StackEndpoints, unique_name: str) -> Iterator[MakeAc
     admin.close()
 
 
-def replicas_note(server_id: int, account: str) -> str:
+SERVER_NAMES = {"mariadb": "MariaDB", "mysql": "MySQL"}
+#: the privilege that shows the binlog's files and position, as each server names it
+MONITOR_PRIVILEGE = {"mariadb": "BINLOG MONITOR", "mysql": "REPLICATION CLIENT"}
+
+
+#: the statement that lists the replicas, and the privilege it needs, on each server
+REPLICAS_LISTING = {
+    "mariadb": ("SHOW SLAVE HOSTS", "REPLICATION MASTER ADMIN"),
+    "mysql": ("SHOW REPLICAS", "REPLICATION SLAVE"),
+}
+
+
+def replicas_note(source: SourceEndpoint, server_id: int, account: str) -> str:
+    statement, privilege = REPLICAS_LISTING[source.flavor]
     return (
-        f"server-id {server_id} could not be compared with the replicas' ids: SHOW SLAVE HOSTS "
-        "was refused (Access denied; you need (at least one of) the REPLICATION MASTER ADMIN "
-        "privilege(s) for this operation); GRANT REPLICATION MASTER ADMIN ON *.* TO "
-        f"{account} to check it"
+        f"server-id {server_id} could not be compared with the replicas' ids: {statement} "
+        f"was refused (Access denied; you need (at least one of) the {privilege} "
+        f"privilege(s) for this operation); GRANT {privilege} ON *.* TO {account} to check it"
     )
 
 
 def test_the_stacks_configuration_passes(
-    endpoints: StackEndpoints, source_database: str, server_id: int
+    source: SourceEndpoint, source_database: str, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
+    cdc_source = source.cdc_source(server_id)
 
     result = run_startup_checks(
-        source, databases=[source_database], resume=current_position(source)
+        cdc_source, databases=[source_database], resume=current_position(cdc_source)
     )
 
     assert result.problems == ()
     # the least-privilege account cannot see other replicas: said, not failed
     account = "'tidemark_cdc'@'%'"
-    assert result.unchecked[0] == replicas_note(server_id, account)
+    if source.flavor == "mariadb":  # MySQL lists the replicas to REPLICATION SLAVE
+        assert result.unchecked[0] == replicas_note(source, server_id, account)
     assert result.unchecked[-1] == PROCESS_NOTE.format(account)
 
 
 def test_the_server_and_its_version_are_read_with_sql(
-    endpoints: StackEndpoints, server_id: int
+    source: SourceEndpoint, server_id: int
 ) -> None:
-    with endpoints.mariadb.cdc_source(server_id).connect() as connection:
+    with source.cdc_source(server_id).connect() as connection:
         facts = gather_facts(connection)
 
-    assert facts.version.flavor is Flavor.MARIADB
-    assert facts.version.at_least(10, 5)
+    flavor, oldest = {"mariadb": (Flavor.MARIADB, (10, 5)), "mysql": (Flavor.MYSQL, (8, 4))}[
+        source.flavor
+    ]
+    assert facts.version.flavor is flavor
+    assert facts.version.at_least(*oldest)
     assert facts.account == "tidemark_cdc@%"
-    assert facts.variables["server_id"] == str(endpoints.mariadb.server_id)
+    assert facts.variables["server_id"] == str(source.server_id)
     assert isinstance(facts.binary_logs, tuple) and facts.binary_logs
-    assert facts.replicas == Refused(
-        "SHOW SLAVE HOSTS",
-        "Access denied; you need (at least one of) the REPLICATION MASTER ADMIN privilege(s) "
-        "for this operation",
-    )
+    if source.flavor == "mariadb":  # MySQL lists the replicas to REPLICATION SLAVE
+        assert facts.replicas == Refused(
+            "SHOW SLAVE HOSTS",
+            "Access denied; you need (at least one of) the REPLICATION MASTER ADMIN privilege(s) "
+            "for this operation",
+        )
+    else:
+        assert isinstance(facts.replicas, tuple)
 
 
 BAD_SETTINGS = {
@@ -166,36 +195,57 @@ BAD_SETTINGS = {
 }
 
 
-@pytest.mark.parametrize("variable", list(BAD_SETTINGS))
+MARIADB_SETTINGS = {"log_bin_compress": "MySQL has no log_bin_compress"}
+
+
+def bad_settings(source: SourceEndpoint) -> dict[str, tuple[str, str]]:
+    """``BAD_SETTINGS`` that ``source``'s server has."""
+    return {
+        variable: bad
+        for variable, bad in BAD_SETTINGS.items()
+        if source.flavor == "mariadb" or variable not in MARIADB_SETTINGS
+    }
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        pytest.param(variable, marks=pytest.mark.mariadb_only(MARIADB_SETTINGS[variable]))
+        if variable in MARIADB_SETTINGS
+        else variable
+        for variable in BAD_SETTINGS
+    ],
+)
 def test_a_bad_binlog_setting_is_refused_with_its_fix(
-    endpoints: StackEndpoints, admin_connection: Connection, variable: str, server_id: int
+    source: SourceEndpoint, admin_connection: Connection, variable: str, server_id: int
 ) -> None:
     value, message = BAD_SETTINGS[variable]
-    source = endpoints.mariadb.cdc_source(server_id)
+    cdc_source = source.cdc_source(server_id)
 
     with global_variables(admin_connection, **{variable: value}):
         with pytest.raises(StartupCheckError) as failure:
-            run_startup_checks(source)
+            run_startup_checks(cdc_source)
 
     assert failure.value.problems == (message,)
     assert isinstance(failure.value, TerminalError)
 
 
 def test_every_problem_is_named_at_once(
-    endpoints: StackEndpoints, admin_connection: Connection
+    source: SourceEndpoint, admin_connection: Connection
 ) -> None:
-    own_id = endpoints.mariadb.server_id
-    source = endpoints.mariadb.cdc_source(own_id)
+    own_id = source.server_id
+    cdc_source = source.cdc_source(own_id)
     gone = BinlogPosition("mariadb-bin.999999", 4)
-    bad = {variable: value for variable, (value, _) in BAD_SETTINGS.items()}
+    settings = bad_settings(source)
+    bad = {variable: value for variable, (value, _) in settings.items()}
 
     with global_variables(admin_connection, **bad):
         with pytest.raises(StartupCheckError) as failure:
-            run_startup_checks(source, resume=gone)
+            run_startup_checks(cdc_source, resume=gone)
 
     oldest, newest = _binlog_range(admin_connection)
     problems = [
-        *(message for _, message in BAD_SETTINGS.values()),
+        *(message for _, message in settings.values()),
         f"server-id {own_id} is the source server's own server_id: choose another source "
         "server-id in the pipeline file, unique among its replicas",
         f"the resume position mariadb-bin.999999:4 is not on this server: it has no binlog "
@@ -203,53 +253,62 @@ def test_every_problem_is_named_at_once(
         f"another server; {REBOOTSTRAP}",
     ]
     assert str(failure.value) == (
-        f"the source {source.host}:{source.port} (MariaDB "
+        f"the source {cdc_source.host}:{cdc_source.port} ({SERVER_NAMES[source.flavor]} "
         f"{'.'.join(map(str, _version(admin_connection)))}) is not ready for change data "
-        "capture; fix these 6 problem(s) and start again:\n"
+        f"capture; fix these {len(problems)} problem(s) and start again:\n"
         + "\n".join(f"- {problem}" for problem in problems)
     )
 
 
 def test_missing_privileges_are_named_with_the_grant_that_fixes_them(
-    make_account: MakeAccount, source_database: str, unique_name: str, server_id: int
+    source: SourceEndpoint,
+    make_account: MakeAccount,
+    source_database: str,
+    account_name: str,
+    server_id: int,
 ) -> None:
-    source = make_account(f"SELECT ON `{source_database}`.*", server_id=server_id)
+    streaming = f"REPLICATION SLAVE, {MONITOR_PRIVILEGE[source.flavor]}"
+    cdc_source = make_account(f"SELECT ON `{source_database}`.*", server_id=server_id)
     elsewhere = f"{source_database}_elsewhere"
 
     with pytest.raises(StartupCheckError) as failure:
         run_startup_checks(
-            source,
+            cdc_source,
             databases=[source_database, elsewhere],
             resume=BinlogPosition("mariadb-bin.000001", 4),
         )
 
-    account = f"'{unique_name}'@'%'"
+    account = f"'{account_name}'@'%'"
     assert failure.value.problems == (
-        f"the account {account} lacks REPLICATION SLAVE, BINLOG MONITOR, which streaming the "
-        f"binlog needs: run GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO {account}",
+        f"the account {account} lacks {streaming}, which streaming the binlog needs: run "
+        f"GRANT {streaming} ON *.* TO {account}",
         f"the account {account} lacks SELECT on `{elsewhere}`, which snapshots need: run "
         f"GRANT SELECT ON `{elsewhere}`.* TO {account}",
     )
 
 
 def test_what_cannot_be_seen_is_said_not_failed(
-    make_account: MakeAccount, source_database: str, unique_name: str, server_id: int
+    source: SourceEndpoint,
+    make_account: MakeAccount,
+    source_database: str,
+    account_name: str,
+    server_id: int,
 ) -> None:
-    source = make_account(f"SELECT ON `{source_database}`.*", server_id=server_id)
+    cdc_source = make_account(f"SELECT ON `{source_database}`.*", server_id=server_id)
 
-    with source.connect() as connection:
+    with cdc_source.connect() as connection:
         facts = gather_facts(connection)
     result = evaluate(
         facts, Requirements(server_id, resume=BinlogPosition("mariadb-bin.000001", 4))
     )
 
-    account = f"'{unique_name}'@'%'"
+    account = f"'{account_name}'@'%'"
     assert result.unchecked == (
-        replicas_note(server_id, account),
+        replicas_note(source, server_id, account),
         PROCESS_NOTE.format(account),
         "could not check that the resume position mariadb-bin.000001:4 is still on the server: "
         "SHOW BINARY LOGS was refused (Access denied; you need (at least one of) the SUPER, "
-        "BINLOG MONITOR privilege(s) for this operation)",
+        f"{MONITOR_PRIVILEGE[source.flavor]} privilege(s) for this operation)",
     )
 
 
@@ -269,14 +328,14 @@ def test_all_privileges_and_database_patterns_count_as_select(
 
 
 def test_a_purged_resume_position_says_how_to_rebootstrap(
-    endpoints: StackEndpoints, admin_connection: Connection, server_id: int
+    source: SourceEndpoint, admin_connection: Connection, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
+    cdc_source = source.cdc_source(server_id)
     oldest, _ = _binlog_range(admin_connection)
     purged = BinlogPosition(_previous_file(oldest), 4)
 
     with pytest.raises(StartupCheckError) as failure:
-        run_startup_checks(source, resume=purged)
+        run_startup_checks(cdc_source, resume=purged)
 
     assert failure.value.problems == (
         f"the resume position {purged} is gone: {purged.file} has been purged (the oldest "
@@ -286,24 +345,24 @@ def test_a_purged_resume_position_says_how_to_rebootstrap(
 
 
 def test_a_resume_position_past_the_end_of_its_file_is_refused(
-    endpoints: StackEndpoints, server_id: int
+    source: SourceEndpoint, server_id: int
 ) -> None:
-    source = endpoints.mariadb.cdc_source(server_id)
-    end = current_position(source)
+    cdc_source = source.cdc_source(server_id)
+    end = current_position(cdc_source)
     beyond = BinlogPosition(end.file, end.offset + 10**12)
 
     with pytest.raises(StartupCheckError) as failure:
-        run_startup_checks(source, resume=beyond)
+        run_startup_checks(cdc_source, resume=beyond)
 
     (problem,) = failure.value.problems
     assert problem.startswith(f"the resume position {beyond} is past the end of {end.file} (")
     assert problem.endswith(f"the binlog was reset or this is another server; {REBOOTSTRAP}")
 
 
-def test_the_servers_own_server_id_is_refused(endpoints: StackEndpoints) -> None:
-    own_id = endpoints.mariadb.server_id
+def test_the_servers_own_server_id_is_refused(source: SourceEndpoint) -> None:
+    own_id = source.server_id
     with pytest.raises(StartupCheckError) as failure:
-        run_startup_checks(endpoints.mariadb.cdc_source(own_id))
+        run_startup_checks(source.cdc_source(own_id))
 
     assert failure.value.problems == (
         f"server-id {own_id} is the source server's own server_id: choose another source "
@@ -312,11 +371,11 @@ def test_the_servers_own_server_id_is_refused(endpoints: StackEndpoints) -> None
 
 
 def test_a_registered_replica_with_our_server_id_is_refused(
-    endpoints: StackEndpoints, server_id: int
+    source: SourceEndpoint, server_id: int
 ) -> None:
-    admin = endpoints.mariadb.admin_source().model_copy(update={"server_id": server_id})
+    admin = source.admin_source().model_copy(update={"server_id": server_id})
 
-    with _registered_replica(endpoints.mariadb.cdc_source(server_id), "replica-7.example"):
+    with _registered_replica(source.cdc_source(server_id), "replica-7.example"):
         with pytest.raises(StartupCheckError) as failure:
             run_startup_checks(admin)
 
@@ -328,32 +387,36 @@ def test_a_registered_replica_with_our_server_id_is_refused(
 
 
 def test_a_binlog_reader_that_registered_no_id_is_named_as_unchecked(
+    source: SourceEndpoint,
     make_account: MakeAccount,
     admin_connection: Connection,
     source_database: str,
-    unique_name: str,
+    account_name: str,
     server_id: int,
 ) -> None:
     """mysql-replication does not register its readers, so their ids cannot be seen: the
     check names the connected readers instead of guessing."""
-    source = make_account("SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.*", server_id=server_id)
-    with BinlogReader(source, current_position(source), follow=True) as reader:
+    grants = f"SELECT, REPLICATION SLAVE, {MONITOR_PRIVILEGE[source.flavor]} ON *.*"
+    cdc_source = make_account(grants, server_id=server_id)
+    with BinlogReader(cdc_source, current_position(cdc_source), follow=True) as reader:
         with admin_connection.cursor() as cursor:
             cursor.execute("CREATE TABLE t (id INT PRIMARY KEY)")
         next(iter(reader))  # the dump connection is open and streaming
 
-        result = run_startup_checks(source, databases=[source_database])
+        result = run_startup_checks(cdc_source, databases=[source_database])
 
-    account = f"'{unique_name}'@'%'"
+    account = f"'{account_name}'@'%'"
     assert result.problems == ()
-    assert result.unchecked[0] == replicas_note(server_id, account)
+    notes = list(result.unchecked)
+    if source.flavor == "mariadb":  # MySQL lists the replicas to REPLICATION SLAVE
+        assert notes.pop(0) == replicas_note(source, server_id, account)
     assert re.fullmatch(
         rf"server-id {server_id} could not be compared with 1 connected binlog reader\(s\) "
         rf"that registered no server id \(binlog readers connected: "
-        rf"{unique_name}@127\.0\.0\.1:\d+ \(thread \d+\)\)",
-        result.unchecked[1],
-    ), result.unchecked[1]
-    assert result.unchecked[2] == PROCESS_NOTE.format(account)
+        rf"{account_name}@127\.0\.0\.1:\d+ \(thread \d+\)\)",
+        notes[0],
+    ), notes[0]
+    assert notes[1:] == [PROCESS_NOTE.format(account)]
 
 
 @contextmanager
@@ -411,6 +474,8 @@ MYSQL = ServerFacts(
         "binlog_transaction_compression": "OFF",
         "server_id": "1",
         "gtid_purged": f"{UUID}:1-77",
+        "gtid_mode": "ON",
+        "binlog_expire_logs_seconds": "2592000",
     },
     grants=(
         "GRANT SELECT, RELOAD, PROCESS, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`",
@@ -488,24 +553,30 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
             "10.5+ have it): without it binlog rows carry no column names; upgrade the server"
         ],
     ),
-    "compressed transactions": (
+    "compressed transactions are read": (
         with_variables(binlog_transaction_compression="ON"),
         NEEDS,
-        [
-            "binlog_transaction_compression is ON: compressed binlog events cannot be decoded "
-            "and would be skipped without a trace; run SET GLOBAL "
-            "binlog_transaction_compression = OFF and add binlog_transaction_compression = OFF "
-            "under [mysqld] in my.cnf"
-        ],
+        [],
     ),
     "partial JSON updates": (
         with_variables(binlog_row_value_options="PARTIAL_JSON"),
         NEEDS,
         [
-            "binlog_row_value_options is PARTIAL_JSON: partial JSON updates are logged as "
-            "events the binlog library drops without a trace; run SET GLOBAL "
-            "binlog_row_value_options = '' and add binlog_row_value_options = '' under "
-            "[mysqld] in my.cnf"
+            "binlog_row_value_options is PARTIAL_JSON: an update of a JSON column is then "
+            "logged as a diff against the old document, not as the row, and its changes cannot "
+            "be read exactly; run SET GLOBAL binlog_row_value_options = '' and add "
+            "binlog_row_value_options = '' under [mysqld] in my.cnf"
+        ],
+    ),
+    "a start after a GTID set without GTIDs": (
+        with_variables(gtid_mode="OFF_PERMISSIVE"),
+        replace(NEEDS, resume_gtids=f"{UUID}:1-100"),
+        [
+            "gtid_mode is OFF_PERMISSIVE: the pipeline starts after a GTID set, which only a "
+            "server with gtid_mode = ON can find; set gtid_mode = ON and "
+            "enforce_gtid_consistency = ON under [mysqld] in my.cnf (on a running server, step "
+            "gtid_mode through OFF_PERMISSIVE and ON_PERMISSIVE), or start by file and position "
+            "(scan.startup.specific-offset.file and .pos)"
         ],
     ),
     "ALL PRIVILEGES grants everything": (
@@ -609,6 +680,35 @@ def test_mysql_without_show_replicas_says_which_privilege_would_check_it() -> No
     assert evaluate(facts, NEEDS).unchecked == (
         "server-id 5400 could not be compared with the replicas' ids: SHOW REPLICAS was refused "
         "(Access denied); GRANT REPLICATION SLAVE ON *.* TO 'cdc'@'%' to check it",
+    )
+
+
+def test_mysql_without_gtids_streams_with_a_warning_about_failover() -> None:
+    result = evaluate(with_variables(gtid_mode="OFF"), replace(NEEDS, resume_gtids=None))
+
+    assert result.problems == ()
+    assert result.warnings == (
+        "gtid_mode is OFF: the changelog records binlog files and positions only, which no "
+        "other server shares, so after a failover to a replica the pipeline must bootstrap "
+        "again; set gtid_mode = ON and enforce_gtid_consistency = ON under [mysqld] in my.cnf "
+        "(on a running server, step gtid_mode through OFF_PERMISSIVE and ON_PERMISSIVE)",
+    )
+
+
+@pytest.mark.parametrize(("seconds", "warned"), [("3600", True), ("86400", False), ("0", False)])
+def test_binlogs_kept_less_than_a_day_are_warned_of(seconds: str, warned: bool) -> None:
+    result = evaluate(with_variables(binlog_expire_logs_seconds=seconds), NEEDS)
+
+    assert result.problems == ()
+    assert result.warnings == (
+        (
+            "binlog_expire_logs_seconds is 3600: binlogs are purged after 1.0 hours, so a "
+            "pipeline stopped longer than that must bootstrap again; keep them at least a day "
+            "(7 days is usual): run SET GLOBAL binlog_expire_logs_seconds = 604800 and add "
+            "binlog_expire_logs_seconds = 604800 under [mysqld] in my.cnf",
+        )
+        if warned
+        else ()
     )
 
 

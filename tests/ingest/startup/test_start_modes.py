@@ -1,4 +1,4 @@
-"""Start modes that name a point in time or a GTID set, against a MariaDB of the test's own.
+"""Start modes that name a point in time or a GTID set, against a source server of the test's own.
 
 Each test writes orders one transaction at a time into several binlog files, then starts a
 pipeline in the mode under test and reads to the end: the changelog holds exactly the orders
@@ -8,7 +8,8 @@ from the named point on.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,8 @@ from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.polling import wait_until
 from tidemark.config import load_pipeline
 from tidemark.errors import ConfigError
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.source import current_position
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
@@ -38,7 +40,8 @@ OrderedIds = Callable[[tuple[str, str]], list[int]]
 
 @pytest.fixture
 def ordered_ids(
-    private_mariadb: StackEndpoints,
+    private_source: SourceEndpoint,
+    endpoints: StackEndpoints,
     namespace: str,
     catalog: Catalog,
     tmp_path: Path,
@@ -51,7 +54,8 @@ def ordered_ids(
         mode, option = start
         path = write_pipeline(
             tmp_path / "p.yaml",
-            private_mariadb,
+            private_source,
+            endpoints.catalog,
             database="shop",
             tables="orders",
             namespace=namespace,
@@ -61,7 +65,7 @@ def ordered_ids(
         )
         config = load_pipeline(path)
         runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-        run_to_end(runner, private_mariadb, server_id, max_seconds=120)
+        run_to_end(runner, private_source, server_id, max_seconds=120)
         table = catalog.load_table(f"{namespace}.orders_changelog")
         rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda row: row["_tm_order"])
         return [row["id"] for row in rows]
@@ -69,37 +73,59 @@ def ordered_ids(
     return read
 
 
-def _shop(private_mariadb: StackEndpoints) -> pymysql.connections.Connection[Cursor]:
-    conn = private_mariadb.mariadb.admin_source().connect()
-    with conn.cursor() as cursor:
-        cursor.execute("CREATE DATABASE shop")
-        cursor.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, item TEXT)")
-    return conn
+@dataclass(frozen=True)
+class Shop:
+    """shop.orders on the test's own server, written through an admin connection's cursor."""
 
+    source: SourceEndpoint
+    cursor: Cursor
 
-def _order(cursor: Cursor, order_id: int) -> str:
-    """Insert one order in a transaction of its own; its GTID."""
-    cursor.execute("INSERT INTO shop.orders VALUES (%s, 'kettle')", (order_id,))
-    cursor.execute("SELECT @@last_gtid")
-    (gtid,) = cursor.fetchone() or ("",)
-    return str(gtid)
+    def order(self, order_id: int) -> str:
+        """Insert one order in a transaction of its own; its GTID. (Nothing else writes to the
+        server, so on MySQL it is the last one executed.)"""
+        self.cursor.execute("INSERT INTO shop.orders VALUES (%s, 'kettle')", (order_id,))
+        if self.source.flavor == "mariadb":
+            self.cursor.execute("SELECT @@last_gtid")
+            (gtid,) = self.cursor.fetchone() or ("",)
+            return str(gtid)
+        self.cursor.execute("SELECT @@global.gtid_executed")
+        (executed,) = self.cursor.fetchone() or ("",)
+        uuid, _, intervals = str(executed).partition(":")  # uuid:1-7, one server's
+        return f"{uuid}:{intervals.rpartition('-')[2]}"
+
+    def up_to(self, gtid: str) -> str:
+        """The GTID set of ``gtid`` and every transaction before it: MariaDB's GTID is one by
+        itself; MySQL's set lists them all."""
+        if self.source.flavor == "mariadb":
+            return gtid
+        uuid, _, number = gtid.rpartition(":")
+        return f"{uuid}:1-{number}"
 
 
 @pytest.fixture
-def orders_at_times(private_mariadb: StackEndpoints) -> None:
+def shop(private_source: SourceEndpoint) -> Iterator[Shop]:
+    """An empty shop.orders on the test's own server."""
+    with private_source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute("CREATE DATABASE shop")
+        cursor.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, item TEXT)")
+        yield Shop(private_source, cursor)
+
+
+@pytest.fixture
+def orders_at_times(shop: Shop) -> None:
     """Orders 1..6 with binlog timestamps 100 s apart, two per binlog file."""
-    with _shop(private_mariadb) as conn, conn.cursor() as cursor:
-        for order_id in range(1, 7):
-            cursor.execute("SET timestamp = %s", (DAY_AHEAD + 100 * order_id,))
-            _order(cursor, order_id)
-            if order_id % 2 == 0:
-                cursor.execute("FLUSH BINARY LOGS")
+    for order_id in range(1, 7):
+        shop.cursor.execute("SET timestamp = %s", (DAY_AHEAD + 100 * order_id,))
+        shop.order(order_id)
+        if order_id % 2 == 0:
+            shop.cursor.execute("FLUSH BINARY LOGS")
 
 
 def _timestamp(seconds: int) -> tuple[str, str]:
     return "timestamp", f"  scan.startup.timestamp-millis: {seconds * 1000}\n"
 
 
+@pytest.mark.every_source
 @pytest.mark.usefixtures("orders_at_times")
 def test_timestamp_starts_at_the_first_transaction_at_or_after_it(ordered_ids: OrderedIds) -> None:
     ids = ordered_ids(_timestamp(DAY_AHEAD + 300))
@@ -107,6 +133,7 @@ def test_timestamp_starts_at_the_first_transaction_at_or_after_it(ordered_ids: O
     assert ids == [3, 4, 5, 6]
 
 
+@pytest.mark.every_source
 @pytest.mark.usefixtures("orders_at_times")
 def test_timestamp_between_transactions_starts_at_the_next_one(ordered_ids: OrderedIds) -> None:
     ids = ordered_ids(_timestamp(DAY_AHEAD + 450))
@@ -114,6 +141,7 @@ def test_timestamp_between_transactions_starts_at_the_next_one(ordered_ids: Orde
     assert ids == [5, 6]
 
 
+@pytest.mark.every_source
 @pytest.mark.usefixtures("orders_at_times")
 def test_timestamp_after_every_transaction_starts_at_the_end(ordered_ids: OrderedIds) -> None:
     ids = ordered_ids(_timestamp(DAY_AHEAD + 900))
@@ -125,46 +153,46 @@ def _gtid_set(text: str) -> tuple[str, str]:
     return "specific-offset", f"  scan.startup.specific-offset.gtid-set: {text}\n"
 
 
+@pytest.mark.every_source
 def test_a_gtid_set_starts_right_after_the_transactions_it_names(
-    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
+    shop: Shop, ordered_ids: OrderedIds
 ) -> None:
-    with _shop(private_mariadb) as conn, conn.cursor() as cursor:
-        gtids = []
-        for order_id in range(1, 6):
-            gtids.append(_order(cursor, order_id))
-            cursor.execute("FLUSH BINARY LOGS")
+    gtids = []
+    for order_id in range(1, 6):
+        gtids.append(shop.order(order_id))
+        shop.cursor.execute("FLUSH BINARY LOGS")
 
-    ids = ordered_ids(_gtid_set(gtids[2]))
+    ids = ordered_ids(_gtid_set(shop.up_to(gtids[2])))
 
     assert ids == [4, 5]
 
 
+# MariaDB only: MySQL has no replication domains
 def test_a_gtid_set_over_two_domains_covers_each_domain_up_to_its_own_sequence(
-    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
+    shop: Shop, ordered_ids: OrderedIds
 ) -> None:
-    with _shop(private_mariadb) as conn, conn.cursor() as cursor:
-        first = _order(cursor, 1)
-        cursor.execute("SET gtid_domain_id = 7")
-        second = _order(cursor, 2)
-        cursor.execute("SET gtid_domain_id = 0")
-        _order(cursor, 3)
-        cursor.execute("SET gtid_domain_id = 7")
-        _order(cursor, 4)
+    first = shop.order(1)
+    shop.cursor.execute("SET gtid_domain_id = 7")
+    second = shop.order(2)
+    shop.cursor.execute("SET gtid_domain_id = 0")
+    shop.order(3)
+    shop.cursor.execute("SET gtid_domain_id = 7")
+    shop.order(4)
 
     ids = ordered_ids(_gtid_set(f"{first},{second}"))
 
     assert ids == [3, 4]
 
 
+# MariaDB only: MySQL has no replication domains
 def test_a_gtid_set_with_a_hole_is_refused_with_the_file_and_position_alternative(
-    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
+    shop: Shop, ordered_ids: OrderedIds
 ) -> None:
-    with _shop(private_mariadb) as conn, conn.cursor() as cursor:
-        _order(cursor, 1)
-        cursor.execute("SET gtid_domain_id = 7")
-        hole = _order(cursor, 2)
-        cursor.execute("SET gtid_domain_id = 0")
-        later = _order(cursor, 3)
+    shop.order(1)
+    shop.cursor.execute("SET gtid_domain_id = 7")
+    hole = shop.order(2)
+    shop.cursor.execute("SET gtid_domain_id = 0")
+    later = shop.order(3)
 
     with pytest.raises(ConfigError) as refused:
         ordered_ids(_gtid_set(later))
@@ -177,21 +205,20 @@ def test_a_gtid_set_with_a_hole_is_refused_with_the_file_and_position_alternativ
     )
 
 
+@pytest.mark.every_source
 def test_a_gtid_set_whose_next_transaction_was_purged_says_to_re_bootstrap(
-    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
+    private_source: SourceEndpoint, shop: Shop, ordered_ids: OrderedIds
 ) -> None:
-    with _shop(private_mariadb) as conn, conn.cursor() as cursor:
-        applied = _order(cursor, 1)
-        _order(cursor, 2)
-        cursor.execute("FLUSH BINARY LOGS")
-        oldest_left = _order(cursor, 3)
-        cursor.execute("SHOW MASTER STATUS")
-        (current_file, *_) = cursor.fetchone() or ("",)
-        wait_until(
-            f"the binlog before {current_file} purged",
-            lambda: _purged_to(cursor, current_file),
-            seconds=30,
-        )
+    applied = shop.up_to(shop.order(1))
+    shop.order(2)
+    shop.cursor.execute("FLUSH BINARY LOGS")
+    oldest_left = shop.order(3)
+    current_file = current_position(private_source.admin_source()).file
+    wait_until(
+        f"the binlog before {current_file} purged",
+        lambda: _purged_to(shop.cursor, current_file),
+        seconds=30,
+    )
 
     with pytest.raises(ConfigError) as refused:
         ordered_ids(_gtid_set(applied))
@@ -212,18 +239,22 @@ def _purged_to(cursor: Cursor, file: str) -> bool:
     return bool(oldest == file)
 
 
-def test_a_mysql_gtid_set_on_mariadb_is_refused_naming_the_servers_form(
-    private_mariadb: StackEndpoints, ordered_ids: OrderedIds
+@pytest.mark.every_source
+def test_a_gtid_set_of_the_other_servers_form_is_refused_naming_this_servers_form(
+    private_source: SourceEndpoint, shop: Shop, ordered_ids: OrderedIds
 ) -> None:
-    with _shop(private_mariadb) as conn, conn.cursor() as cursor:
-        gtid = _order(cursor, 1)
-    mysql_set = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"
+    gtid = shop.order(1)
+    other_form = {
+        "mariadb": "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5",
+        "mysql": "0-1-5",
+    }[private_source.flavor]
 
     with pytest.raises(ConfigError) as refused:
-        ordered_ids(_gtid_set(mysql_set))
+        ordered_ids(_gtid_set(other_form))
 
-    assert f"its binlog has GTIDs like {gtid.split('-')[0]}-" in str(refused.value)
-    assert "@@gtid_binlog_pos on MariaDB" in str(refused.value)
+    # the GTID the message shows is of this server's form: ours less its sequence number
+    assert f"its binlog has GTIDs like {gtid.rstrip('0123456789')}" in str(refused.value)
+    assert "@@gtid_binlog_pos on MariaDB, @@gtid_executed on MySQL" in str(refused.value)
 
 
 # --- GTID sets as text ---------------------------------------------------------------------

@@ -22,12 +22,14 @@ from tests.polling import wait_until
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.source import current_position
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
 
 TABLES = 12
 
@@ -58,13 +60,19 @@ def twelve_tables(orders: Connection) -> Connection:
 
 @pytest.fixture
 def config(
-    endpoints: StackEndpoints, source_database: str, namespace: str, tmp_path: Path, server_id: int
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    tmp_path: Path,
+    server_id: int,
 ) -> PipelineConfig:
     """A pipeline of the tables ``t00``...``t11``."""
     return load_pipeline(
         write_pipeline(
             tmp_path / "p.yaml",
-            endpoints,
+            source,
+            endpoints.catalog,
             database=source_database,
             tables="t\\d+",
             namespace=namespace,
@@ -104,7 +112,7 @@ def commit_gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[CommitGate]:
 
 
 def test_the_binlog_is_read_while_a_flush_commits(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     catalog: Catalog,
     namespace: str,
     config: PipelineConfig,
@@ -125,7 +133,7 @@ def test_the_binlog_is_read_while_a_flush_commits(
         wait_until("a flush committing", commit_gate.waiting.is_set, seconds=60)
         with twelve_tables.cursor() as cursor:
             cursor.execute("INSERT INTO t02 VALUES (1, 2)")
-        later = current_position(endpoints.mariadb.cdc_source(server_id))
+        later = current_position(source.cdc_source(server_id))
 
         # the flush of t00 and t01 still holds: what came after is read all the same
         wait_until("reading on", lambda: runner.consistent_from() >= later, seconds=60)
@@ -171,7 +179,7 @@ def _holds_rows(catalog: Catalog, identifier: str, rows: int) -> Callable[[], bo
 
 
 def test_a_failed_commit_stops_the_run_and_every_commit_that_landed_is_reported(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     namespace: str,
     catalog: Catalog,
     config: PipelineConfig,
@@ -189,7 +197,7 @@ def test_a_failed_commit_stops_the_run_and_every_commit_that_landed_is_reported(
     catalog.drop_table(f"{namespace}.t05_changelog")  # its commit cannot land
 
     with pytest.raises(NoSuchTableError):
-        run_to_end(runner, endpoints, server_id, max_seconds=120)
+        run_to_end(runner, source, server_id, max_seconds=120)
 
     reported = [report.table for report in reports.commits]
     assert len(reported) == len(set(reported))  # each once

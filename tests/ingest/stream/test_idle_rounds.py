@@ -10,18 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from pyiceberg.catalog import Catalog
 
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.config import load_pipeline
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
 
 QUIET_TABLES = 60
 TRANSACTIONS = 10
@@ -40,6 +43,7 @@ class SteppingClock:
 
 
 def test_an_idle_round_longer_than_the_idle_interval_does_not_starve_reading(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -54,7 +58,8 @@ def test_an_idle_round_longer_than_the_idle_interval_does_not_starve_reading(
     config = load_pipeline(
         write_pipeline(
             tmp_path / "p.yaml",
-            endpoints,
+            source,
+            endpoints.catalog,
             database=source_database,
             tables="\\.*",
             namespace=namespace,
@@ -68,7 +73,7 @@ def test_an_idle_round_longer_than_the_idle_interval_does_not_starve_reading(
         for number in range(TRANSACTIONS):
             cursor.execute(f"INSERT INTO orders VALUES ({number}, 'kettle', 1)")
 
-    run_to_end(runner, endpoints, server_id, max_seconds=1e9)
+    run_to_end(runner, source, server_id, max_seconds=1e9)
 
     changelog = catalog.load_table(f"{namespace}.orders_changelog")
     assert len(changelog.scan().to_arrow()) == TRANSACTIONS

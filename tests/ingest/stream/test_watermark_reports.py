@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pyiceberg.catalog import Catalog
 
@@ -18,17 +19,20 @@ from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import write_pipeline
 from tidemark.contracts.reports import WatermarkReport, read_report
 from tidemark.pipeline import Pipeline
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
     import pymysql
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
+pytestmark = pytest.mark.every_source
+
 QUIET_TABLES = 20
 
 
 def test_idle_tables_watermarks_move_by_report_without_a_commit(
+    source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
@@ -43,7 +47,8 @@ def test_idle_tables_watermarks_move_by_report_without_a_commit(
             cursor.execute(f"CREATE TABLE quiet_{number:02} (id INT PRIMARY KEY)")
     path = write_pipeline(
         tmp_path / "p.yaml",
-        endpoints,
+        source,
+        endpoints.catalog,
         database=source_database,
         tables="\\.*",
         namespace=namespace,
