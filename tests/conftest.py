@@ -61,9 +61,10 @@ def source(request: pytest.FixtureRequest, endpoints: StackEndpoints) -> SourceE
     """The source server the test reads: each of MariaDB and MySQL in turn for a test marked
     ``every_source``, MariaDB for the others."""
     flavor: SourceFlavor = getattr(request, "param", "mariadb")
-    mariadb_only = request.node.get_closest_marker("mariadb_only")
-    if mariadb_only is not None and flavor != "mariadb":
-        pytest.skip(f"MariaDB only: {mariadb_only.args[0]}")
+    for server, only in (("MariaDB", "mariadb_only"), ("MySQL", "mysql_only")):
+        marker = request.node.get_closest_marker(only)
+        if marker is not None and flavor != server.lower():
+            pytest.skip(f"{server} only: {marker.args[0]}")
     return endpoints.source(flavor)
 
 

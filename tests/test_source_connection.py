@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tidemark.source import open_connection
+from tidemark.source import binlog_status_statement, open_connection
 from tidemark.stack.endpoints import SourceEndpoint
 
 pytestmark = pytest.mark.every_source
@@ -48,3 +48,21 @@ def test_explicit_tls_settings_keep_pymysqls_own_context(
 def tls_of(connection: Any) -> tuple[bool, bool, ssl.SSLContext]:
     """What PyMySQL set up for TLS: whether it asks for it, whether it insists, the context."""
     return connection.ssl, connection._ssl_required, connection.ctx
+
+
+@pytest.mark.parametrize(
+    ("handshake", "statement"),
+    [
+        ("5.5.5-10.11.19-MariaDB-0+deb12u1-log", "SHOW MASTER STATUS"),
+        ("11.8.2-MariaDB", "SHOW MASTER STATUS"),
+        ("8.0.36-0ubuntu0.22.04.1", "SHOW MASTER STATUS"),
+        ("8.2.0", "SHOW BINARY LOG STATUS"),
+        ("8.4.3", "SHOW BINARY LOG STATUS"),
+        ("9.7.4-2", "SHOW BINARY LOG STATUS"),
+    ],
+)
+def test_where_the_binlog_ends_is_asked_in_each_servers_words(
+    handshake: str, statement: str
+) -> None:
+    # MySQL 8.2 renamed SHOW MASTER STATUS and 8.4 removed it; MariaDB keeps it
+    assert binlog_status_statement(handshake) == statement

@@ -44,6 +44,8 @@ class Family:
     options: dict[str, Any] = field(default_factory=dict)
     #: why MySQL cannot run the family, if its types are MariaDB's alone
     mariadb_only: str | None = None
+    #: why only MySQL has this family's types (its 0900 collations), if only it does
+    mysql_only: str | None = None
 
     def column_definitions(self) -> list[tuple[str, str]]:
         """(name, ``TYPE ...``) of each column: the list split at its commas outside
@@ -451,6 +453,28 @@ FAMILIES = [
         mariadb_only="MySQL has no UCA 14.0.0 collations",
     ),
     Family(
+        name="uca0900",
+        columns=(
+            "ai VARCHAR(5) COLLATE utf8mb4_0900_ai_ci, cs VARCHAR(5) COLLATE utf8mb4_0900_as_cs, "
+            "ja VARCHAR(5) COLLATE utf8mb4_ja_0900_as_cs_ks, bn CHAR(5) COLLATE utf8mb4_0900_bin, "
+            "de TEXT COLLATE utf8mb4_de_pb_0900_ai_ci, u3 VARCHAR(5) CHARACTER SET utf8mb3"
+        ),
+        rows=(
+            "'Ü😀', 'Äb', 'ｶﾀｶﾅ', 'x ', 'Straße', 'é'",
+            "'', '', '', '', '', ''",
+            "NULL, NULL, NULL, NULL, NULL, NULL",
+        ),
+        # CHAR without its trailing spaces, as SELECT shows it
+        expected=(
+            {"ai": "Ü😀", "cs": "Äb", "ja": "ｶﾀｶﾅ", "bn": "x", "de": "Straße", "u3": "é"},
+            dict.fromkeys(("ai", "cs", "ja", "bn", "de", "u3"), ""),
+            dict.fromkeys(("ai", "cs", "ja", "bn", "de", "u3")),
+        ),
+        types=dict.fromkeys(("ai", "cs", "ja", "bn", "de", "u3"), pa.string()),
+        truth="ai, cs, ja, bn, de, u3",
+        mysql_only="MariaDB has no UCA 9.0.0 (0900) collations",
+    ),
+    Family(
         name="binary",
         columns="b BINARY(4), vb VARBINARY(4), bl BLOB, lb LONGBLOB, "
         "bc CHAR(3) CHARACTER SET binary",
@@ -619,18 +643,24 @@ FAMILIES = [
 
 
 def family_params() -> list[Any]:
-    """``FAMILIES`` to parametrize a test marked ``every_source`` with: a family of MariaDB's
-    own types is skipped on MySQL."""
-    return [
-        pytest.param(
-            family,
-            id=family.name,
-            marks=[pytest.mark.mariadb_only(family.mariadb_only)] if family.mariadb_only else [],
-        )
-        for family in FAMILIES
-    ]
+    """``FAMILIES`` to parametrize a test marked ``every_source`` with: a family of one
+    server's own types is skipped on the other."""
+    return [pytest.param(family, id=family.name, marks=_only_marks(family)) for family in FAMILIES]
+
+
+def _only_marks(family: Family) -> list[Any]:
+    if family.mariadb_only:
+        return [pytest.mark.mariadb_only(family.mariadb_only)]
+    if family.mysql_only:
+        return [pytest.mark.mysql_only(family.mysql_only)]
+    return []
 
 
 def families_on(flavor: SourceFlavor) -> list[Family]:
     """The families whose types ``flavor``'s server has."""
-    return [family for family in FAMILIES if flavor == "mariadb" or family.mariadb_only is None]
+    return [
+        family
+        for family in FAMILIES
+        if (flavor == "mariadb" or family.mariadb_only is None)
+        and (flavor == "mysql" or family.mysql_only is None)
+    ]
