@@ -227,6 +227,31 @@ def test_a_partial_json_update_of_a_table_not_read_is_passed_over(
     assert _rows(events) == [("kept", "c", [(None, (7,))])]
 
 
+@on_mysql
+def test_a_server_without_gtids_streams_its_transactions_without_them(
+    private_source: SourceEndpoint, server_id: int
+) -> None:
+    with private_source.admin_source().connect() as conn, conn.cursor() as cursor:
+        for mode in ("ON_PERMISSIVE", "OFF_PERMISSIVE", "OFF"):  # one step at a time
+            cursor.execute(f"SET GLOBAL gtid_mode = {mode}")
+        cursor.execute("CREATE DATABASE shop")
+        cursor.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, qty INT)")
+        start = _position(cursor)
+        cursor.execute("INSERT INTO shop.orders VALUES (1, 5), (2, 7)")
+        cursor.execute("UPDATE shop.orders SET qty = 6 WHERE id = 1")
+        end = _position(cursor)
+
+    events = _read(private_source, server_id, "shop", start, end)
+
+    starts = [event for event in events if isinstance(event, TransactionStarted)]
+    assert [event.gtid for event in starts] == [None, None]  # MySQL's anonymous GTID events
+    assert _rows(events) == [
+        ("orders", "c", [(None, (1, 5)), (None, (2, 7))]),
+        ("orders", "u", [((1, 5), (1, 6))]),
+    ]
+    assert len(_commits_with_rows(events)) == 2
+
+
 def test_a_payload_stored_without_compression_is_read_as_it_is() -> None:
     event = _event(kind=2, body=b"BEGIN")
     # fields: type 1 (payload size), type 2 (compression: 255, none, a length-encoded 3
