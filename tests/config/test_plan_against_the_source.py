@@ -1,5 +1,5 @@
-"""``tidemark plan`` against the real MariaDB of the local stack: which tables go where, and why
-some cannot."""
+"""``tidemark plan`` against the real MariaDB and MySQL of the local stack: which tables go
+where, and why some cannot."""
 
 from __future__ import annotations
 
@@ -15,25 +15,27 @@ from tidemark.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.config.inventory import read_tables
 from tidemark.config.plan import Plan, build_plan
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint
 
 WriteFile = Callable[..., Path]
 if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-
-@pytest.fixture
-def env(endpoints: StackEndpoints) -> dict[str, str]:
-    return {"PLAN_MYSQL_PASSWORD": endpoints.mariadb.cdc_password.get_secret_value()}
+pytestmark = pytest.mark.every_source
 
 
 @pytest.fixture
-def second_database(endpoints: StackEndpoints, source_database: str) -> Iterator[str]:
+def env(source: SourceEndpoint) -> dict[str, str]:
+    return {"PLAN_MYSQL_PASSWORD": source.cdc_password.get_secret_value()}
+
+
+@pytest.fixture
+def second_database(source: SourceEndpoint, source_database: str) -> Iterator[str]:
     name = f"{source_database}_b"
-    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE `{name}`")
     yield name
-    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
 
 
@@ -43,14 +45,13 @@ def execute(conn: Connection, *statements: str) -> None:
             cursor.execute(statement)
 
 
-def pipeline(endpoints: StackEndpoints, tables: str, rest: str = "") -> str:
-    mariadb = endpoints.mariadb
+def pipeline(source: SourceEndpoint, tables: str, rest: str = "") -> str:
     return f"""\
 source:
   type: mysql
-  hostname: {mariadb.host}
-  port: {mariadb.port}
-  username: {mariadb.cdc_user}
+  hostname: {source.host}
+  port: {source.port}
+  username: {source.cdc_user}
   password: ${{PLAN_MYSQL_PASSWORD}}
   tables: {tables}
 sink:
@@ -65,7 +66,7 @@ def plan_of(config: PipelineConfig) -> Plan:
 
 
 def test_plan_onboards_tables_with_keys_and_says_why_it_cannot_others(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     admin_connection: Connection,
     source_database: str,
     write_file: WriteFile,
@@ -85,7 +86,7 @@ def test_plan_onboards_tables_with_keys_and_says_why_it_cannot_others(
         "CREATE VIEW big_orders AS SELECT * FROM orders WHERE amount > 100",
     )
     text = pipeline(
-        endpoints,
+        source,
         f"{db}.\\.*",
         f"transform:\n  - source-table: {db}.events\n    primary-keys: event_id\n",
     ).replace("  tables:", f"  tables.exclude: {db}.tmp_\\.*\n  tables:")
@@ -115,7 +116,7 @@ def test_plan_onboards_tables_with_keys_and_says_why_it_cannot_others(
 
 
 def test_a_unique_key_onboards_a_table_without_a_primary_key(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     admin_connection: Connection,
     source_database: str,
     write_file: WriteFile,
@@ -124,7 +125,7 @@ def test_a_unique_key_onboards_a_table_without_a_primary_key(
     db = source_database
     execute(admin_connection, "CREATE TABLE contacts (email VARCHAR(100) NOT NULL, name TEXT)")
     rest = f'tidemark:\n  tables:\n    "{db}.contacts":\n      unique-key: email\n'
-    plan = plan_of(load_pipeline(write_file(pipeline(endpoints, f"{db}.contacts", rest)), env))
+    plan = plan_of(load_pipeline(write_file(pipeline(source, f"{db}.contacts", rest)), env))
     (mapping,) = plan.onboarded
     assert (mapping.key, mapping.key_origin) == (
         ("email",),
@@ -134,7 +135,7 @@ def test_a_unique_key_onboards_a_table_without_a_primary_key(
 
 
 def test_keys_must_name_columns_the_table_has(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     admin_connection: Connection,
     source_database: str,
     write_file: WriteFile,
@@ -150,7 +151,7 @@ def test_keys_must_name_columns_the_table_has(
         f"transform:\n  - source-table: {db}.events\n    primary-keys: id\n"
         f'tidemark:\n  tables:\n    "{db}.contacts":\n      unique-key: mail\n'
     )
-    plan = plan_of(load_pipeline(write_file(pipeline(endpoints, f"{db}.\\.*", rest)), env))
+    plan = plan_of(load_pipeline(write_file(pipeline(source, f"{db}.\\.*", rest)), env))
     assert sorted((r.table, r.reason) for r in plan.refused) == [
         (
             f"{db}.contacts",
@@ -162,7 +163,7 @@ def test_keys_must_name_columns_the_table_has(
 
 
 def test_sharded_tables_in_two_databases_merge_by_route(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     admin_connection: Connection,
     source_database: str,
     second_database: str,
@@ -182,7 +183,7 @@ def test_sharded_tables_in_two_databases_merge_by_route(
         f"  - source-table: {db}.\\.*\n    sink-table: lake.<>\n    replace-symbol: <>\n"
         "pipeline:\n  route-mode: FIRST_MATCH\n"
     )
-    text = pipeline(endpoints, f"{db}(_b)?.\\.*", route)
+    text = pipeline(source, f"{db}(_b)?.\\.*", route)
     plan = plan_of(load_pipeline(write_file(text), env))
 
     assert sorted((m.source, m.sink) for m in plan.onboarded) == [
@@ -215,7 +216,7 @@ def test_sharded_tables_in_two_databases_merge_by_route(
 
 
 def test_plan_command(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     admin_connection: Connection,
     source_database: str,
     write_file: WriteFile,
@@ -232,13 +233,12 @@ def test_plan_command(
     )
     write_file("SELECT 1", "report.sql")
     jobs = "tidemark:\n  jobs:\n    report:\n      inputs: [other.orders]\n      sql: report.sql\n"
-    path = write_file(pipeline(endpoints, f"{db}.\\.*, nothing.here", jobs))
+    path = write_file(pipeline(source, f"{db}.\\.*, nothing.here", jobs))
 
     assert main(["plan", str(path)]) == 1
     out = capsys.readouterr().out
-    mariadb = endpoints.mariadb
     assert out.splitlines() == [
-        f"plan for {path} (mysql {mariadb.cdc_user}@{mariadb.host}:{mariadb.port})",
+        f"plan for {path} (mysql {source.cdc_user}@{source.host}:{source.port})",
         "",
         "onboard: 1 table -> 1 Iceberg table",
         f"  {db}.orders  -> {db}.orders  key (id)  from primary key",
@@ -275,7 +275,7 @@ def test_plan_command(
 
 
 def test_plan_when_everything_can_be_onboarded_exits_0(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     admin_connection: Connection,
     source_database: str,
     write_file: WriteFile,
@@ -285,48 +285,47 @@ def test_plan_when_everything_can_be_onboarded_exits_0(
 ) -> None:
     monkeypatch.setenv("PLAN_MYSQL_PASSWORD", env["PLAN_MYSQL_PASSWORD"])
     execute(admin_connection, "CREATE TABLE orders (id INT PRIMARY KEY)")
-    path = write_file(pipeline(endpoints, f"{source_database}.orders"))
+    path = write_file(pipeline(source, f"{source_database}.orders"))
     assert main(["plan", str(path)]) == 0
     assert "cannot onboard" not in capsys.readouterr().out
 
 
 def test_plan_of_a_pattern_that_matches_nothing(
-    endpoints: StackEndpoints, source_database: str, write_file: WriteFile, env: dict[str, str]
+    source: SourceEndpoint, source_database: str, write_file: WriteFile, env: dict[str, str]
 ) -> None:
-    plan = plan_of(load_pipeline(write_file(pipeline(endpoints, f"{source_database}.x")), env))
+    plan = plan_of(load_pipeline(write_file(pipeline(source, f"{source_database}.x")), env))
     assert plan.blockers == (f"source.tables ({source_database}.x) matches no table on the server",)
 
 
 def test_plan_with_a_wrong_password_says_so_without_the_password(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     write_file: WriteFile,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("PLAN_MYSQL_PASSWORD", "Wrong-Passw0rd-xyz")
-    path = write_file(pipeline(endpoints, "shop.orders"))
+    path = write_file(pipeline(source, "shop.orders"))
     assert main(["plan", str(path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(
-        f"tidemark plan: error: MySQL at {endpoints.mariadb.cdc_user}@{endpoints.mariadb.host}:"
-        f"{endpoints.mariadb.port} refused the account: Access denied"
+        f"tidemark plan: error: MySQL at {source.cdc_user}@{source.host}:"
+        f"{source.port} refused the account: Access denied"
     )
     assert "Wrong-Passw0rd-xyz" not in err
 
 
 def test_plan_when_nothing_listens_says_where_it_tried(
-    endpoints: StackEndpoints,
+    source: SourceEndpoint,
     write_file: WriteFile,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("PLAN_MYSQL_PASSWORD", "pw")
-    text = pipeline(endpoints, "shop.orders").replace(f"port: {endpoints.mariadb.port}", "port: 1")
+    text = pipeline(source, "shop.orders").replace(f"port: {source.port}", "port: 1")
     assert main(["plan", str(write_file(text))]) == 1
     err = capsys.readouterr().err
     assert err.startswith(
-        f"tidemark plan: error: cannot connect to MySQL at {endpoints.mariadb.cdc_user}@"
-        f"{endpoints.mariadb.host}:1: "
+        f"tidemark plan: error: cannot connect to MySQL at {source.cdc_user}@{source.host}:1: "
     )
     assert err.rstrip().endswith(
         "check source.hostname and source.port, and that the server is running"
