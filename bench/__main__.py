@@ -109,11 +109,13 @@ def _run(benchmark: Benchmark, folder: Path, *, quick: bool) -> list[Figure]:
 
 def _service_versions() -> list[tuple[str, str]]:
     endpoints = Stack(StackSettings.from_env()).endpoints()
-    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
-        cursor.execute("SELECT VERSION()")
-        (mariadb,) = cursor.fetchone() or ("unknown",)
+    versions = []
+    for name, source in (("MariaDB", endpoints.mariadb), ("MySQL", endpoints.mysql)):
+        with source.admin_source().connect() as conn, conn.cursor() as cursor:
+            cursor.execute("SELECT VERSION()")
+            (version,) = cursor.fetchone() or ("unknown",)
+        versions.append((name, str(version).split("-")[0]))
     jars = " ".join(path.name for path in endpoints.spark.jars)
-    versions = [("MariaDB", str(mariadb).split("-")[0])]
     kafka_jars = StackSettings.from_env().jars_dir / "kafka"
     kafka = re.search(r"kafka_2\.\d+-([\d.]+)\.jar", " ".join(p.name for p in kafka_jars.glob("*")))
     if kafka:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
-import os
 import shutil
 import subprocess
 from typing import Any
@@ -11,7 +9,7 @@ from typing import Any
 import pymysql
 
 from tidemark.stack.installer import ensure_debian_packages
-from tidemark.stack.process import run, spawn_daemon
+from tidemark.stack.process import os_user, run, spawn_daemon
 from tidemark.stack.service import Service
 
 ADMIN_USER, ADMIN_PASSWORD = "tidemark_admin", "tidemark-admin"
@@ -97,7 +95,7 @@ class MariaDB(Service):
             [
                 "mariadb-install-db",
                 f"--defaults-file={self.config_file}",
-                f"--user={_os_user()}",
+                f"--user={os_user()}",
                 "--auth-root-authentication-method=socket",
                 "--skip-test-db",
             ],
@@ -106,7 +104,7 @@ class MariaDB(Service):
 
     def _launch(self) -> subprocess.Popen[bytes]:
         return spawn_daemon(
-            ["mariadbd", f"--defaults-file={self.config_file}", f"--user={_os_user()}"],
+            ["mariadbd", f"--defaults-file={self.config_file}", f"--user={os_user()}"],
             log=self.log,
             pid_file=self.pid_file,
             cwd=self.data_dir,
@@ -140,9 +138,5 @@ class MariaDB(Service):
     def _root_connection(self) -> pymysql.connections.Connection[Any]:
         # mariadb-install-db lets the OS user that owns the server in through the socket.
         return pymysql.connect(
-            unix_socket=self.socket, user=_os_user(), connect_timeout=2, autocommit=True
+            unix_socket=self.socket, user=os_user(), connect_timeout=2, autocommit=True
         )
-
-
-def _os_user() -> str:
-    return "root" if os.geteuid() == 0 else getpass.getuser()

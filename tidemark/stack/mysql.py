@@ -10,7 +10,6 @@ on the machine.
 
 from __future__ import annotations
 
-import getpass
 import logging
 import os
 import shutil
@@ -22,7 +21,7 @@ import pymysql
 
 from tidemark.errors import TerminalError, TidemarkError
 from tidemark.stack.installer import ensure_debian_packages
-from tidemark.stack.process import run, spawn_daemon
+from tidemark.stack.process import os_user, run, spawn_daemon
 from tidemark.stack.service import Service
 from tidemark.stack.settings import StackSettings
 
@@ -182,7 +181,7 @@ class MySQL(Service):
         return self.system.command(
             self.system.mysqld,
             f"--defaults-file={self.config_file}",
-            f"--user={_os_user()}",
+            f"--user={os_user()}",
             *arguments,
         )
 
@@ -223,7 +222,3 @@ class MySQL(Service):
         return pymysql.connect(
             unix_socket=self.socket, user="root", connect_timeout=2, autocommit=True
         )
-
-
-def _os_user() -> str:
-    return "root" if os.geteuid() == 0 else getpass.getuser()

@@ -7,6 +7,7 @@ been reused since.
 
 from __future__ import annotations
 
+import getpass
 import os
 import signal
 import socket
@@ -97,6 +98,12 @@ def wait_for(
         if clock() >= deadline:
             return False
         time.sleep(interval)
+
+
+def os_user() -> str:
+    """Who the stack's database servers run as: the user running the stack (root included:
+    MariaDB and MySQL are told so with --user)."""
+    return "root" if os.geteuid() == 0 else getpass.getuser()
 
 
 def run(
