@@ -84,3 +84,17 @@ class UnconvertibleValueError(IngestError):
         #: ``repr`` of the value as the binlog decoding produced it
         self.raw = raw
         self.reason = reason
+
+
+class NulledValuesError(IngestError):
+    """A row whose values the lake could not hold in part, stored with NULL in their place (a
+    zero or impossible date in a nullable column): not an error for the row, which lands, but a
+    change of data that must leave a trace. ``values`` is the row as the lake holds it;
+    ``nulled`` names each value replaced, as an error table records it."""
+
+    def __init__(
+        self, values: tuple[object, ...], nulled: tuple[UnconvertibleValueError, ...]
+    ) -> None:
+        super().__init__("; ".join(str(value) for value in nulled))
+        self.values = values
+        self.nulled = nulled

@@ -30,6 +30,7 @@ import functools
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -231,10 +232,12 @@ class Bootstrapper:
                 "table, and a crash reads it again)",
                 name,
             )
+        nulled: list[tuple[int, UnconvertibleValueError]] = []
         convert = page_converter(
             member,
             self.settings.server_time_zone,
             tinyint1_as_boolean=self.settings.tinyint1_as_boolean,
+            nulled=lambda index, record: nulled.append((index, record)),
         )
         pacer = Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
         progress = _started(progress, snapshot.position, self.source_id)
@@ -249,14 +252,15 @@ class Bootstrapper:
                 # the first chunk (a later one never comes in a shared snapshot): nothing of
                 # the table is written yet
                 raise _NotForASharedSnapshot("longer than a chunk")
-            data, refused = _convert(convert, chunk, member)
-            if refused:
+            data, refused, stored_as_null = _convert(convert, chunk, member, nulled)
+            if refused or stored_as_null:
                 errors_order = self._keep_refused(
-                    sink.sink, member, snapshot, progress.position, refused
+                    sink.sink, member, snapshot, progress.position, refused + stored_as_null
                 )
                 state = replace(state, errors_order=errors_order)
             batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
             progress = replace(progress, last_order=progress.last_order + batch.num_rows)
+            progress = progress.with_nulled(Counter(error.column for error, _ in stored_as_null))
             batches.append(batch)
             pending += batch.num_rows
             after = chunk.last_key
@@ -314,9 +318,9 @@ class Bootstrapper:
         streams_from: BinlogPosition,
         refused: list[tuple[UnconvertibleValueError, dict[str, Any]]],
     ) -> int:
-        """Rows the lake cannot hold go to the error table, before the chunk they came in is
-        committed; returns the error table's last order key, which the chunk's commit records
-        (``_errors_of_committed_chunks_only``)."""
+        """Rows the lake cannot hold, and values stored as NULL, go to the error table before
+        the chunk they came in is committed; returns the error table's last order key, which
+        the chunk's commit records (``_errors_of_committed_chunks_only``)."""
         if self.open_errors is None:
             raise refused[0][0]
         table = self.open_errors(sink)
@@ -403,25 +407,36 @@ def _started(
     )
 
 
+Refused = list[tuple[UnconvertibleValueError, dict[str, Any]]]
+
+
 def _convert(
-    convert: PageConverter, chunk: Chunk, member: SourceTable
-) -> tuple[list[pa.Array], list[tuple[UnconvertibleValueError, dict[str, Any]]]]:
+    convert: PageConverter,
+    chunk: Chunk,
+    member: SourceTable,
+    nulled: list[tuple[int, UnconvertibleValueError]],
+) -> tuple[list[pa.Array], Refused, Refused]:
     """The chunk's columns as Arrow arrays; rows that cannot be converted are left out and
-    returned with their error (found row by row, only when the chunk as a whole fails)."""
-    try:
-        return convert(chunk.rows), []
-    except UnconvertibleValueError:
-        pass
-    kept, refused = [], []
+    returned with their error (found row by row, only when the chunk as a whole fails); and
+    each value stored as NULL, with its row. ``nulled`` is what ``convert`` tells of those."""
     names = [column.name for column in member.columns]
-    for row in chunk.rows:
-        try:
-            convert([row])
-        except UnconvertibleValueError as error:
-            refused.append((error, dict(zip(names, row, strict=True))))
-        else:
-            kept.append(row)
-    return convert(kept), refused
+    nulled.clear()
+    rows, refused = chunk.rows, []
+    try:
+        data = convert(rows)
+    except UnconvertibleValueError:
+        kept = []
+        for row in chunk.rows:
+            try:
+                convert([row])
+            except UnconvertibleValueError as error:
+                refused.append((error, dict(zip(names, row, strict=True))))
+            else:
+                kept.append(row)
+        nulled.clear()  # told again, by index in the rows kept
+        rows, data = kept, convert(kept)
+    stored = [(error, dict(zip(names, rows[index], strict=True))) for index, error in nulled]
+    return data, refused, stored
 
 
 class _Metadata:

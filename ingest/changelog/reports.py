@@ -123,6 +123,7 @@ def report_from_snapshot(table: str, snapshot: Snapshot) -> CommitReport | None:
         late_rows=progress.late_rows,
         late_from_ms=None if progress.late_range is None else progress.late_range[0],
         late_to_ms=None if progress.late_range is None else progress.late_range[1],
+        nulled_values=dict(progress.nulled),
     )
 
 

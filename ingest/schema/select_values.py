@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ingest.errors import UnconvertibleValueError
 from ingest.schema.types import columns_converter
 from ingest.schema.values import InvalidTemporal
 from tidemark.contracts.source_tables import SourceColumn, SourceTable
@@ -75,14 +76,17 @@ def page_converter(
     server_time_zone: str | None = None,
     *,
     tinyint1_as_boolean: bool = True,
+    nulled: Callable[[int, UnconvertibleValueError], None] | None = None,
 ) -> PageConverter:
     """Rows as ``select_column`` selected them (a snapshot's page) to one Arrow array per
-    column, with the mapping the binlog's rows get (``ingest.schema.types``)."""
+    column, with the mapping the binlog's rows get (``ingest.schema.types``); each value
+    stored as NULL is told to ``nulled`` with the index of its row in the page."""
     convert = columns_converter(
         table,
         server_time_zone,
         tinyint1_as_boolean=tinyint1_as_boolean,
         normalisers=[select_column(column).normalise for column in table.columns],
+        nulled=nulled,
     )
     width = len(table.columns)
 

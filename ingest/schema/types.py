@@ -13,7 +13,9 @@ where Iceberg has no exact match:
 - TINYINT(1) (BOOL) -> boolean unless ``treat-tinyint1-as-boolean.enabled`` is false; a value
   other than 0 or 1 is refused.
 - A zero or impossible date (``0000-00-00``, ``2020-00-15``) -> NULL in a nullable column and
-  refused in a NOT NULL one.
+  refused in a NOT NULL one. A value stored as NULL is reported: the row converter raises
+  ``NulledValuesError`` with the row as the lake holds it, and ingest records each such value
+  in the error table and counts it (``tidemark.nulled-values``).
 - ENUM and SET -> string (SET members comma-separated in definition order, '' when empty).
 - GEOMETRY -> binary WKB (the server's SRID prefix dropped); UUID, INET4, INET6 -> their text.
 
@@ -36,7 +38,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from ingest.errors import SchemaChangeStopError, SourceSchemaError, UnconvertibleValueError
+from ingest.errors import (
+    NulledValuesError,
+    SchemaChangeStopError,
+    SourceSchemaError,
+    UnconvertibleValueError,
+)
 from ingest.schema.charsets import codec
 from ingest.schema.values import InvalidTemporal, UndecodableText
 from tidemark.contracts.source_tables import SourceColumn, SourceTable
@@ -64,6 +71,19 @@ class ColumnType:
     arrow: pa.DataType
     #: decoded value (never None) -> lake value; None when the decoded value is already right
     convert: Converter | None = None
+
+
+class _Nulled:
+    """What a converter returns for a value the lake cannot hold in a nullable column: NULL is
+    stored, and the row converter says so (``NulledValuesError``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULLED"
+
+
+NULLED = _Nulled()
 
 
 class _Refused(Exception):
@@ -115,7 +135,10 @@ def values_converter(
     namespace: dict[str, Any] = {
         "Refused": _Refused,
         "refusal": functools.partial(_refusal, table, plan),
+        "NULLED": NULLED,
+        "nulled": functools.partial(_nulled, table, plan),
     }
+    nullable = [number for number, (_, convert) in enumerate(plan) if _may_null(convert)]
     steps = []
     for number, (_, convert) in enumerate(plan):
         if convert is None:
@@ -140,8 +163,11 @@ def values_converter(
         *(f"        {step}" for step in steps),
         "    except Refused:",
         "        raise refusal(values) from None",
-        f"    return ({names})",
     ]
+    if nullable:
+        found = " or ".join(f"v{number} is NULLED" for number in nullable)
+        lines += [f"    if {found}:", f"        raise nulled(values, ({names}))"]
+    lines += [f"    return ({names})"]
     code = compile("\n".join(lines), f"<values converter of {table.table_id}>", "exec")
     exec(code, namespace)  # noqa: S102 - our own code, with no names in it
     convert_values: Callable[[Values], Values] = namespace["convert_values"]
@@ -166,6 +192,39 @@ def _refusal(
     raise AssertionError(f"no value of {table.table_id}'s row was refused the second time")
 
 
+def _nulled(
+    table: SourceTable,
+    plan: list[tuple[str, Converter | None]],
+    values: Values,
+    converted: Values,
+) -> NulledValuesError:
+    """The row as the lake holds it, NULL for each value a converter could not hold, and
+    what each of those was (the rare path)."""
+    records = tuple(
+        UnconvertibleValueError(
+            table.table_id,
+            name,
+            repr(value),
+            f"stored as NULL: {_nulled_reason(value)}",
+        )
+        for (name, _), value, lake in zip(plan, values, converted, strict=True)
+        if lake is NULLED
+    )
+    held = tuple(None if value is NULLED else value for value in converted)
+    return NulledValuesError(held, records)
+
+
+def _nulled_reason(value: Any) -> str:
+    if type(value) is InvalidTemporal:
+        return f"'{value.text}' is not a real date or time, and Iceberg holds only real ones"
+    return f"{value!r} has no Iceberg representation"
+
+
+def _may_null(convert: Converter | None) -> bool:
+    """Whether ``convert`` may return ``NULLED``."""
+    return bool(getattr(convert, "may_null", False))
+
+
 ColumnValues = list[Any]
 
 
@@ -175,9 +234,11 @@ def columns_converter(
     *,
     tinyint1_as_boolean: bool = True,
     normalisers: Sequence[Callable[[Any], Any] | None] | None = None,
+    nulled: Callable[[int, UnconvertibleValueError], None] | None = None,
 ) -> Callable[[Sequence[ColumnValues]], list[pa.Array]]:
     """Like ``values_converter``, column at a time (a snapshot's batches): one list of decoded
-    values per column, in the table's column order, to one Arrow array per column.
+    values per column, in the table's column order, to one Arrow array per column. Each value
+    stored as NULL is told to ``nulled``, with the index of its row in the batch.
 
     ``normalisers`` (one per column, or None) first bring each non-NULL value to the binlog's
     form (``ingest.schema.select_values``).
@@ -186,7 +247,7 @@ def columns_converter(
     types = [column_type(table, column, options) for column in table.columns]
     steps = normalisers or [None] * len(types)
     plan = [
-        (column, kind.arrow, _chain(normalise, kind.convert))
+        (column, kind.arrow, _chain(normalise, kind.convert), _may_null(kind.convert), normalise)
         for column, kind, normalise in zip(table.columns, types, steps, strict=True)
     ]
 
@@ -198,18 +259,45 @@ def columns_converter(
                 "the bootstrap; start ingest again to re-read it"
             )
         arrays = []
-        for (column, arrow, convert), values in zip(plan, columns, strict=True):
+        for (column, arrow, convert, may_null, normalise), read in zip(plan, columns, strict=True):
+            values = read
             if convert is not None:
                 try:
-                    values = [None if value is None else convert(value) for value in values]
+                    values = [None if value is None else convert(value) for value in read]
                 except _Refused as refused:
                     raise UnconvertibleValueError(
-                        table.table_id, column.name, _first_refused(values, convert), refused.reason
+                        table.table_id, column.name, _first_refused(read, convert), refused.reason
                     ) from None
+                if may_null:
+                    values = _nulled_column(table, column.name, read, values, normalise, nulled)
             arrays.append(pa.array(values, type=arrow))
         return arrays
 
     return convert_columns
+
+
+def _nulled_column(
+    table: SourceTable,
+    name: str,
+    read: ColumnValues,
+    converted: ColumnValues,
+    normalise: Callable[[Any], Any] | None,
+    nulled: Callable[[int, UnconvertibleValueError], None] | None,
+) -> ColumnValues:
+    """``converted`` with NULL for each value stored as NULL, each told to ``nulled``."""
+    if not any(value is NULLED for value in converted):
+        return converted
+    held = []
+    for index, (value, lake) in enumerate(zip(read, converted, strict=True)):
+        if lake is not NULLED:
+            held.append(lake)
+            continue
+        held.append(None)
+        if nulled is not None:
+            decoded = normalise(value) if normalise is not None else value
+            reason = f"stored as NULL: {_nulled_reason(decoded)}"
+            nulled(index, UnconvertibleValueError(table.table_id, name, repr(decoded), reason))
+    return held
 
 
 def _first_refused(values: ColumnValues, convert: Converter) -> str:
@@ -358,6 +446,7 @@ def _calendar(column: SourceColumn) -> Converter:
     def convert(value: Any) -> Any:
         return invalid(value) if type(value) is InvalidTemporal else value
 
+    convert.may_null = column.nullable  # type: ignore[attr-defined]  # read by _may_null
     return convert
 
 
@@ -372,13 +461,14 @@ def _timestamp(table: SourceTable, column: SourceColumn, options: TypeOptions) -
             return value.replace(tzinfo=zone).astimezone(dt.UTC)
         return value
 
+    convert.may_null = column.nullable  # type: ignore[attr-defined]  # read by _may_null
     return ColumnType(pa.timestamp("us", tz="UTC"), convert)
 
 
-def _invalid_temporal(column: SourceColumn) -> Callable[[InvalidTemporal], None]:
-    def invalid(value: InvalidTemporal) -> None:
+def _invalid_temporal(column: SourceColumn) -> Callable[[InvalidTemporal], _Nulled]:
+    def invalid(value: InvalidTemporal) -> _Nulled:
         if column.nullable:
-            return None
+            return NULLED
         raise _Refused(
             f"'{value.text}' is not a real {column.data_type.upper()} and the column is NOT "
             "NULL, so it cannot become NULL either; correct the row at the source (or make the "

@@ -28,6 +28,7 @@ Pure logic, no I/O: the runner feeds events in and takes ``Flush``es out to comm
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,7 +43,7 @@ from ingest.binlog.events import (
     TransactionStarted,
 )
 from ingest.changelog.error_table import ERROR_COLUMNS, error_values, errors_sink
-from ingest.errors import SchemaChangeStopError, UnconvertibleValueError
+from ingest.errors import NulledValuesError, SchemaChangeStopError, UnconvertibleValueError
 from ingest.schema.conversion import AS_READ, SCHEMA_VERSION, Conversion
 from ingest.schema.structure_changes import StructureChanges
 from ingest.stream.change_rows import ChangeRows, Run
@@ -160,6 +161,10 @@ class ChangeAssembler:
         self._pending_count = 0
         #: per sink, late rows (``_count_late``) committed since its last flush
         self._late: dict[str, LateChanges] = {}
+        #: per sink and column, values stored as NULL (``NulledValuesError``): of the
+        #: in-flight transaction's rows, and of the rows pending a flush
+        self._transaction_nulled: dict[str, Counter[str]] = {}
+        self._nulled: dict[str, Counter[str]] = {}
         #: per sink, the watermark a watermark report promised it (``marked``)
         self._marked_ms: dict[str, int] = {}
         self._in_transaction = False
@@ -357,8 +362,8 @@ class ChangeAssembler:
         if images is not None:
             try:
                 converted = list(map(conversion.convert, images))
-            except UnconvertibleValueError:
-                pass  # row by row, below: the refused rows go to the error table
+            except (UnconvertibleValueError, NulledValuesError):
+                pass  # row by row, below: refused rows and NULLed values to the error table
         if converted is not None:
             changes.add_run(converted, run)
             self._transaction_rows += len(converted)
@@ -392,29 +397,52 @@ class ChangeAssembler:
                 row_run = runs.get(operation)
                 if row_run is None:
                     row_run = runs[operation] = (*run[:6], _OPERATION_VALUES[operation])
+                nulled: tuple[UnconvertibleValueError, ...] = ()
                 try:
-                    values, target = conversion.convert(image), changes
-                except UnconvertibleValueError as error:
-                    named = dict(zip(event.columns, image, strict=True))
-                    values, target = error_values(error, named), self._errors(sink)
-                    row_run = error_runs.get(operation)
-                    if row_run is None:
-                        row_run = error_runs[operation] = (
-                            ERROR_COLUMNS,
-                            *run[1:5],
-                            SCHEMA_VERSION,
-                            _OPERATION_VALUES[operation],
-                        )
-                if target is changes:
-                    held, target_sink = check_held, sink
-                else:
-                    target_sink = errors_sink(sink)
-                    held = self._may_hold(target_sink)
-                if held and self._already_held(target_sink):
+                    values = conversion.convert(image)
+                except NulledValuesError as stored:
+                    values, nulled = stored.values, stored.nulled
+                except UnconvertibleValueError as refused:
+                    appended += self._add_error(sink, event, image, refused, operation, error_runs)
                     continue
-                target.append(values, row_run)
-                appended += 1
+                if not (check_held and self._already_held(sink)):
+                    changes.append(values, row_run)
+                    appended += 1
+                    if nulled:
+                        counts = self._transaction_nulled.setdefault(sink, Counter())
+                        counts.update(record.column for record in nulled)
+                for record in nulled:  # the row landed; each NULL leaves its trace
+                    appended += self._add_error(sink, event, image, record, operation, error_runs)
         return appended
+
+    def _add_error(
+        self,
+        sink: str,
+        event: RowsChanged,
+        image: Image,
+        error: UnconvertibleValueError,
+        operation: Operation,
+        error_runs: dict[Operation, Run],
+    ) -> int:
+        """Adds the row of ``image`` to the sink's error table, with what ``error`` says of
+        one of its values; returns 1, or 0 when the error table already holds it."""
+        named = dict(zip(event.columns, image, strict=True))
+        row_run = error_runs.get(operation)
+        if row_run is None:
+            row_run = error_runs[operation] = (
+                ERROR_COLUMNS,
+                event.event_time_ms,
+                f"{event.position.file}:{event.position.offset}",
+                event.database,
+                event.table,
+                SCHEMA_VERSION,
+                _OPERATION_VALUES[operation],
+            )
+        errors = errors_sink(sink)
+        if self._may_hold(errors) and self._already_held(errors):
+            return 0
+        self._errors(sink).append(error_values(error, named), row_run)
+        return 1
 
     def _errors(self, sink: str) -> ChangeRows:
         """The in-flight transaction's rows for the sink's error table
@@ -575,6 +603,7 @@ class ChangeAssembler:
             source=self._source,
         )
         late = self._late.pop(sink, NO_LATE_CHANGES)
+        nulled = self._nulled.pop(sink, None)
         progress = previous.advanced(
             position=self._boundary,
             watermark_ms=self._watermark_ms,
@@ -583,13 +612,17 @@ class ChangeAssembler:
             partial_rows=self._transaction_held.get(sink, 0) if self._in_transaction else 0,
             late_rows=late.rows,
             late_range=late.commit_range,
+            nulled=nulled or {},
         )
         self._progress[sink] = progress
         return TableFlush(sink, rows, progress)
 
     def _add_pending(self, sink: str, changes: ChangeRows) -> None:
         """Rows of a committed transaction (or part) join the sink's next flush, with the next
-        order keys."""
+        order keys, and the count of their values stored as NULL."""
+        nulled = self._transaction_nulled.pop(sink, None)
+        if nulled:
+            self._nulled.setdefault(sink, Counter()).update(nulled)
         last_order = self._last_order.get(sink, 0)
         pending = self._pending.get(sink)
         if pending is None:
@@ -612,6 +645,8 @@ class ChangeAssembler:
         self._transaction_rows = 0
         if self._transaction_held:
             self._transaction_held = {}
+        if self._transaction_nulled:
+            self._transaction_nulled = {}
         if self._transaction_seen:
             self._transaction_seen = {}
 

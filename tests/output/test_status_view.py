@@ -173,3 +173,18 @@ def test_on_a_narrow_terminal_long_values_fold_within_their_column_instead_of_be
     column = header.index("position")
     assert "".join(row[column:] for row in rows) == "mariadb-bin.000002:12345"
     assert "\x1b[1m" in terminal.getvalue()  # bold headers
+
+
+def test_values_stored_as_null_are_counted_per_table_and_column_after_the_tables() -> None:
+    orders = _streaming("shop.orders", 10, errors=3)
+    assert orders.progress is not None
+    nulled = replace(orders.progress, nulled=(("paid_at", 1), ("shipped_on", 2)))
+    status = PipelineStatus([replace(orders, progress=nulled)], False, None)
+
+    tables, _, rest = plain_text(status_view(status, NOW)).partition("\n\n")
+
+    assert rest.splitlines() == [
+        "stored as NULL (see the error table)     values",
+        "shop.orders.paid_at                           1",
+        "shop.orders.shipped_on                        2",
+    ]

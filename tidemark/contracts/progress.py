@@ -21,6 +21,9 @@ Keys (docs/architecture.md#changelog-snapshot-summary):
 - ``tidemark.late-range``: ``FIRST,LAST``, epoch ms, present only on a commit holding late
   changes: the first and last commit time (source clock) of its late transactions, so the
   scheduler knows which windows they belong in.
+- ``tidemark.nulled-values``: JSON ``{"column": count}``, present once there is one: how many
+  values, per column, the table has received in all that the lake could not hold and that were
+  stored as NULL (a zero date in a nullable column); each is also a row of the error table.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from tidemark.source import BinlogPosition
 ORDER_KEY = "tidemark.order"
 LATE_ROWS_KEY = "tidemark.late-rows"
 LATE_RANGE_KEY = "tidemark.late-range"
+NULLED_KEY = "tidemark.nulled-values"
 POSITION_FORMAT_VERSION = 1
 
 
@@ -53,6 +57,8 @@ class TableProgress:
     late_rows: int = 0
     #: this commit's late transactions: their first and last commit time, epoch ms
     late_range: tuple[int, int] | None = None
+    #: values stored as NULL because the lake could not hold them, per column, in all
+    nulled: tuple[tuple[str, int], ...] = ()
 
     def summary(self) -> dict[str, str]:
         position: dict[str, object] = {
@@ -73,6 +79,8 @@ class TableProgress:
         }
         if self.late_range is not None:
             summary[LATE_RANGE_KEY] = f"{self.late_range[0]},{self.late_range[1]}"
+        if self.nulled:
+            summary[NULLED_KEY] = json.dumps(dict(self.nulled), separators=(",", ":"))
         return summary
 
     @classmethod
@@ -102,6 +110,7 @@ class TableProgress:
                 ),
                 late_rows=int(summary.get(LATE_ROWS_KEY, 0)),
                 late_range=_late_range(summary.get(LATE_RANGE_KEY)),
+                nulled=_nulled(summary.get(NULLED_KEY)),
             )
         except (KeyError, ValueError, TypeError) as error:
             raise TerminalError(
@@ -119,10 +128,11 @@ class TableProgress:
         partial_rows: int = 0,
         late_rows: int = 0,
         late_range: tuple[int, int] | None = None,
+        nulled: Mapping[str, int] | None = None,
     ) -> TableProgress:
-        """The next progress, with ``late_rows`` more late changes committed in ``late_range``:
-        the watermark never goes backwards, and stays put while a bootstrap's hold is ahead of
-        ``position``."""
+        """The next progress, with ``late_rows`` more late changes committed in ``late_range``
+        and ``nulled`` more values stored as NULL per column: the watermark never goes
+        backwards, and stays put while a bootstrap's hold is ahead of ``position``."""
         held = self.hold_until is not None and position < self.hold_until
         return replace(
             self,
@@ -134,7 +144,27 @@ class TableProgress:
             hold_until=self.hold_until if held else None,
             late_rows=self.late_rows + late_rows,
             late_range=late_range,
+            nulled=_added(self.nulled, nulled) if nulled else self.nulled,
         )
+
+    def with_nulled(self, more: Mapping[str, int]) -> TableProgress:
+        """This progress with ``more`` values stored as NULL per column."""
+        return replace(self, nulled=_added(self.nulled, more)) if more else self
+
+
+def _added(
+    known: tuple[tuple[str, int], ...], more: Mapping[str, int]
+) -> tuple[tuple[str, int], ...]:
+    counts = dict(known)
+    for column, count in more.items():
+        counts[column] = counts.get(column, 0) + count
+    return tuple(sorted(counts.items()))
+
+
+def _nulled(text: str | None) -> tuple[tuple[str, int], ...]:
+    if not text:
+        return ()
+    return tuple(sorted((str(column), int(count)) for column, count in json.loads(text).items()))
 
 
 def _late_range(text: str | None) -> tuple[int, int] | None:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tidemark.errors import TerminalError
 
-COMMIT_REPORT_VERSION = "1.3"
+COMMIT_REPORT_VERSION = "1.4"
 #: the watermark report came with 2.0: a 1.x reader cannot tell it from a malformed commit report
 WATERMARK_REPORT_VERSION = "2.0"
 #: the newest major version this reader understands, of either kind
@@ -68,6 +68,12 @@ class CommitReport(BaseModel):
     )
     late_to_ms: int | None = Field(
         default=None, description="the last commit time of this commit's late changes (1.3)"
+    )
+    nulled_values: dict[str, int] = Field(
+        default_factory=dict,
+        description="per column, how many values the table has received in all that the lake "
+        "could not hold and that were stored as NULL (a zero date in a nullable column), each "
+        "also a row of the table's error table (added in 1.4)",
     )
 
     def to_json(self) -> bytes:

@@ -27,11 +27,34 @@ _POSITION_GAP = 1
 
 def status_view(status: PipelineStatus, now: datetime) -> RenderableType:
     parts: list[RenderableType] = [_tables(status, now)]
+    nulled = _nulled(status)
+    if nulled is not None:
+        parts += [NewLine(), nulled]
     if status.scheduled:
         parts += [NewLine(), _windows(status)]
     if status.ingest is not None or status.scheduler is not None:
         parts += [NewLine(), _processes(status)]
     return Group(*parts)
+
+
+def _nulled(status: PipelineStatus) -> Table | None:
+    """Per sink table and column, the values stored as NULL because the lake could not hold
+    them (each also a row of the error table); None when there are none."""
+    counts = [
+        (f"{row.sink}.{column}", count)
+        for row in status.tables
+        if row.progress is not None
+        for column, count in row.progress.nulled
+    ]
+    if not counts:
+        return None
+    table = column_table(
+        Column("stored as NULL (see the error table)", min_width=40),
+        Column("values", justify="right"),
+    )
+    for column, count in counts:
+        table.add_row(column, Text(str(count), style="yellow"))
+    return table
 
 
 def _processes(status: PipelineStatus) -> Table:

@@ -112,6 +112,74 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
     assert line.split()[-2] == "2"  # the errors column
 
 
+@pytest.mark.every_source
+def test_a_value_stored_as_null_is_counted_and_recorded_in_the_error_table(
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE visits (id INT PRIMARY KEY, day DATE, seen DATETIME(3), note TEXT)"
+        )
+        cursor.execute(ALLOW_ZERO_DATES)
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        source,
+        endpoints.catalog,
+        database=source_database,
+        tables="visits",
+        namespace=namespace,
+        server_id=server_id,
+    )
+    first = [
+        "INSERT INTO visits VALUES (1, '2024-05-01', '2024-05-01 10:00:00', 'fine')",
+        "INSERT INTO visits VALUES (2, '0000-00-00', '2024-02-30 08:00:00.5', 'two')",
+        "UPDATE visits SET note = 'still two' WHERE id = 2",  # before and after: one record
+    ]
+    second = [  # after a restart: nothing counted or recorded twice
+        "INSERT INTO visits VALUES (3, '2024-06-00', NULL, 'three')",
+    ]
+
+    _run(first, admin_connection, path, catalog, source, server_id)
+    _run(second, admin_connection, path, catalog, source, server_id)
+
+    changelog = _rows(catalog, f"{namespace}.visits_changelog")
+    assert [(r["_tm_op"], r["id"], r["day"], r["seen"]) for r in changelog][1:] == [
+        ("c", 2, None, None),
+        ("u", 2, None, None),
+        ("c", 3, None, None),
+    ]
+    errors = _rows(catalog, f"{namespace}.visits_errors")
+    assert [(r["_tm_op"], r["column_name"], r["value"]) for r in errors] == [
+        ("c", "day", "InvalidTemporal(text='0000-00-00')"),
+        ("c", "seen", "InvalidTemporal(text='2024-02-30 08:00:00.500')"),
+        ("u", "day", "InvalidTemporal(text='0000-00-00')"),
+        ("u", "seen", "InvalidTemporal(text='2024-02-30 08:00:00.500')"),
+        ("c", "day", "InvalidTemporal(text='2024-06-00')"),
+    ]
+    assert errors[0]["reason"] == (
+        "stored as NULL: '0000-00-00' is not a real date or time, and Iceberg holds only real ones"
+    )
+    assert json.loads(errors[4]["payload"])["note"] == "'three'"
+    snapshot = catalog.load_table(f"{namespace}.visits_changelog").current_snapshot()
+    assert snapshot is not None and snapshot.summary is not None
+    summary = snapshot.summary.additional_properties
+    assert json.loads(summary["tidemark.nulled-values"]) == {"day": 3, "seen": 2}
+    assert main(["status", str(path)]) == 0
+    _, _, nulled = capsys.readouterr().out.partition("\n\n")
+    assert [line.split() for line in nulled.splitlines()[1:3]] == [
+        [f"{namespace}.visits.day", "3"],
+        [f"{namespace}.visits.seen", "2"],
+    ]
+
+
 def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
     source: SourceEndpoint,
     endpoints: StackEndpoints,
@@ -146,6 +214,50 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
     assert len(changelog) == 196
     assert sorted(int(json.loads(r["payload"])["id"]) for r in errors) == [50, 100, 150, 200]
     assert {r["_tm_op"] for r in errors} == {"r"}
+
+
+def test_a_bootstrap_counts_and_records_values_stored_as_null(
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE visits (id INT PRIMARY KEY, day DATE, note TEXT)")
+        cursor.execute(ALLOW_ZERO_DATES)
+        cursor.execute(  # a zero date in row 7, an impossible one in row 9
+            "INSERT INTO visits SELECT seq, CASE seq WHEN 7 THEN '0000-00-00' "
+            "WHEN 9 THEN '2024-02-30' ELSE '2024-01-01' END, 'x' FROM seq_1_to_10"
+        )
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        source,
+        endpoints.catalog,
+        database=source_database,
+        tables="visits",
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+    )
+
+    _run([], admin_connection, path, catalog, source, server_id)
+
+    changelog = _rows(catalog, f"{namespace}.visits_changelog")
+    assert [r["id"] for r in changelog if r["day"] is None] == [7, 9]
+    errors = _rows(catalog, f"{namespace}.visits_errors")
+    assert [(r["_tm_op"], r["column_name"], r["value"]) for r in errors] == [
+        ("r", "day", "InvalidTemporal(text='0000-00-00')"),
+        ("r", "day", "InvalidTemporal(text='2024-02-30')"),
+    ]
+    assert all(r["reason"].startswith("stored as NULL: ") for r in errors)
+    assert [json.loads(r["payload"])["id"] for r in errors] == ["7", "9"]
+    snapshot = catalog.load_table(f"{namespace}.visits_changelog").current_snapshot()
+    assert snapshot is not None and snapshot.summary is not None
+    assert snapshot.summary.additional_properties["tidemark.nulled-values"] == '{"day":2}'
 
 
 class _CrashAfterChunks:

@@ -67,7 +67,9 @@ class Changelog:
         self.identifier = identifier
         self.reports: list[CommitReport] = []
 
-    def commit(self, *, partial_rows: int = 0) -> CommitReport:
+    def commit(
+        self, *, partial_rows: int = 0, nulled: tuple[tuple[str, int], ...] = ()
+    ) -> CommitReport:
         """Append one row with its progress, as ingest does; the report of that commit."""
         n = len(self.reports) + 1
         row = {
@@ -86,6 +88,7 @@ class Changelog:
             last_order=n,
             source="127.0.0.1:47306",
             partial_rows=partial_rows,
+            nulled=nulled,
         )
         snapshot = self._table.commit(pa.Table.from_pylist([row], self._table.schema), progress)
         report = report_from_snapshot(self.identifier, snapshot)
@@ -165,9 +168,10 @@ def test_a_report_is_rebuilt_from_its_snapshot_summary(catalog: Catalog, namespa
     orders = Changelog(catalog, f"{namespace}.orders")
 
     whole, part = orders.commit(), orders.commit(partial_rows=3)
+    nulled = orders.commit(nulled=(("day", 2), ("seen", 1)))
 
     assert whole.model_dump(exclude={"snapshot_id", "committed_at_ms"}) == {
-        "version": "1.3",
+        "version": "1.4",
         "table": f"{namespace}.orders",
         "watermark_ms": 1_767_225_600_001,
         "position": "mariadb-bin.000001:1001",
@@ -178,8 +182,10 @@ def test_a_report_is_rebuilt_from_its_snapshot_summary(catalog: Catalog, namespa
         "late_rows": 0,
         "late_from_ms": None,
         "late_to_ms": None,
+        "nulled_values": {},
     }
     assert (part.partial, part.position) == (True, "mariadb-bin.000001:1002")
+    assert nulled.nulled_values == {"day": 2, "seen": 1}
 
 
 def test_the_last_report_of_a_table_is_found_behind_many_of_another(
