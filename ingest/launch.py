@@ -226,9 +226,11 @@ def build_runner(
     background = None
     deferred: set[tuple[str, str]] = set()
     if to_bootstrap:
-        known = [p.position for p in progress.values() if p is not None]
-        resume = min(known) if known else current_position(source)
-        run_startup_checks(source, databases=databases, resume=resume)
+        known = [p for p in progress.values() if p is not None]
+        resume = min(p.position for p in known) if known else current_position(source)
+        server_uuid = run_startup_checks(
+            source, databases=databases, resume=resume, resume_server_uuid=_server_of(known)
+        ).server_uuid
         bootstrapper = Bootstrapper(
             source,
             source_id,
@@ -262,14 +264,19 @@ def build_runner(
         start = min(p.position for p in progress.values() if p is not None)
     else:
         start = start_position(source, config.source.startup, progress)
-        run_startup_checks(source, databases=databases, resume=start)
+        known = [p for p in progress.values() if p is not None]
+        server_uuid = run_startup_checks(
+            source, databases=databases, resume=start, resume_server_uuid=_server_of(known)
+        ).server_uuid
     for sink, table in onboarding.tables.items():
         if sink not in progress:
             continue  # bootstrapping in the background
         if progress[sink] is None:
             # Make the starting point durable before reading: a crash before the first real
             # commit must resume here, not at a new "latest" position.
-            initial = TableProgress(start, watermark_ms=0, last_order=0, source=source_id)
+            initial = TableProgress(
+                start, watermark_ms=0, last_order=0, source=source_id, server_uuid=server_uuid
+            )
             table.commit(table.schema.empty_table(), initial)
             progress[sink] = initial
     live = LiveOnboarding(onboarding, config, catalog, lambda: str(assembler.last_seen))
@@ -279,6 +286,7 @@ def build_runner(
         progress={sink: p for sink, p in progress.items() if p is not None},
         start=start,
         source=source_id,
+        server_uuid=server_uuid,
         initial_watermark_ms=0,
         max_transaction_rows=settings.max_transaction_rows,
         structure=live,
@@ -298,6 +306,12 @@ def build_runner(
         clock=clock,
         background=background,
     )
+
+
+def _server_of(progress: list[TableProgress]) -> str | None:
+    """The server whose binlog the tables' positions are in, as the oldest one recorded it."""
+    recorded = [p for p in progress if p.server_uuid is not None]
+    return min(recorded, key=lambda p: p.position).server_uuid if recorded else None
 
 
 def _route_unless_deferred(

@@ -45,6 +45,7 @@ _VARIABLES = (
     "server_id",
     "gtid_purged",  # MySQL
     "gtid_mode",  # MySQL
+    "server_uuid",  # MySQL
     "binlog_expire_logs_seconds",  # MySQL 8.0+, MariaDB 10.6+
 )
 
@@ -150,6 +151,8 @@ class Requirements:
     resume: BinlogPosition | None = None
     #: GTID state at ``resume``: MariaDB ``domain-server-seq`` list, MySQL executed GTID set
     resume_gtids: str | None = None
+    #: MySQL's ``server_uuid`` of the server whose binlog ``resume`` is in, as recorded
+    resume_server_uuid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,8 @@ class CheckResult:
     unchecked: tuple[str, ...]
     #: settings that work but put the pipeline at risk, one line each
     warnings: tuple[str, ...] = ()
+    #: MySQL's ``server_uuid`` of the server checked; None on MariaDB
+    server_uuid: str | None = None
 
 
 # -- gathering -------------------------------------------------------------------------------
@@ -283,6 +288,7 @@ def evaluate(facts: ServerFacts, requirements: Requirements) -> CheckResult:
         problems=tuple(f.message for f in findings if f.kind is _Kind.PROBLEM),
         unchecked=tuple(f.message for f in findings if f.kind is _Kind.UNCHECKED),
         warnings=tuple(f.message for f in findings if f.kind is _Kind.WARNING),
+        server_uuid=facts.variables.get("server_uuid") or None,
     )
 
 
@@ -577,6 +583,20 @@ def _check_resume_file(facts: ServerFacts, requirements: Requirements) -> Iterat
         yield _Finding(problem)
 
 
+def _check_resume_server(facts: ServerFacts, requirements: Requirements) -> Iterator[_Finding]:
+    recorded, here = requirements.resume_server_uuid, facts.variables.get("server_uuid")
+    if recorded is None or not here or recorded.lower() == here.lower():
+        return
+    yield _Finding(
+        f"the resume position {requirements.resume} is in the binlog of the server "
+        f"{recorded} (server_uuid), but this is the server {here}: binlog files and positions "
+        "mean nothing on another server (a failover to a replica, or a server rebuilt from a "
+        "backup); start from the GTID set the changelog reached, with new changelog tables "
+        "(scan.startup.mode: specific-offset and scan.startup.specific-offset.gtid-set), or "
+        f"{REBOOTSTRAP}"
+    )
+
+
 def _binlog_off(facts: ServerFacts) -> bool:
     return facts.variables.get("log_bin", "OFF").upper() not in ("ON", "1")
 
@@ -684,6 +704,7 @@ _CHECKS: tuple[_Check, ...] = (
     _check_server_id,
     _check_resume_file,
     _check_resume_gtids,
+    _check_resume_server,
 )
 
 
@@ -696,6 +717,7 @@ def run_startup_checks(
     databases: Collection[str] = (),
     resume: BinlogPosition | None = None,
     resume_gtids: str | None = None,
+    resume_server_uuid: str | None = None,
 ) -> CheckResult:
     """Check ``source`` for this pipeline; raise ``StartupCheckError`` naming every problem.
 
@@ -708,6 +730,7 @@ def run_startup_checks(
         databases=tuple(databases),
         resume=resume,
         resume_gtids=resume_gtids,
+        resume_server_uuid=resume_server_uuid,
     )
     result = evaluate(facts, requirements)
     for note in result.unchecked:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -132,8 +132,11 @@ class ChangeAssembler:
         max_transaction_rows: int = 100_000,
         structure: StructureChanges | None = None,
         follow_online_schema_changes: bool = False,
+        server_uuid: str | None = None,
     ) -> None:
         self._router = router
+        #: MySQL's server_uuid of the server read, recorded with every position
+        self._server_uuid = server_uuid
         self._statements = StatementPolicy(
             sink_of=self._sink_of,
             captures=captures,
@@ -602,6 +605,9 @@ class ChangeAssembler:
             last_order=0,
             source=self._source,
         )
+        if self._server_uuid is not None and previous.server_uuid != self._server_uuid:
+            # a changelog written before positions named their server, or by a bootstrap
+            previous = replace(previous, server_uuid=self._server_uuid)
         late = self._late.pop(sink, NO_LATE_CHANGES)
         nulled = self._nulled.pop(sink, None)
         progress = previous.advanced(

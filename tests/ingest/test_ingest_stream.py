@@ -13,6 +13,7 @@ from confluent_kafka import Consumer
 from pyiceberg.catalog import Catalog
 
 from ingest.changelog.table import ChangelogTable
+from ingest.errors import StartupCheckError
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
@@ -433,3 +434,56 @@ def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_du
     rows = changelog_rows(catalog, namespace)
     assert killed
     assert sorted(row["id"] for row in rows) == list(range(1, 401))  # each once
+
+
+@pytest.mark.parametrize("source", ["mysql"], indirect=True)
+def test_a_pipeline_pointed_at_another_mysql_server_is_refused_before_it_reads(
+    source: SourceEndpoint,
+    private_source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    """A failover done by hand: the same database on another server, the pipeline's hostname
+    changed. Its binlog positions would name other transactions there."""
+    with private_source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE `{source_database}`")
+        cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY)")
+        cursor.execute("SELECT @@server_uuid")
+        (first_server,) = cursor.fetchone()
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY)")
+        cursor.execute("SELECT @@server_uuid")
+        (second_server,) = cursor.fetchone()
+    pipeline = {
+        "database": source_database,
+        "tables": "orders",
+        "namespace": namespace,
+        "server_id": server_id,
+    }
+    first = load_pipeline(
+        write_pipeline(tmp_path / "a.yaml", private_source, endpoints.catalog, **pipeline)
+    )
+    run_to_end(
+        build_runner(first, catalog, reports=None, settings=IngestSettings()),
+        private_source,
+        server_id,
+        max_seconds=60,
+    )
+    table = ChangelogTable(catalog.load_table(f"{namespace}.orders_changelog"))
+    recorded = table.progress()
+    assert recorded is not None and recorded.server_uuid == first_server
+
+    moved = load_pipeline(
+        write_pipeline(tmp_path / "b.yaml", source, endpoints.catalog, **pipeline)
+    )
+    with pytest.raises(StartupCheckError) as refused:
+        build_runner(moved, catalog, reports=None, settings=IngestSettings())
+
+    assert (
+        f"is in the binlog of the server {first_server} (server_uuid), but this is the server "
+        f"{second_server}: binlog files and positions mean nothing on another server"
+    ) in str(refused.value)

@@ -12,7 +12,8 @@ Keys (docs/architecture.md#changelog-snapshot-summary):
   parts). ``gtid`` is the last GTID seen before the boundary, for people and GTID-based tools.
   ``hold`` (``{"file", "pos"}``), present only after a bootstrap: the table's snapshot rows were
   read at positions up to it, so the table is consistent, and its watermark may move, only once
-  the stream has passed it.
+  the stream has passed it. ``server``, MySQL's ``server_uuid`` of the server the position is
+  in (binlog positions mean nothing on another server), present once known.
 - ``tidemark.source``: which source the rows came from (``host:port``).
 - ``tidemark.order``: the last ``_tm_order`` value written; the next row gets the next one.
 - ``tidemark.late-rows``: how many streamed changes the table has received, in all, whose event
@@ -59,6 +60,8 @@ class TableProgress:
     late_range: tuple[int, int] | None = None
     #: values stored as NULL because the lake could not hold them, per column, in all
     nulled: tuple[tuple[str, int], ...] = ()
+    #: MySQL's ``server_uuid`` of the server whose binlog ``position`` is in; None on MariaDB
+    server_uuid: str | None = None
 
     def summary(self) -> dict[str, str]:
         position: dict[str, object] = {
@@ -70,6 +73,8 @@ class TableProgress:
         }
         if self.hold_until is not None:
             position["hold"] = {"file": self.hold_until.file, "pos": self.hold_until.offset}
+        if self.server_uuid is not None:
+            position["server"] = self.server_uuid
         summary = {
             SummaryKey.WATERMARK: str(self.watermark_ms),
             SummaryKey.POSITION: json.dumps(position, separators=(",", ":")),
@@ -111,6 +116,7 @@ class TableProgress:
                 late_rows=int(summary.get(LATE_ROWS_KEY, 0)),
                 late_range=_late_range(summary.get(LATE_RANGE_KEY)),
                 nulled=_nulled(summary.get(NULLED_KEY)),
+                server_uuid=position.get("server"),
             )
         except (KeyError, ValueError, TypeError) as error:
             raise TerminalError(

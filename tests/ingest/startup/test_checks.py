@@ -650,6 +650,24 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
         ),
         [],
     ),
+    "the resume position is another server's": (
+        with_variables(server_uuid="bbbbbbbb-71ca-11e1-9e33-c80aa9429562"),
+        replace(NEEDS, resume_server_uuid=UUID),
+        [
+            "the resume position binlog.000008:1200 is in the binlog of the server "
+            f"{UUID} (server_uuid), but this is the server "
+            "bbbbbbbb-71ca-11e1-9e33-c80aa9429562: binlog files and positions mean nothing on "
+            "another server (a failover to a replica, or a server rebuilt from a backup); start "
+            "from the GTID set the changelog reached, with new changelog tables "
+            "(scan.startup.mode: specific-offset and scan.startup.specific-offset.gtid-set), or "
+            f"{REBOOTSTRAP}"
+        ],
+    ),
+    "the resume position is this server's": (
+        with_variables(server_uuid=UUID.upper()),
+        replace(NEEDS, resume_server_uuid=UUID),
+        [],
+    ),
 }
 
 
