@@ -13,10 +13,10 @@ reads the stream's packets itself and decodes those four from the bytes, on Mari
   packet.
 
 MySQL's BEGIN query after each GTID event is skipped here too. Its compressed transactions
-(TRANSACTION_PAYLOAD) are opened first
-(``ingest.binlog.transaction_payload``), and the events inside go through the same loop as if
-the server had sent them one by one. A partial JSON update (``PARTIAL_UPDATE_ROWS``) stops the
-stream: its after image is not the row.
+(TRANSACTION_PAYLOAD) are opened first (``ingest.binlog.transaction_payload``), and the events
+inside go through the same loop as if the server had sent them one by one. A partial JSON
+update (``PARTIAL_UPDATE_ROWS``) of a table read stops the stream: its after image is not the
+row.
 
 Everything else (the first TABLE_MAP of a structure, rotations, format descriptions, queries,
 heartbeats, row events with DECIMAL or date columns) goes to the library as its own
