@@ -458,15 +458,21 @@ def test_a_pipeline_pointed_at_another_mysql_server_is_refused_before_it_reads(
         cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY)")
         cursor.execute("SELECT @@server_uuid")
         (second_server,) = cursor.fetchone()
-    pipeline = {
-        "database": source_database,
-        "tables": "orders",
-        "namespace": namespace,
-        "server_id": server_id,
-    }
-    first = load_pipeline(
-        write_pipeline(tmp_path / "a.yaml", private_source, endpoints.catalog, **pipeline)
-    )
+
+    def pipeline(name: str, server: SourceEndpoint) -> PipelineConfig:
+        return load_pipeline(
+            write_pipeline(
+                tmp_path / name,
+                server,
+                endpoints.catalog,
+                database=source_database,
+                tables="orders",
+                namespace=namespace,
+                server_id=server_id,
+            )
+        )
+
+    first = pipeline("a.yaml", private_source)
     run_to_end(
         build_runner(first, catalog, reports=None, settings=IngestSettings()),
         private_source,
@@ -477,9 +483,7 @@ def test_a_pipeline_pointed_at_another_mysql_server_is_refused_before_it_reads(
     recorded = table.progress()
     assert recorded is not None and recorded.server_uuid == first_server
 
-    moved = load_pipeline(
-        write_pipeline(tmp_path / "b.yaml", source, endpoints.catalog, **pipeline)
-    )
+    moved = pipeline("b.yaml", source)
     with pytest.raises(StartupCheckError) as refused:
         build_runner(moved, catalog, reports=None, settings=IngestSettings())
 
