@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from typing import Any
-
-import pymysql
 
 from tidemark.stack.installer import ensure_debian_packages
 from tidemark.stack.process import os_user, run, spawn_daemon
-from tidemark.stack.service import Service
-
-ADMIN_USER, ADMIN_PASSWORD = "tidemark_admin", "tidemark-admin"
-CDC_USER, CDC_PASSWORD = "tidemark_cdc", "tidemark-cdc"
-SERVER_ID = 1
+from tidemark.stack.source_server import SERVER_ID, SourceServer, grants
 
 # Every setting a binlog reader relies on is spelled out, defaults included, so the stack
 # documents what a production source needs.
@@ -43,25 +36,18 @@ innodb_flush_log_at_trx_commit = 2
 max_connections = 200
 """
 
-_GRANTS = [
-    f"CREATE USER IF NOT EXISTS '{ADMIN_USER}'@'%' IDENTIFIED BY '{ADMIN_PASSWORD}'",
-    f"GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'%' WITH GRANT OPTION",
-    # Least privilege for change data capture: read rows and stream the binlog, nothing else.
-    f"CREATE USER IF NOT EXISTS '{CDC_USER}'@'%' IDENTIFIED BY '{CDC_PASSWORD}'",
-    f"GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{CDC_USER}'@'%'",
-]
+_GRANTS = grants("BINLOG MONITOR")
 
 
-class MariaDB(Service):
+class MariaDB(SourceServer):
     name = "mariadb"
+    flavor = "mariadb"
+    grants = _GRANTS
+    socket_file = "mariadb.sock"
 
     @property
     def port(self) -> int:
         return self.settings.mariadb_port
-
-    @property
-    def socket(self) -> str:
-        return str(self.data_dir / "mariadb.sock")
 
     @property
     def config_file(self) -> str:
@@ -110,33 +96,6 @@ class MariaDB(Service):
             cwd=self.data_dir,
         )
 
-    def is_healthy(self) -> bool:
-        try:
-            with self._root_connection() as conn:
-                conn.ping()
-        except pymysql.MySQLError:
-            return False
-        return True
-
-    def _after_first_health(self) -> None:
-        with self._root_connection() as conn, conn.cursor() as cursor:
-            for statement in _GRANTS:
-                cursor.execute(statement)
-
-    def endpoint(self) -> dict[str, Any]:
-        return {
-            "flavor": "mariadb",
-            "host": self.settings.host,
-            "port": self.port,
-            "server_id": SERVER_ID,
-            "admin_user": ADMIN_USER,
-            "admin_password": ADMIN_PASSWORD,
-            "cdc_user": CDC_USER,
-            "cdc_password": CDC_PASSWORD,
-        }
-
-    def _root_connection(self) -> pymysql.connections.Connection[Any]:
+    def _root_user(self) -> str:
         # mariadb-install-db lets the OS user that owns the server in through the socket.
-        return pymysql.connect(
-            unix_socket=self.socket, user=os_user(), connect_timeout=2, autocommit=True
-        )
+        return os_user()

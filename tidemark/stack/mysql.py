@@ -15,21 +15,15 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
-
-import pymysql
 
 from tidemark.errors import TerminalError, TidemarkError
 from tidemark.stack.installer import ensure_debian_packages
 from tidemark.stack.process import os_user, run, spawn_daemon
-from tidemark.stack.service import Service
 from tidemark.stack.settings import StackSettings
+from tidemark.stack.source_server import SERVER_ID, SourceServer, grants
 
 logger = logging.getLogger(__name__)
 
-ADMIN_USER, ADMIN_PASSWORD = "tidemark_admin", "tidemark-admin"
-CDC_USER, CDC_PASSWORD = "tidemark_cdc", "tidemark-cdc"
-SERVER_ID = 1
 #: what debootstrap installs into the system: the server, and the client tools for a human
 PACKAGES = ("mysql-server-core", "mysql-client-core")
 _LIBRARY_PATH = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")
@@ -71,13 +65,7 @@ sync_binlog = 0
 max_connections = 200
 """
 
-_GRANTS = [
-    f"CREATE USER IF NOT EXISTS '{ADMIN_USER}'@'%' IDENTIFIED BY '{ADMIN_PASSWORD}'",
-    f"GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'%' WITH GRANT OPTION",
-    # Least privilege for change data capture: read rows and stream the binlog, nothing else.
-    f"CREATE USER IF NOT EXISTS '{CDC_USER}'@'%' IDENTIFIED BY '{CDC_PASSWORD}'",
-    f"GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{CDC_USER}'@'%'",
-]
+_GRANTS = grants("REPLICATION CLIENT")
 
 
 class MySQLSystem:
@@ -133,8 +121,11 @@ class MySQLSystem:
         partial.rename(self.root)
 
 
-class MySQL(Service):
+class MySQL(SourceServer):
     name = "mysql"
+    flavor = "mysql"
+    grants = _GRANTS
+    socket_file = "mysqld.sock"
 
     def __init__(self, settings: StackSettings) -> None:
         super().__init__(settings)
@@ -143,10 +134,6 @@ class MySQL(Service):
     @property
     def port(self) -> int:
         return self.settings.mysql_port
-
-    @property
-    def socket(self) -> str:
-        return str(self.data_dir / "mysqld.sock")
 
     @property
     def config_file(self) -> Path:
@@ -192,33 +179,6 @@ class MySQL(Service):
         Path(self.socket + ".lock").unlink(missing_ok=True)
         return spawn_daemon(self._mysqld(), log=self.log, pid_file=self.pid_file, cwd=self.data_dir)
 
-    def is_healthy(self) -> bool:
-        try:
-            with self._root_connection() as conn:
-                conn.ping()
-        except pymysql.MySQLError:
-            return False
-        return True
-
-    def _after_first_health(self) -> None:
-        with self._root_connection() as conn, conn.cursor() as cursor:
-            for statement in _GRANTS:
-                cursor.execute(statement)
-
-    def endpoint(self) -> dict[str, Any]:
-        return {
-            "flavor": "mysql",
-            "host": self.settings.host,
-            "port": self.port,
-            "server_id": SERVER_ID,
-            "admin_user": ADMIN_USER,
-            "admin_password": ADMIN_PASSWORD,
-            "cdc_user": CDC_USER,
-            "cdc_password": CDC_PASSWORD,
-        }
-
-    def _root_connection(self) -> pymysql.connections.Connection[Any]:
+    def _root_user(self) -> str:
         # --initialize-insecure makes root@localhost without a password, reachable by socket.
-        return pymysql.connect(
-            unix_socket=self.socket, user="root", connect_timeout=2, autocommit=True
-        )
+        return "root"
