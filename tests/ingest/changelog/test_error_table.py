@@ -7,6 +7,7 @@ source wrote.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,32 @@ def _table(connection: Connection) -> None:
         cursor.execute(ALLOW_ZERO_DATES)
 
 
+@pytest.fixture
+def visits_pipeline(
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    tmp_path: Path,
+    server_id: int,
+) -> Callable[..., Path]:
+    """``visits_pipeline(**options)``: the test's pipeline file, reading its ``visits`` table
+    into its namespace (``options`` go to ``write_pipeline``: other tables, a start mode)."""
+
+    def write(**options: str) -> Path:
+        return write_pipeline(
+            tmp_path / "p.yaml",
+            source,
+            endpoints.catalog,
+            database=source_database,
+            namespace=namespace,
+            server_id=server_id,
+            **{"tables": "visits", **options},
+        )
+
+    return write
+
+
 def _run(
     statements: list[str],
     connection: Connection,
@@ -64,25 +91,16 @@ def _rows(catalog: Catalog, identifier: str) -> list[dict[str, Any]]:
 @pytest.mark.every_source
 def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
     catalog: Catalog,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
+    visits_pipeline: Callable[..., Path],
 ) -> None:
     _table(admin_connection)
-    path = write_pipeline(
-        tmp_path / "p.yaml",
-        source,
-        endpoints.catalog,
-        database=source_database,
-        tables="visits",
-        namespace=namespace,
-        server_id=server_id,
-    )
+    path = visits_pipeline()
     first = [
         "INSERT INTO visits VALUES (1, '2024-05-01', 'fine')",
         "INSERT INTO visits VALUES (2, '0000-00-00', 'no such day')",
@@ -115,29 +133,20 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
 @pytest.mark.every_source
 def test_a_value_stored_as_null_is_counted_and_recorded_in_the_error_table(
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
     catalog: Catalog,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
+    visits_pipeline: Callable[..., Path],
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute(
             "CREATE TABLE visits (id INT PRIMARY KEY, day DATE, seen DATETIME(3), note TEXT)"
         )
         cursor.execute(ALLOW_ZERO_DATES)
-    path = write_pipeline(
-        tmp_path / "p.yaml",
-        source,
-        endpoints.catalog,
-        database=source_database,
-        tables="visits",
-        namespace=namespace,
-        server_id=server_id,
-    )
+    path = visits_pipeline()
     first = [
         "INSERT INTO visits VALUES (1, '2024-05-01', '2024-05-01 10:00:00', 'fine')",
         "INSERT INTO visits VALUES (2, '0000-00-00', '2024-02-30 08:00:00.5', 'two')",
@@ -182,13 +191,12 @@ def test_a_value_stored_as_null_is_counted_and_recorded_in_the_error_table(
 
 def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
     catalog: Catalog,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
+    visits_pipeline: Callable[..., Path],
 ) -> None:
     _table(admin_connection)
     with admin_connection.cursor() as cursor:
@@ -196,16 +204,7 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
             "INSERT INTO visits SELECT seq, IF(seq % 50 = 0, '0000-00-00', '2024-01-01'), 'x' "
             "FROM seq_1_to_200"
         )
-    path = write_pipeline(
-        tmp_path / "p.yaml",
-        source,
-        endpoints.catalog,
-        database=source_database,
-        tables="visits",
-        namespace=namespace,
-        server_id=server_id,
-        startup="initial",
-    )
+    path = visits_pipeline(startup="initial")
 
     _run([], admin_connection, path, catalog, source, server_id)
 
@@ -218,13 +217,12 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
 
 def test_a_bootstrap_counts_and_records_values_stored_as_null(
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
     catalog: Catalog,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
+    visits_pipeline: Callable[..., Path],
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE visits (id INT PRIMARY KEY, day DATE, note TEXT)")
@@ -233,16 +231,7 @@ def test_a_bootstrap_counts_and_records_values_stored_as_null(
             "INSERT INTO visits SELECT seq, CASE seq WHEN 7 THEN '0000-00-00' "
             "WHEN 9 THEN '2024-02-30' ELSE '2024-01-01' END, 'x' FROM seq_1_to_10"
         )
-    path = write_pipeline(
-        tmp_path / "p.yaml",
-        source,
-        endpoints.catalog,
-        database=source_database,
-        tables="visits",
-        namespace=namespace,
-        server_id=server_id,
-        startup="initial",
-    )
+    path = visits_pipeline(startup="initial")
 
     _run([], admin_connection, path, catalog, source, server_id)
 
@@ -288,13 +277,12 @@ class _Crash(Exception):
 
 def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_error_once(
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
     catalog: Catalog,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
+    visits_pipeline: Callable[..., Path],
 ) -> None:
     _table(admin_connection)
     with admin_connection.cursor() as cursor:
@@ -302,16 +290,8 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
             "INSERT INTO visits SELECT seq, IF(seq % 50 = 0, '0000-00-00', '2024-01-01'), 'x' "
             "FROM seq_1_to_200"
         )
-    path = write_pipeline(
-        tmp_path / "p.yaml",
-        source,
-        endpoints.catalog,
-        database=source_database,
-        tables="visits",
-        namespace=namespace,
-        server_id=server_id,
-        startup="initial",
-        source_options="scan.incremental.snapshot.chunk.size: 50",
+    path = visits_pipeline(
+        startup="initial", source_options="scan.incremental.snapshot.chunk.size: 50"
     )
     every_chunk = IngestSettings(flush_rows=40)  # each chunk (49 rows kept) is a commit of its own
 
@@ -329,30 +309,20 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
 
 def test_a_start_up_looks_up_only_the_error_tables_that_exist(
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
     catalog: Catalog,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
     monkeypatch: pytest.MonkeyPatch,
+    visits_pipeline: Callable[..., Path],
 ) -> None:
     _table(admin_connection)
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE notes (id INT PRIMARY KEY, note TEXT)")
         cursor.execute("INSERT INTO notes VALUES (1, 'a'), (2, 'b')")
         cursor.execute("INSERT INTO visits VALUES (1, '2024-01-01', 'x'), (2, '0000-00-00', 'y')")
-    path = write_pipeline(
-        tmp_path / "p.yaml",
-        source,
-        endpoints.catalog,
-        database=source_database,
-        tables="visits|notes",
-        namespace=namespace,
-        server_id=server_id,
-        startup="initial",
-    )
+    path = visits_pipeline(tables="visits|notes", startup="initial")
     asked = recording_load_table(catalog, monkeypatch)
 
     _run([], admin_connection, path, catalog, source, server_id)  # makes visits_errors
