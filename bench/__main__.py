@@ -41,7 +41,7 @@ BENCHMARKS = (
         "ingest",
         "bench.ingest_bench",
         ("--loads", "1", "2", "4", "1@1000", "--seconds", "30", "--bulk-rows", "200000"),
-        ("--loads", "1", "--seconds", "10", "--bulk-rows", "20000"),
+        ("--loads", "1", "--seconds", "10", "--bulk-rows", "20000", "--compression-trials", "2"),
     ),
     Benchmark(
         "bootstrap",

@@ -403,26 +403,22 @@ class _GtidSources:
 
 def _uncompressing(read_payload: Callable[[], bytes], checksum: int) -> Callable[[], bytes]:
     """``read_payload``, with each TRANSACTION_PAYLOAD packet replaced by the events inside it,
-    each as the server would have sent it alone: the payload event's end position as its own
-    (every event inside ends where the payload does) and, on a stream with checksums, four
-    bytes where the checksum goes (checksums are never verified here)."""
+    each as the server would have sent it alone (``transaction_payload.packets``)."""
     queued: deque[bytes] = deque()
-    trailer = bytes(checksum)
     decompressor = transaction_payload.decompressor()
+    is_payload = transaction_payload.is_payload
+    unpack = transaction_payload.packets
 
     def read() -> bytes:
-        while not queued:
+        if queued:
+            return queued.popleft()
+        payload = read_payload()
+        while is_payload(payload):
+            queued.extend(unpack(payload, checksum, decompressor))
+            if queued:
+                return queued.popleft()
             payload = read_payload()
-            if len(payload) < _HEADER_END or payload[0] != 0:
-                return payload
-            if payload[5] != transaction_payload.EVENT_TYPE:
-                return payload
-            log_pos = payload[14:18]
-            body = payload[_HEADER_END : len(payload) - checksum]
-            for event in transaction_payload.inner_events(body, decompressor):
-                size = (len(event) + checksum).to_bytes(4, "little")
-                queued.append(b"".join((b"\0", event[:9], size, log_pos, event[17:], trailer)))
-        return queued.popleft()
+        return payload
 
     return read
 

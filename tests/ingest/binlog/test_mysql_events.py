@@ -253,23 +253,30 @@ def test_a_server_without_gtids_streams_its_transactions_without_them(
 
 
 def test_a_payload_stored_without_compression_is_read_as_it_is() -> None:
-    event = _event(kind=2, body=b"BEGIN")
+    begin, xid = _event(kind=2, body=b"BEGIN"), _event(kind=16, body=bytes(8))
     # fields: type 1 (payload size), type 2 (compression: 255, none, a length-encoded 3
     # bytes long), then the end mark
-    body = bytes([1, 1, len(event), 2, 3, 0xFC, 255, 0, 0]) + event
+    body = bytes([1, 1, len(begin + xid), 2, 3, 0xFC, 255, 0, 0]) + begin + xid
+    payload = _packet(_event(kind=transaction_payload.EVENT_TYPE, body=body, log_pos=4321))
 
-    assert [bytes(inner) for inner in transaction_payload.inner_events(body)] == [event]
+    assert transaction_payload.packets(payload, checksum=4) == [
+        # each as the server sends an event alone: its size counts the checksum after it,
+        # and it ends where the payload does
+        _packet(_event(kind=2, body=b"BEGIN", log_pos=4321)),
+        _packet(_event(kind=16, body=bytes(8), log_pos=4321)),
+    ]
 
 
 def test_a_damaged_payload_is_refused_rather_than_misread() -> None:
-    event = _event(kind=2, body=b"BEGIN")
-    truncated = bytes([2, 3, 0xFC, 255, 0, 0]) + event[:-2]
+    begin = _event(kind=2, body=b"BEGIN")
+    body = bytes([2, 3, 0xFC, 255, 0, 0]) + begin[:-2]
+    payload = _packet(_event(kind=transaction_payload.EVENT_TYPE, body=body, log_pos=4321))
 
     with pytest.raises(transaction_payload.UnreadablePayloadError, match="payload is damaged"):
-        list(transaction_payload.inner_events(truncated))
+        transaction_payload.packets(payload, checksum=4)
 
 
-def _event(kind: int, body: bytes) -> bytes:
+def _event(kind: int, body: bytes, log_pos: int = 0) -> bytes:
     """A binlog event: timestamp, type, server id, size, position, flags, then ``body``."""
     size = 19 + len(body)
     return (
@@ -277,7 +284,14 @@ def _event(kind: int, body: bytes) -> bytes:
         + bytes([kind])
         + (1).to_bytes(4, "little")
         + size.to_bytes(4, "little")
-        + (0).to_bytes(4, "little")
+        + log_pos.to_bytes(4, "little")
         + (0).to_bytes(2, "little")
         + body
     )
+
+
+def _packet(event: bytes, checksum: int = 4) -> bytes:
+    """``event`` as the replication stream sends it: the OK byte, the event with its size
+    counting its checksum, then the checksum (never verified: zeros here)."""
+    size = len(event) + checksum
+    return b"\0" + event[:9] + size.to_bytes(4, "little") + event[13:] + bytes(checksum)
