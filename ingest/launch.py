@@ -229,7 +229,12 @@ def build_runner(
         known = [p for p in progress.values() if p is not None]
         resume = min(p.position for p in known) if known else current_position(source)
         server_uuid = run_startup_checks(
-            source, databases=databases, resume=resume, resume_server_uuid=_server_of(known)
+            source,
+            databases=databases,
+            resume=resume,
+            resume_server_uuid=_server_of(known),
+            bootstrap=True,
+            incremental_snapshot=config.source.incremental_snapshot,
         ).server_uuid
         bootstrapper = Bootstrapper(
             source,
@@ -375,6 +380,7 @@ def _bootstrap_settings(config: PipelineConfig, settings: IngestSettings) -> Boo
         parallelism=config.pipeline.parallelism,
         server_time_zone=config.source.server_time_zone,
         tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,
+        incremental=config.source.incremental_snapshot,
     )
 
 

@@ -112,11 +112,18 @@ def _binlog_status(conn: pymysql.connections.Connection[Any], cursor: Any) -> An
 
 def current_position(source: SourceConnection) -> BinlogPosition:
     """Where the source's binlog ends right now."""
-    with source.connect() as conn, conn.cursor() as cursor:
+    with source.connect() as conn:
+        return binlog_end(conn)
+
+
+def binlog_end(conn: pymysql.connections.Connection[Any]) -> BinlogPosition:
+    """Where the binlog of the server ``conn`` is connected to ends right now. On MySQL that
+    end can be past transactions not yet visible to a read (``ingest.bootstrap.chunk_reads``)."""
+    with conn.cursor() as cursor:
         row = _binlog_status(conn, cursor)
     if row is None:
         raise TerminalError(
-            f"the binlog is off on {source.host}:{source.port}; set log_bin in the server's "
+            f"the binlog is off on {conn.host}:{conn.port}; set log_bin in the server's "
             "configuration and restart it"
         )
     return BinlogPosition(str(row[0]), int(row[1]))

@@ -6,3 +6,5 @@ CREATE USER IF NOT EXISTS 'tidemark_admin'@'%' IDENTIFIED BY 'tidemark-admin';
 GRANT ALL PRIVILEGES ON *.* TO 'tidemark_admin'@'%' WITH GRANT OPTION;
 CREATE USER IF NOT EXISTS 'tidemark_cdc'@'%' IDENTIFIED BY 'tidemark-cdc';
 GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'tidemark_cdc'@'%';
+-- the bootstrap's low watermark: performance_schema.log_status
+GRANT BACKUP_ADMIN ON *.* TO 'tidemark_cdc'@'%';

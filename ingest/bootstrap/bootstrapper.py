@@ -15,6 +15,10 @@ sees the table before then. A table with no key to page by is read whole in one 
 committed once (with a warning: it is held in memory, and a crash reads it again). Rows the
 lake cannot hold go to the sink table's error table (``ingest.changelog.error_table``).
 
+The incremental snapshot (``ingest.bootstrap.chunk_reads``, MySQL's) has no snapshot
+position: each chunk is read on its own between a low watermark ``L``, which plays ``P1``, and a
+high watermark ``H``, which plays ``P2``; the argument is the same.
+
 Tables of different sink tables are read in parallel (``parallelism`` threads, each with its own
 snapshot); source tables routed to the same sink table one after another. A reader reads its next
 table in the snapshot of its last one while that is younger than ``snapshot_max_age`` and the
@@ -40,6 +44,7 @@ import pyarrow as pa
 from pyiceberg.expressions import And, EqualTo, GreaterThan, Reference
 from pyiceberg.expressions.literals import literal
 
+from ingest.bootstrap.chunk_reads import ChunkReads, ChunkReadsLender
 from ingest.bootstrap.display import BootstrapDisplay
 from ingest.bootstrap.snapshot_reader import (
     Chunk,
@@ -56,9 +61,12 @@ from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootst
 from tidemark.contracts.changelog import MetadataColumn, Operation
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.source_tables import SourceTable
-from tidemark.source import BinlogPosition, SourceConnection
+from tidemark.source import BinlogPosition, SourceConnection, is_mariadb
 
 logger = logging.getLogger(__name__)
+
+#: how a table's rows are read: in one consistent snapshot, or a chunk at a time
+TableReads = ConsistentSnapshot | ChunkReads
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,9 @@ class BootstrapSettings:
     snapshot_max_age: float = 5.0
     server_time_zone: str | None = None
     tinyint1_as_boolean: bool = True
+    #: read a chunk at a time (``ingest.bootstrap.chunk_reads``) rather than in one consistent
+    #: snapshot; None: by the server (MySQL reports no snapshot position)
+    incremental: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -136,7 +147,7 @@ class Bootstrapper:
     def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
         """Bootstrap every sink table; returns each one's progress after its last commit. The
         display is closed however this ends: a failure or a stop finishes no table."""
-        snapshots = SnapshotLender(self.source, self.settings.snapshot_max_age, self.clock)
+        snapshots = self._lender()
         try:
             members = [member for sink in sinks for member in sink.members]
             bootstrap = functools.partial(
@@ -151,10 +162,19 @@ class Bootstrapper:
             snapshots.close()
             self.display.close()
 
+    def _lender(self) -> SnapshotLender | ChunkReadsLender:
+        incremental = self.settings.incremental
+        if incremental is None:
+            with self.source.connect() as conn:
+                incremental = not is_mariadb(conn)
+        if incremental:
+            return ChunkReadsLender(self.source)
+        return SnapshotLender(self.source, self.settings.snapshot_max_age, self.clock)
+
     def bootstrap(
         self,
         sink: SinkBootstrap,
-        snapshots: SnapshotLender,
+        snapshots: SnapshotLender | ChunkReadsLender,
         estimates: Mapping[str, int | None],
     ) -> TableProgress:
         """Bootstraps one sink table, its members one after another; ``estimates`` are the
@@ -176,7 +196,7 @@ class Bootstrapper:
 
     def _read_in_lent_snapshot(
         self,
-        snapshots: SnapshotLender,
+        snapshots: SnapshotLender | ChunkReadsLender,
         sink: SinkBootstrap,
         member: SourceTable,
         progress: TableProgress | None,
@@ -199,7 +219,7 @@ class Bootstrapper:
         self,
         sink: SinkBootstrap,
         member: SourceTable,
-        snapshot: ConsistentSnapshot,
+        snapshot: TableReads,
         progress: TableProgress | None,
         state: BootstrapState,
     ) -> tuple[TableProgress, BootstrapState]:
@@ -216,7 +236,7 @@ class Bootstrapper:
         self,
         sink: SinkBootstrap,
         member: SourceTable,
-        snapshot: ConsistentSnapshot,
+        snapshot: TableReads,
         progress: TableProgress | None,
         state: BootstrapState,
     ) -> tuple[TableProgress, BootstrapState]:
@@ -261,6 +281,7 @@ class Bootstrapper:
             batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
             progress = replace(progress, last_order=progress.last_order + batch.num_rows)
             progress = progress.with_nulled(Counter(error.column for error, _ in stored_as_null))
+            progress = _held_until(progress, snapshot.high_watermark)
             batches.append(batch)
             pending += batch.num_rows
             after = chunk.last_key
@@ -274,6 +295,7 @@ class Bootstrapper:
                 batches, pending = [], 0
         done = SourceTableBootstrap(True, after, done.rows + pending)
         state = state.with_table(name, done)
+        progress = _held_until(progress, snapshot.high_watermark)
         rows = pa.Table.from_batches(batches, sink.table.schema)
         sink.table.commit(rows, progress, state)
         return progress, state
@@ -314,7 +336,7 @@ class Bootstrapper:
         self,
         sink: str,
         member: SourceTable,
-        snapshot: ConsistentSnapshot,
+        snapshot: TableReads,
         streams_from: BinlogPosition,
         refused: list[tuple[UnconvertibleValueError, dict[str, Any]]],
     ) -> int:
@@ -378,7 +400,7 @@ def _placeholders(values: Sequence[object]) -> str:
 
 
 def _chunks(
-    snapshot: ConsistentSnapshot,
+    snapshot: TableReads,
     member: SourceTable,
     key: tuple[str, ...] | None,
     after: tuple[object, ...] | None,
@@ -404,6 +426,17 @@ def _started(
         source=progress.source,
         gtid=progress.gtid,
         hold_until=hold,
+    )
+
+
+def _held_until(progress: TableProgress, high_watermark: BinlogPosition) -> TableProgress:
+    """``progress`` with its watermark held until the stream passes ``high_watermark`` too:
+    the rows read so far may show transactions up to there."""
+    hold = progress.hold_until
+    return (
+        progress
+        if hold is not None and hold >= high_watermark
+        else replace(progress, hold_until=high_watermark)
     )
 
 
@@ -442,7 +475,7 @@ def _convert(
 class _Metadata:
     """The metadata columns of a snapshot's rows: all read at one instant and position."""
 
-    def __init__(self, member: SourceTable, snapshot: ConsistentSnapshot, version: int) -> None:
+    def __init__(self, member: SourceTable, snapshot: TableReads, version: int) -> None:
         self.values: dict[str, Any] = {
             MetadataColumn.OPERATION: Operation.SNAPSHOT_READ.value,
             MetadataColumn.EVENT_TIME: snapshot.read_at,

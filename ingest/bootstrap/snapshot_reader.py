@@ -153,15 +153,19 @@ class ConsistentSnapshot(ReadView):
         if "binlog_snapshot_file" not in status or not status["binlog_snapshot_file"]:
             raise TerminalError(
                 f"{self._source.host}:{self._source.port} does not report the binlog position "
-                "of a consistent snapshot (binlog_snapshot_file): Tidemark's lock-free bootstrap "
-                "needs MariaDB or Percona Server. On MySQL, bootstrap from a MariaDB or Percona "
-                "replica, or start with scan.startup.mode: latest-offset and load the existing "
-                "rows another way"
+                "of a consistent snapshot (binlog_snapshot_file), which a bootstrap in one "
+                "snapshot needs (MariaDB and Percona Server report it): set "
+                "scan.incremental.snapshot.enabled: true in the pipeline's source block"
             )
         self.position = BinlogPosition(
             str(status["binlog_snapshot_file"]), int(status["binlog_snapshot_position"])
         )
         logger.debug("Consistent snapshot at %s", self.position)
+
+    @property
+    def high_watermark(self) -> BinlogPosition:
+        """After every transaction the reads see: the snapshot's own position."""
+        return self.position
 
 
 class SnapshotLender:

@@ -153,6 +153,10 @@ class Requirements:
     resume_gtids: str | None = None
     #: MySQL's ``server_uuid`` of the server whose binlog ``resume`` is in, as recorded
     resume_server_uuid: str | None = None
+    #: a bootstrap is due; True or False when ``scan.incremental.snapshot.enabled`` says which
+    #: kind, None for the server's own (``ingest.bootstrap.bootstrapper``)
+    bootstrap: bool = False
+    incremental_snapshot: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -496,6 +500,27 @@ def _check_privileges(facts: ServerFacts, _: Requirements) -> Iterator[_Finding]
         )
 
 
+def _check_bootstrap(facts: ServerFacts, requirements: Requirements) -> Iterator[_Finding]:
+    """MySQL reports no consistent snapshot's position, and its incremental snapshot reads
+    its low watermark from ``performance_schema.log_status`` (``ingest.bootstrap.chunk_reads``)."""
+    if not requirements.bootstrap or facts.version.flavor is not Flavor.MYSQL:
+        return
+    if requirements.incremental_snapshot is False:
+        yield _Finding(
+            "scan.incremental.snapshot.enabled is false, but MySQL reports no binlog position "
+            "for a consistent snapshot, which a bootstrap in one snapshot needs: remove the "
+            "option (or set it to true) to bootstrap a chunk at a time"
+        )
+        return
+    if not any(grant.allows("BACKUP_ADMIN") for grant in _grants(facts) if grant.is_global):
+        account = _account_sql(facts.account)
+        yield _Finding(
+            f"the account {account} lacks BACKUP_ADMIN, which the bootstrap needs on MySQL to "
+            "read performance_schema.log_status (the binlog position every earlier "
+            f"transaction is visible at): run GRANT BACKUP_ADMIN ON *.* TO {account}"
+        )
+
+
 def _check_select(facts: ServerFacts, requirements: Requirements) -> Iterator[_Finding]:
     grants = [grant for grant in _grants(facts) if grant.allows("SELECT")]
     unreadable = [
@@ -701,6 +726,7 @@ _CHECKS: tuple[_Check, ...] = (
     _check_binlog_retention,
     _check_privileges,
     _check_select,
+    _check_bootstrap,
     _check_server_id,
     _check_resume_file,
     _check_resume_gtids,
@@ -718,6 +744,8 @@ def run_startup_checks(
     resume: BinlogPosition | None = None,
     resume_gtids: str | None = None,
     resume_server_uuid: str | None = None,
+    bootstrap: bool = False,
+    incremental_snapshot: bool | None = None,
 ) -> CheckResult:
     """Check ``source`` for this pipeline; raise ``StartupCheckError`` naming every problem.
 
@@ -731,6 +759,8 @@ def run_startup_checks(
         resume=resume,
         resume_gtids=resume_gtids,
         resume_server_uuid=resume_server_uuid,
+        bootstrap=bootstrap,
+        incremental_snapshot=incremental_snapshot,
     )
     result = evaluate(facts, requirements)
     for note in result.unchecked:

@@ -181,6 +181,14 @@ class MySqlSource(_Frozen):
         doc="the zone the server's TIMESTAMP values are read in",
     )
     startup: Startup = Startup()
+    incremental_snapshot: bool | None = option(
+        None,
+        key="scan.incremental.snapshot.enabled",
+        parse=parse_bool,
+        default_text="true on MySQL, false on MariaDB",
+        doc="bootstrap a chunk at a time, each chunk a short read, rather than each table in "
+        "one consistent snapshot (MySQL has only this one)",
+    )
     snapshot_chunk_size: int = option(
         8096,
         key="scan.incremental.snapshot.chunk.size",

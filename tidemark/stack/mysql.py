@@ -20,7 +20,7 @@ from tidemark.errors import TerminalError, TidemarkError
 from tidemark.stack.installer import ensure_debian_packages
 from tidemark.stack.process import os_user, run, spawn_daemon
 from tidemark.stack.settings import StackSettings
-from tidemark.stack.source_server import SERVER_ID, SourceServer, grants
+from tidemark.stack.source_server import CDC_USER, SERVER_ID, SourceServer, grants
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,11 @@ sync_binlog = 0
 max_connections = 200
 """
 
-_GRANTS = grants("REPLICATION CLIENT")
+# BACKUP_ADMIN: the bootstrap's low watermark (performance_schema.log_status)
+_GRANTS = [
+    *grants("REPLICATION CLIENT"),
+    f"GRANT BACKUP_ADMIN ON *.* TO '{CDC_USER}'@'%'",
+]
 
 
 class MySQLSystem:

@@ -33,7 +33,7 @@ from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.output.bootstrap_progress import BootstrapProgress
 from tidemark.pipeline import Pipeline
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
 if TYPE_CHECKING:
@@ -50,8 +50,9 @@ def _orders(connection: Connection, rows: int, name: str = "orders") -> None:
         cursor.execute(
             f"CREATE TABLE {name} (id INT PRIMARY KEY, item VARCHAR(40), qty INT NOT NULL)"
         )
-        cursor.execute(
-            f"INSERT INTO {name} SELECT seq, CONCAT('item-', seq), seq % 7 FROM seq_1_to_{rows}"
+        cursor.executemany(  # one multi-row INSERT: pymysql joins the rows
+            f"INSERT INTO {name} VALUES (%s, %s, %s)",
+            [(key, f"item-{key}", key % 7) for key in range(1, rows + 1)],
         )
 
 
@@ -70,10 +71,12 @@ def _pipeline(
     tables: str = "orders",
     source_options: str = SMALL_CHUNKS,
     extra: str = "",
+    source: SourceEndpoint | None = None,
 ) -> Path:
+    """The pipeline file of a bootstrap test; on MariaDB unless ``source`` says otherwise."""
     return write_pipeline(
         path,
-        endpoints.mariadb,
+        source or endpoints.mariadb,
         endpoints.catalog,
         database=database,
         tables=tables,
@@ -96,8 +99,10 @@ def bootstrap_states(catalog: Catalog, namespace: str, table: str = "orders") ->
         yield summary
 
 
+@pytest.mark.every_source
 def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
     endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
@@ -114,13 +119,14 @@ def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
             namespace,
             server_id,
             extra=_ingest_block(flush_rows=300, max_rate=2000),
+            source=source,
         )
     )
 
-    with Workload(endpoints.mariadb, source_database, keys=3000, seed=1) as workload:
+    with Workload(source, source_database, keys=3000, seed=1) as workload:
         runner = build_runner(config, catalog, reports=None, settings=_settings(config))
         during_bootstrap = workload.statements
-    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=120)
+    run_to_end(runner, source, server_id, max_seconds=120)
 
     assert during_bootstrap > 20, "the workload must overlap the bootstrap"
     rows = changelog(catalog, namespace)
@@ -134,8 +140,10 @@ def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
     assert int(summaries[-1]["tidemark.watermark"]) > 0
 
 
+@pytest.mark.every_source
 def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exact(
     endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
@@ -151,6 +159,7 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
         namespace,
         server_id,
         extra=_ingest_block(flush_rows=500, max_rate=1000),
+        source=source,
     )
     process = _ingest_process(path)
     try:
@@ -158,14 +167,14 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
-    workload = Workload(endpoints.mariadb, source_database, keys=4000, seed=2)
+    workload = Workload(source, source_database, keys=4000, seed=2)
     for _ in range(300):  # changes in read and unread chunks, before the restart
         workload.step()
     workload.close()
     config = load_pipeline(path)
 
     runner = build_runner(config, catalog, reports=None, settings=_settings(config))
-    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=120)
+    run_to_end(runner, source, server_id, max_seconds=120)
 
     assert not committed.done
     rows = changelog(catalog, namespace)
@@ -431,8 +440,10 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     assert merged(users) == source_rows(admin_connection, "users")
 
 
+@pytest.mark.every_source
 def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
     endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
@@ -443,7 +454,7 @@ def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE events (id INT, note VARCHAR(20))")
-        cursor.execute("INSERT INTO events SELECT seq, 'x' FROM seq_1_to_250")
+        cursor.executemany("INSERT INTO events VALUES (%s, 'x')", [(key,) for key in range(1, 251)])
     config = load_pipeline(
         _pipeline(
             tmp_path / "p.yaml",
@@ -453,11 +464,12 @@ def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
             server_id,
             tables="events",
             extra=f"tidemark:\n  tables:\n    {namespace}.events:\n      unique-key: id\n",
+            source=source,
         )
     )
 
     runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
-    run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
+    run_to_end(runner, source, server_id, max_seconds=60)
 
     assert "has no primary key or NOT NULL unique key" in caplog.text
     rows = changelog(catalog, namespace, "events")

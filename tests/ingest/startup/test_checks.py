@@ -36,6 +36,7 @@ from ingest.startup.checks import (
     gather_facts,
     run_startup_checks,
 )
+from tests.server_variables import global_variables
 from tidemark.errors import TerminalError
 from tidemark.source import BinlogPosition, SourceConnection, current_position
 from tidemark.stack.endpoints import SourceEndpoint
@@ -52,23 +53,6 @@ PROCESS_NOTE = (
 
 
 # -- the real servers --------------------------------------------------------------------------
-
-
-@contextmanager
-def global_variables(admin: Connection, **values: str) -> Iterator[None]:
-    """Set global variables for the block and put the previous values back."""
-    with admin.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(f"@@GLOBAL.{name}" for name in values))
-        row = cursor.fetchone()
-        assert row is not None
-        before = dict(zip(values, row, strict=True))
-        try:
-            for name, value in values.items():
-                cursor.execute(f"SET GLOBAL {name} = {value}")
-            yield
-        finally:
-            for name, value in before.items():
-                cursor.execute(f"SET GLOBAL {name} = %s", (value,))
 
 
 @pytest.fixture
@@ -667,6 +651,30 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
         with_variables(server_uuid=UUID.upper()),
         replace(NEEDS, resume_server_uuid=UUID),
         [],
+    ),
+    "a bootstrap a chunk at a time, with BACKUP_ADMIN": (
+        MYSQL,
+        replace(NEEDS, bootstrap=True),
+        [],
+    ),
+    "a bootstrap without BACKUP_ADMIN": (
+        with_grants(MYSQL.grants[0]),
+        replace(NEEDS, bootstrap=True),
+        [
+            "the account 'cdc'@'%' lacks BACKUP_ADMIN, which the bootstrap needs on MySQL to "
+            "read performance_schema.log_status (the binlog position every earlier "
+            "transaction is visible at): run GRANT BACKUP_ADMIN ON *.* TO 'cdc'@'%'"
+        ],
+    ),
+    "no bootstrap due, no BACKUP_ADMIN needed": (with_grants(MYSQL.grants[0]), NEEDS, []),
+    "a bootstrap in one consistent snapshot": (
+        MYSQL,
+        replace(NEEDS, bootstrap=True, incremental_snapshot=False),
+        [
+            "scan.incremental.snapshot.enabled is false, but MySQL reports no binlog position "
+            "for a consistent snapshot, which a bootstrap in one snapshot needs: remove the "
+            "option (or set it to true) to bootstrap a chunk at a time"
+        ],
     ),
 }
 

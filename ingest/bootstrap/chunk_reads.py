@@ -1,0 +1,186 @@
+"""The incremental snapshot: a table read a chunk at a time, each chunk a statement of its own.
+
+``scan.incremental.snapshot.enabled`` (Flink CDC's option). Each page of the table's key
+(``ReadView.chunks``) is one autocommit ``SELECT``, so InnoDB keeps a read view for one page's
+query, never for the whole table: no transaction stays open for hours on the source, holding
+back its purge. MySQL, which reports no snapshot position, can be bootstrapped this way.
+
+Why it is exact (the same argument as ``ingest.bootstrap.bootstrapper``'s, with two positions
+for one): before the first chunk the reader takes a *low watermark* ``L``, a binlog position
+with every transaction before it visible to every later read; after each chunk a *high
+watermark* ``H``, the binlog's end, after every transaction the chunk could see. The table's
+stream starts at ``L`` and its watermark is held until the stream passes the last ``H``
+(``TableProgress.hold_until``). A row changed between ``L`` and ``H`` has every change replayed
+after its snapshot row (each carries the whole row, and the merge applies the last); a row not
+changed in between was read as it stands at ``H``. Flink CDC and Debezium reconcile each chunk
+with the binlog between its watermarks in memory (DBLog); Tidemark's changelog keeps every
+change and its merge applies them in order after the snapshot rows, so the replay does that
+work and only the first ``L`` and the last ``H`` matter.
+
+The trap is the low watermark. MySQL writes a transaction to the binlog before InnoDB commits
+it (a group commit's flush stage, then sync, then commit), so the binlog's end
+(``SHOW BINARY LOG STATUS``) can be past a transaction no read sees yet: taken as ``L`` it
+would lose that transaction's rows, missing from the chunk and before the stream's start.
+MySQL's ``performance_schema.log_status`` (8.0.14+) waits for the group commit in progress
+and gives the binlog position with every transaction before it committed (it needs
+``BACKUP_ADMIN``). MariaDB's consistent snapshot gives that position exactly
+(``binlog_snapshot_position``): one is opened for it and ended at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC
+from typing import Any, Self
+
+import pymysql
+
+from ingest.bootstrap.snapshot_reader import Chunk, KeyValues, ReadView
+from tidemark.contracts.source_tables import SourceTable
+from tidemark.errors import TerminalError
+from tidemark.source import (
+    BinlogPosition,
+    SourceConnection,
+    binlog_end,
+    is_mariadb,
+    open_connection,
+)
+
+logger = logging.getLogger(__name__)
+
+#: ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR
+_ACCESS_DENIED = (1227, 1142)
+
+
+class ChunkReads(ReadView):
+    """One connection, its chunks read each in a read view of its own; a table at a time, with
+    a new low watermark for each (``begin_table``)."""
+
+    def __init__(self, source: SourceConnection) -> None:
+        super().__init__(source)
+        #: the low watermark: every transaction before it is visible to the chunks read
+        self.position = BinlogPosition("", 0)
+        #: after every transaction that a chunk read so far could see
+        self.high_watermark = BinlogPosition("", 0)
+
+    def __enter__(self) -> Self:
+        self._conn = open_connection(**self._source.pymysql_settings(), autocommit=True)
+        try:
+            with self._conn.cursor() as cursor:
+                cursor.execute("SET SESSION time_zone = '+00:00'")
+            self.begin_table()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def begin_table(self) -> None:
+        """Takes a new low watermark, for the next table read."""
+        conn = self._connection()
+        self.position = low_watermark(conn, self._source)
+        self.high_watermark = self.position
+        self.tables = 0
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT UTC_TIMESTAMP(6)")
+            row = cursor.fetchone()
+        assert row is not None
+        self.read_at = row[0].replace(tzinfo=UTC)
+        logger.debug("Low watermark %s", self.position)
+
+    def chunks(
+        self,
+        table: SourceTable,
+        key: Sequence[str],
+        *,
+        after: KeyValues | None,
+        chunk_size: int,
+    ) -> Iterator[Chunk]:
+        """``ReadView.chunks``, each page its own statement, with the high watermark taken
+        after it is read."""
+        for chunk in super().chunks(table, key, after=after, chunk_size=chunk_size):
+            self.high_watermark = binlog_end(self._connection())
+            yield chunk
+
+    def whole(self, table: SourceTable, batch_size: int) -> Iterator[Chunk]:
+        """``ReadView.whole``: one statement, so one read view for as long as it lasts (a table
+        without a key to page by, as with a consistent snapshot). The high watermark is taken
+        once it has ended, and its rows are committed only then."""
+        yield from super().whole(table, batch_size)
+        self.high_watermark = binlog_end(self._connection())
+
+
+class ChunkReadsLender:
+    """``SnapshotLender``'s part for the incremental snapshot: a reader's connection is lent to
+    its next table with a new low watermark. Nothing is held between statements, so a
+    connection is kept for as long as the bootstrap runs."""
+
+    def __init__(self, source: SourceConnection) -> None:
+        self._source = source
+        self._lock = threading.Lock()
+        self._idle: list[ChunkReads] = []
+
+    @contextmanager
+    def lend(self, *, own: bool = False) -> Iterator[ChunkReads]:
+        """Reads for one table (every table has reads of its own: ``own`` changes nothing)."""
+        with self._lock:
+            reads = self._idle.pop() if self._idle else None
+        if reads is None:
+            reads = ChunkReads(self._source).__enter__()
+        else:
+            try:
+                reads.begin_table()
+            except BaseException:
+                reads.close()
+                raise
+        reads.tables += 1
+        try:
+            yield reads
+        except BaseException:
+            reads.close()  # its connection may be mid-result or gone
+            raise
+        with self._lock:
+            self._idle.append(reads)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for reads in idle:
+            reads.close()
+
+
+def low_watermark(
+    conn: pymysql.connections.Connection[Any], source: SourceConnection
+) -> BinlogPosition:
+    """A binlog position with every transaction before it committed, so visible to every read
+    that starts after this returns (see the module's docstring)."""
+    with conn.cursor() as cursor:
+        if is_mariadb(conn):
+            cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            try:
+                cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+                status = {str(name).lower(): value for name, value in cursor.fetchall()}
+            finally:
+                cursor.execute("COMMIT")
+            return BinlogPosition(
+                str(status["binlog_snapshot_file"]), int(status["binlog_snapshot_position"])
+            )
+        try:
+            cursor.execute("SELECT LOCAL FROM performance_schema.log_status")
+            row = cursor.fetchone()
+        except pymysql.MySQLError as error:
+            if error.args[:1] and error.args[0] in _ACCESS_DENIED:
+                raise TerminalError(
+                    f"{source.user} may not read performance_schema.log_status on "
+                    f"{source.host}:{source.port}, where the bootstrap takes a binlog position "
+                    "every earlier transaction is visible at (the binlog's end can be past "
+                    "transactions InnoDB has not committed yet): GRANT BACKUP_ADMIN ON *.* TO "
+                    f"'{source.user}'"
+                ) from error
+            raise
+    assert row is not None
+    local = json.loads(row[0])
+    return BinlogPosition(str(local["binary_log_file"]), int(local["binary_log_position"]))

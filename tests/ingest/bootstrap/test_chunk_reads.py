@@ -1,0 +1,112 @@
+"""The incremental snapshot's reads: each chunk in a read view of its own, between a low
+watermark every earlier transaction is visible at and a high watermark after all it saw."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ingest.bootstrap.chunk_reads import ChunkReads
+from ingest.schema.source_tables import read_source_tables
+from tests.polling import wait_until
+from tests.server_variables import global_variables
+from tidemark.contracts.source_tables import SourceTable
+from tidemark.source import binlog_end
+from tidemark.stack.endpoints import SourceEndpoint
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+pytestmark = pytest.mark.every_source
+
+
+def _numbers(admin: Connection, rows: int) -> SourceTable:
+    with admin.cursor() as cursor:
+        cursor.execute("CREATE TABLE numbers (id INT PRIMARY KEY, label VARCHAR(20))")
+        if rows:
+            cursor.executemany(
+                "INSERT INTO numbers VALUES (%s, %s)", [(key, f"n{key}") for key in range(rows)]
+            )
+        cursor.execute("SELECT DATABASE()")
+        database = cursor.fetchone()
+    assert database is not None
+    return read_source_tables(admin, [(str(database[0]), "numbers")])[(str(database[0]), "numbers")]
+
+
+def _open_transactions(admin: Connection, thread_id: int) -> int:
+    with admin.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = %s",
+            (thread_id,),
+        )
+        row = cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_each_chunk_is_a_read_of_its_own_and_no_transaction_stays_open_between_them(
+    source: SourceEndpoint, admin_connection: Connection, server_id: int
+) -> None:
+    table = _numbers(admin_connection, rows=30)
+
+    with ChunkReads(source.cdc_source(server_id)) as reads:
+        chunks = reads.chunks(table, ("id",), after=None, chunk_size=10)
+        first = next(chunks)
+        thread_id = reads._connection().thread_id()
+        open_between_chunks = _open_transactions(admin_connection, thread_id)
+        with admin_connection.cursor() as cursor:  # a key the next chunks have not reached
+            cursor.execute("UPDATE numbers SET label = 'written meanwhile' WHERE id = 25")
+        written_at = binlog_end(admin_connection)
+        rest = list(chunks)
+
+    assert open_between_chunks == 0
+    assert [row[0] for row in first.rows] == list(range(10))
+    rows = [row for chunk in rest for row in chunk.rows]
+    assert (25, "written meanwhile") in rows, "a later chunk sees what was committed meanwhile"
+    assert reads.high_watermark >= written_at > reads.position
+
+
+@pytest.mark.mysql_only(
+    "MySQL's binlog_group_commit_sync_delay holds a transaction between its binlog write and "
+    "its commit; MariaDB has no setting that does (its commit wait comes before the write)"
+)
+def test_the_low_watermark_is_never_past_a_transaction_reads_cannot_see_yet(
+    source: SourceEndpoint, admin_connection: Connection, server_id: int
+) -> None:
+    table = _numbers(admin_connection, rows=0)
+    before = binlog_end(admin_connection)
+
+    def insert() -> None:
+        with source.admin_source().connect() as conn, conn.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {table.database}.numbers VALUES (1, 'in flight')")
+            conn.commit()
+
+    with global_variables(admin_connection, binlog_group_commit_sync_delay="1000000"):
+        writer = threading.Thread(target=insert)
+        writer.start()
+        try:
+            wait_until(
+                "the insert written to the binlog",
+                lambda: binlog_end(admin_connection) > before,
+                10,
+            )
+            with admin_connection.cursor() as cursor:
+                cursor.execute("SELECT COUNT(*) FROM numbers")
+                seen_before = cursor.fetchone()
+            with ChunkReads(source.cdc_source(server_id)) as reads:
+                rows = [
+                    row
+                    for chunk in reads.chunks(table, ("id",), after=None, chunk_size=10)
+                    for row in chunk.rows
+                ]
+        finally:
+            writer.join()
+
+    # the trap was set: the binlog's end was past a transaction no read saw yet
+    assert seen_before == (0,)
+    # every transaction before the low watermark is in the reads after it
+    assert reads.position <= before or rows == [(1, "in flight")]
