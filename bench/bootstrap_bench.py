@@ -7,7 +7,13 @@ Run by ``make bench`` against the local stack, on a sysbench table of ``--rows``
    table: consistent snapshot, key chunks, type mapping, Iceberg commits; and the process's peak
    memory before and after, to show it does not grow with the table;
 3. sysbench ``oltp_write_only`` TPS (``THREADS`` threads) while a second bootstrap runs, for as
-   long as the first one took, next to the mean of the same load alone just before and after.
+   long as the first one took, next to the mean of the same load alone just before and after;
+   and InnoDB's history list length (undo not yet purged) sampled meanwhile, which a
+   transaction left open for the whole table makes grow with the load.
+
+Each round runs on each server of ``--sources`` with each algorithm of ``--algorithms``: the
+table in one consistent snapshot (MariaDB's) and a chunk at a time (the incremental snapshot,
+``scan.incremental.snapshot.enabled``; MySQL's only one).
 
 The TPS loss is the cost of the bootstrap *to the source*. In production Tidemark runs on its
 own host, never on the database's; on one machine, the database and sysbench would otherwise
@@ -44,12 +50,17 @@ from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tidemark.catalog import load_catalog
 from tidemark.config import load_pipeline
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 
 THREADS = 4  # enough to keep both cores of this machine class busy without the bootstrap
+#: ``scan.incremental.snapshot.enabled`` of each algorithm
+ALGORITHMS = {"snapshot": "false", "incremental": "true"}
+LABELS = {"mariadb": "MariaDB", "mysql": "MySQL"}
+#: seconds between two readings of InnoDB's history list length
+HISTORY_EVERY = 0.5
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,7 @@ class Cores:
 
 
 @contextmanager
-def cores_apart(endpoints: StackEndpoints, *, split: bool) -> Iterator[Cores]:
+def cores_apart(source: SourceEndpoint, *, split: bool) -> Iterator[Cores]:
     """With ``split``, the server's threads on the first half of this machine's cores and
     this process's on the rest, until the end of the block (threads started meanwhile inherit
     their creator's cores); the server's cores are then given back."""
@@ -73,25 +84,25 @@ def cores_apart(endpoints: StackEndpoints, *, split: bool) -> Iterator[Cores]:
     if not split or len(cpus) < 2:
         yield Cores()
         return
-    source, own = set(cpus[: len(cpus) // 2]), set(cpus[len(cpus) // 2 :])
-    server = _threads(_server_pid(endpoints))
+    theirs, own = set(cpus[: len(cpus) // 2]), set(cpus[len(cpus) // 2 :])
+    server = _threads(_server_pid(source))
     before = {thread: os.sched_getaffinity(thread) for thread in server}
     for thread in server:
-        os.sched_setaffinity(thread, source)
+        os.sched_setaffinity(thread, theirs)
     for thread in _threads(os.getpid()):
         os.sched_setaffinity(thread, own)
     try:
-        yield Cores(",".join(map(str, sorted(source))))
+        yield Cores(",".join(map(str, sorted(theirs))))
     finally:
         for thread in _threads(os.getpid()):
             os.sched_setaffinity(thread, set(cpus))
-        for thread in _threads(_server_pid(endpoints)):
+        for thread in _threads(_server_pid(source)):
             os.sched_setaffinity(thread, before.get(thread, set(cpus)))
 
 
-def _server_pid(endpoints: StackEndpoints) -> int:
+def _server_pid(source: SourceEndpoint) -> int:
     """The database server's process, from its pid file: it must run on this machine."""
-    with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute("SELECT @@pid_file")
         (pid_file,) = cursor.fetchone()
     return int(Path(pid_file).read_text().split()[0])
@@ -103,6 +114,8 @@ def _threads(pid: int) -> list[int]:
 
 @dataclass
 class Result:
+    source: str
+    algorithm: str
     rows: int
     max_rate: int | None
     select_rows_per_s: float
@@ -112,6 +125,9 @@ class Result:
     tps_alone: float
     tps_during: float
     cores: Cores
+    #: InnoDB's history list length when the loaded bootstrap started, and its largest since
+    history_start: int = 0
+    history_max: int = 0
 
 
 def main() -> int:
@@ -133,36 +149,65 @@ def main() -> int:
         help="split: the source (server and sysbench) on half of the cores, the bootstrap on "
         "the others, as on separate hosts; shared: all on every core",
     )
+    parser.add_argument(
+        "--sources", nargs="+", choices=SOURCE_FLAVORS, default=list(SOURCE_FLAVORS)
+    )
+    parser.add_argument(
+        "--algorithms",
+        nargs="+",
+        choices=list(ALGORITHMS),
+        default=list(ALGORITHMS),
+        help="one consistent snapshot per table, or a chunk at a time (MySQL: incremental only)",
+    )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
     caps = [None if cap == "none" else int(cap) for cap in args.max_rates.split(",")]
     endpoints = Stack(StackSettings.from_env()).endpoints()
-    database = f"bench_{uuid.uuid4().hex[:6]}"
-    admin = endpoints.mariadb.admin_source()
-    with admin.connect() as conn, conn.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE {database}")
-    try:
-        prepare = [*sysbench_args(endpoints.mariadb, database, 2), "prepare"]
-        prepare = [
-            arg.replace("--table-size=100000", f"--table-size={args.rows}") for arg in prepare
-        ]
-        subprocess.run(prepare, check=True, capture_output=True)
-        with cores_apart(endpoints, split=args.cores == "split") as cores:
-            results = [
-                run(endpoints, database, args.rows, args.seconds, cap, cores) for cap in caps
-            ]
-    finally:
-        with admin.connect() as conn, conn.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE {database}")
+    results = []
+    for flavor in args.sources:
+        source = endpoints.source(flavor)
+        algorithms = [a for a in args.algorithms if flavor == "mariadb" or a == "incremental"]
+        results += on_source(endpoints, source, args, caps, algorithms)
     print("\n\n".join(table(result) for result in results))  # noqa: T201
     if args.figures:
         write_figures(args.figures, [f for result in results for f in figures(result)])
     return 0
 
 
+def on_source(
+    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    args: argparse.Namespace,
+    caps: list[int | None],
+    algorithms: list[str],
+) -> list[Result]:
+    """Every round on one server, in a sysbench database of its own, dropped afterwards."""
+    database = f"bench_{uuid.uuid4().hex[:6]}"
+    admin = source.admin_source()
+    with admin.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {database}")
+    try:
+        prepare = [*sysbench_args(source, database, 2), "prepare"]
+        prepare = [
+            arg.replace("--table-size=100000", f"--table-size={args.rows}") for arg in prepare
+        ]
+        subprocess.run(prepare, check=True, capture_output=True)
+        with cores_apart(source, split=args.cores == "split") as cores:
+            return [
+                run(endpoints, source, database, args.rows, args.seconds, cap, cores, algorithm)
+                for algorithm in algorithms
+                for cap in caps
+            ]
+    finally:
+        with admin.connect() as conn, conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE {database}")
+
+
 def figures(result: Result) -> list[Figure]:
     """Issue #5's targets: at least 50k rows/s, and less than 10% sysbench TPS loss."""
-    cap = f"cap {result.max_rate:,} rows/s" if result.max_rate else "no cap"
+    cap = f"{_round(result)}, " + (
+        f"cap {result.max_rate:,} rows/s" if result.max_rate else "no cap"
+    )
     if result.cores.source:
         cap += f", source alone on CPU {result.cores.source}"
     return [
@@ -189,39 +234,62 @@ def figures(result: Result) -> list[Figure]:
             "%",
             Target("<", 10, 5),
         ),
+        Figure(
+            "bootstrap",
+            f"{cap}: history list length, most during the bootstrap",
+            result.history_max,
+            "",
+        ),
+        Figure(
+            "bootstrap",
+            f"{cap}: history list length, growth during the bootstrap",
+            result.history_max - result.history_start,
+            "",
+        ),
     ]
+
+
+def _round(result: Result) -> str:
+    return f"{result.source}, {result.algorithm}"
 
 
 def run(
     endpoints: StackEndpoints,
+    source: SourceEndpoint,
     database: str,
     rows: int,
     seconds: int,
     max_rate: int | None,
     cores: Cores,
+    algorithm: str,
 ) -> Result:
-    select_rate = plain_select(endpoints, database)
+    select_rate = plain_select(source, database)
     peak_before = _peak_rss_mb()
+    name = f"{database}_{{}}{algorithm[0]}{max_rate or 0}"
+    options = f"scan.incremental.snapshot.enabled: {ALGORITHMS[algorithm]}"
     with tempfile.TemporaryDirectory() as folder:
         began = time.perf_counter()
-        bootstrap(endpoints, database, Path(folder), f"{database}_a{max_rate or 0}", max_rate)
+        bootstrap(endpoints, source, database, Path(folder), name.format("a"), max_rate, options)
         took = time.perf_counter() - began
         peak_after = _peak_rss_mb()
         # the load runs as long as a bootstrap takes; alone before and after, to show the noise
         window = max(seconds, round(took))
-        before = _tps(endpoints, database, window, cores)
+        before = _tps(source, database, window, cores)
         during: list[float] = []
-        load = threading.Thread(
-            target=lambda: during.append(_tps(endpoints, database, window, cores))
-        )
+        load = threading.Thread(target=lambda: during.append(_tps(source, database, window, cores)))
         load.start()
-        bootstrap(endpoints, database, Path(folder), f"{database}_b{max_rate or 0}", max_rate)
+        with HistoryLength(source) as history:
+            bootstrap(
+                endpoints, source, database, Path(folder), name.format("b"), max_rate, options
+            )
         load.join()
-        after = _tps(endpoints, database, window, cores)
+        after = _tps(source, database, window, cores)
     catalog = stack_catalog(endpoints)
     for run_name in "ab":
-        drop_namespace(catalog, f"{database}_{run_name}{max_rate or 0}")
+        drop_namespace(catalog, name.format(run_name))
     return Result(
+        LABELS[source.flavor],
+        algorithm,
         rows,
         max_rate,
         select_rate,
@@ -231,11 +299,47 @@ def run(
         (before + after) / 2,
         during[0],
         cores,
+        history.start,
+        history.most,
     )
 
 
-def plain_select(endpoints: StackEndpoints, database: str) -> float:
-    settings = endpoints.mariadb.admin_source().pymysql_settings()
+class HistoryLength:
+    """InnoDB's history list length (``trx_rseg_history_len``: undo logs not yet purged), read
+    every ``HISTORY_EVERY`` seconds in a thread while the block runs."""
+
+    def __init__(self, source: SourceEndpoint) -> None:
+        self._conn = pymysql.connect(**source.admin_source().pymysql_settings(), autocommit=True)
+        self._done = threading.Event()
+        self.start = self.most = self._read()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> HistoryLength:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        self.most = max(self.most, self._read())
+        self._conn.close()
+
+    def _watch(self) -> None:
+        while not self._done.wait(HISTORY_EVERY):
+            self.most = max(self.most, self._read())
+
+    def _read(self) -> int:
+        with self._conn.cursor() as cursor:
+            cursor.execute(
+                "SELECT `COUNT` FROM information_schema.INNODB_METRICS "
+                "WHERE NAME = 'trx_rseg_history_len'"
+            )
+            row = cursor.fetchone()
+        return int(row[0]) if row else -1
+
+
+def plain_select(source: SourceEndpoint, database: str) -> float:
+    settings = source.admin_source().pymysql_settings()
     conn = pymysql.connect(**settings, database=database)
     cursor = pymysql.cursors.SSCursor(conn)
     began = time.perf_counter()
@@ -250,21 +354,24 @@ def plain_select(endpoints: StackEndpoints, database: str) -> float:
 
 def bootstrap(
     endpoints: StackEndpoints,
+    source: SourceEndpoint,
     database: str,
     folder: Path,
     namespace: str,
     max_rate: int | None = None,
+    source_options: str = "",
 ) -> None:
     path = folder / f"{namespace}.yaml"
     path.write_text(
         local_pipeline(
-            endpoints.mariadb,
+            source,
             endpoints.catalog,
             database=database,
             tables="sbtest1",
             namespace=namespace,
             server_id=4980 + len(namespace) % 10,
             startup="snapshot",
+            source_options=source_options,
             extra=(
                 f"tidemark:\n  ingest:\n    snapshot-max-rows-per-second: {max_rate}\n"
                 if max_rate
@@ -278,9 +385,9 @@ def bootstrap(
     build_runner(config, catalog, reports=None, settings=settings)
 
 
-def _tps(endpoints: StackEndpoints, database: str, seconds: int, cores: Cores) -> float:
+def _tps(source: SourceEndpoint, database: str, seconds: int, cores: Cores) -> float:
     load = sysbench_async(
-        endpoints.mariadb, database, threads=THREADS, seconds=seconds, prefix=cores.sysbench()
+        source, database, threads=THREADS, seconds=seconds, prefix=cores.sysbench()
     )
     return parse_transactions(load.communicate()[0]) / seconds
 
@@ -292,17 +399,20 @@ def _peak_rss_mb() -> float:
 def table(result: Result) -> str:
     return "\n".join(
         [
-            "| rows | cap (rows/s) | source's CPUs | plain SELECT rows/s "
+            "| server, algorithm | rows | cap (rows/s) | source's CPUs | plain SELECT rows/s "
             "| bootstrap rows/s (snapshot + Iceberg) | bootstrap / SELECT "
-            "| peak RSS before → after | sysbench TPS alone | TPS during bootstrap | TPS loss |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-            f"| {result.rows:,} | {result.max_rate or 'none'} | {result.cores.source or 'all'} "
+            "| peak RSS before → after | sysbench TPS alone | TPS during bootstrap | TPS loss "
+            "| history list length, start → most |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| {_round(result)} | {result.rows:,} | {result.max_rate or 'none'} "
+            f"| {result.cores.source or 'all'} "
             f"| {result.select_rows_per_s:,.0f} "
             f"| {result.bootstrap_rows_per_s:,.0f} "
             f"| {result.bootstrap_rows_per_s / result.select_rows_per_s:.0%} "
             f"| {result.peak_rss_mb_before:,.0f} → {result.peak_rss_mb_after:,.0f} MB "
             f"| {result.tps_alone:,.0f} | {result.tps_during:,.0f} "
-            f"| {1 - result.tps_during / result.tps_alone:.0%} |",
+            f"| {1 - result.tps_during / result.tps_alone:.0%} "
+            f"| {result.history_start:,} → {result.history_max:,} |",
         ]
     )
 

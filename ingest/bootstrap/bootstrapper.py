@@ -168,7 +168,7 @@ class Bootstrapper:
             with self.source.connect() as conn:
                 incremental = not is_mariadb(conn)
         if incremental:
-            return ChunkReadsLender(self.source)
+            return ChunkReadsLender(self.source, self.settings.parallelism)
         return SnapshotLender(self.source, self.settings.snapshot_max_age, self.clock)
 
     def bootstrap(

@@ -32,14 +32,23 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC
 from typing import Any, Self
 
 import pymysql
 
-from ingest.bootstrap.snapshot_reader import Chunk, KeyValues, ReadView
+from ingest.bootstrap.snapshot_reader import (
+    Chunk,
+    KeyValues,
+    ReadView,
+    boundary_query,
+    range_query,
+)
+from ingest.schema.select_values import select_column
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import TerminalError
 from tidemark.source import (
@@ -58,10 +67,12 @@ _ACCESS_DENIED = (1227, 1142)
 
 class ChunkReads(ReadView):
     """One connection, its chunks read each in a read view of its own; a table at a time, with
-    a new low watermark for each (``begin_table``)."""
+    a new low watermark for each (``begin_table``). With ``readers``, the chunks after the first
+    are read ahead by them, in parallel (``RangeReaders``)."""
 
-    def __init__(self, source: SourceConnection) -> None:
+    def __init__(self, source: SourceConnection, readers: RangeReaders | None = None) -> None:
         super().__init__(source)
+        self._readers = readers
         #: the low watermark: every transaction before it is visible to the chunks read
         self.position = BinlogPosition("", 0)
         #: after every transaction that a chunk read so far could see
@@ -100,10 +111,57 @@ class ChunkReads(ReadView):
         chunk_size: int,
     ) -> Iterator[Chunk]:
         """``ReadView.chunks``, each page its own statement, with the high watermark taken
-        after it is read."""
+        after it is read; read ahead in parallel when there are ``readers``."""
+        if self._readers is not None and self._readers.size > 1:
+            yield from self._read_ahead(self._readers, table, key, after, chunk_size)
+            return
         for chunk in super().chunks(table, key, after=after, chunk_size=chunk_size):
-            self.high_watermark = binlog_end(self._connection())
+            self.high_watermark = max(self.high_watermark, binlog_end(self._connection()))
             yield chunk
+
+    def _read_ahead(
+        self,
+        readers: RangeReaders,
+        table: SourceTable,
+        key: Sequence[str],
+        after: KeyValues | None,
+        chunk_size: int,
+    ) -> Iterator[Chunk]:
+        """The chunks in key order, each range read by one of ``readers`` while this
+        connection finds where the next ranges end (``boundary_query``): up to ``readers.size``
+        ranges in flight. A range's rows are those after the previous range's end and up to
+        its own, so every key falls in exactly one, whatever is written meanwhile."""
+        columns = [select_column(column) for column in table.columns]
+        positions = [[column.name for column in table.columns].index(name) for name in key]
+        in_flight: deque[tuple[KeyValues | None, Future[tuple[Chunk, BinlogPosition]]]] = deque()
+        ended = False
+        try:
+            while True:
+                while not ended and len(in_flight) < readers.size:
+                    upto = self._boundary(table, key, after, chunk_size)
+                    query = range_query(table, columns, key, after, upto)
+                    in_flight.append((upto, readers.submit(query, positions, after, upto)))
+                    after, ended = upto, upto is None
+                if not in_flight:
+                    return
+                _, future = in_flight.popleft()
+                chunk, high_watermark = future.result()
+                self.high_watermark = max(self.high_watermark, high_watermark)
+                yield chunk
+        finally:
+            for _, future in in_flight:
+                future.cancel()
+
+    def _boundary(
+        self, table: SourceTable, key: Sequence[str], after: KeyValues | None, rows: int
+    ) -> KeyValues | None:
+        """Where the chunk of ``rows`` rows after ``after`` ends; None when the rest of the
+        table is shorter (the last chunk, open-ended)."""
+        query, params = boundary_query(table, key, after, rows)
+        with self._connection().cursor() as cursor:
+            cursor.execute(query, params)
+            row = cursor.fetchone()
+        return tuple(row) if row is not None else None
 
     def whole(self, table: SourceTable, batch_size: int) -> Iterator[Chunk]:
         """``ReadView.whole``: one statement, so one read view for as long as it lasts (a table
@@ -113,15 +171,73 @@ class ChunkReads(ReadView):
         self.high_watermark = binlog_end(self._connection())
 
 
+class RangeReaders:
+    """``size`` threads that read key ranges of tables, each on a connection of its own,
+    shared by every table of a bootstrap (``pipeline.parallelism``). A range read is one
+    autocommit ``SELECT``; the binlog's end after it is its high watermark."""
+
+    def __init__(self, source: SourceConnection, size: int) -> None:
+        self.size = size
+        self._source = source
+        self._pool = ThreadPoolExecutor(size, "chunk-reader")
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[pymysql.connections.Connection[Any]] = []
+
+    def submit(
+        self,
+        query: tuple[str, list[Any]],
+        positions: Sequence[int],
+        after: KeyValues | None,
+        upto: KeyValues | None,
+    ) -> Future[tuple[Chunk, BinlogPosition]]:
+        """Reads the range ``query`` selects (``range_query``), as a chunk ending at ``upto``
+        (at its last row's key, the columns at ``positions``, when ``upto`` is None; at
+        ``after`` when it has no rows)."""
+
+        def read() -> tuple[Chunk, BinlogPosition]:
+            conn = self._connection()
+            with conn.cursor() as cursor:
+                cursor.execute(*query)
+                rows = list(cursor.fetchall())
+            high_watermark = binlog_end(conn)
+            last = upto
+            if last is None:
+                last = tuple(rows[-1][i] for i in positions) if rows else after
+            return Chunk(rows, last), high_watermark
+
+        return self._pool.submit(read)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+
+    def _connection(self) -> pymysql.connections.Connection[Any]:
+        conn: pymysql.connections.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or not conn.open:
+            conn = open_connection(**self._source.pymysql_settings(), autocommit=True)
+            with conn.cursor() as cursor:
+                cursor.execute("SET SESSION time_zone = '+00:00'")
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+
 class ChunkReadsLender:
     """``SnapshotLender``'s part for the incremental snapshot: a reader's connection is lent to
     its next table with a new low watermark. Nothing is held between statements, so a
-    connection is kept for as long as the bootstrap runs."""
+    connection is kept for as long as the bootstrap runs. With ``parallelism`` > 1 the chunks
+    of each table are read ahead by that many ``RangeReaders``, shared by all tables."""
 
-    def __init__(self, source: SourceConnection) -> None:
+    def __init__(self, source: SourceConnection, parallelism: int = 1) -> None:
         self._source = source
         self._lock = threading.Lock()
         self._idle: list[ChunkReads] = []
+        self._readers = RangeReaders(source, parallelism) if parallelism > 1 else None
 
     @contextmanager
     def lend(self, *, own: bool = False) -> Iterator[ChunkReads]:
@@ -129,7 +245,7 @@ class ChunkReadsLender:
         with self._lock:
             reads = self._idle.pop() if self._idle else None
         if reads is None:
-            reads = ChunkReads(self._source).__enter__()
+            reads = ChunkReads(self._source, self._readers).__enter__()
         else:
             try:
                 reads.begin_table()
@@ -150,6 +266,8 @@ class ChunkReadsLender:
             idle, self._idle = self._idle, []
         for reads in idle:
             reads.close()
+        if self._readers is not None:
+            self._readers.close()
 
 
 def low_watermark(

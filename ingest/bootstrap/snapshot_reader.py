@@ -255,23 +255,81 @@ def _page_query(
     after: KeyValues | None,
     limit: int,
 ) -> tuple[str, list[Any]]:
-    order = ", ".join(quote_identifier(name) for name in key)
-    where = ""
-    params: list[Any] = []
-    if after is not None:
-        # (k1, k2) > (a, b) spelled out: every optimizer turns this into a key range
-        alternatives = []
-        for length in range(1, len(key) + 1):
-            terms = [f"{quote_identifier(name)} = %s" for name in key[: length - 1]]
-            terms.append(f"{quote_identifier(key[length - 1])} > %s")
-            alternatives.append("(" + " AND ".join(terms) + ")")
-            params.extend(after[:length])
-        where = " WHERE " + " OR ".join(alternatives)
+    where, params = key_range(key, after, None)
     query = (
         f"SELECT {_select_list(columns)} FROM {_table_name(table)}{where} "
-        f"ORDER BY {order} LIMIT {int(limit)}"
+        f"ORDER BY {_order(key)} LIMIT {int(limit)}"
     )
     return query, params
+
+
+def range_query(
+    table: SourceTable,
+    columns: Sequence[SelectColumn],
+    key: Sequence[str],
+    after: KeyValues | None,
+    upto: KeyValues | None,
+) -> tuple[str, list[Any]]:
+    """The rows whose key is after ``after`` and up to ``upto`` (either open when None), in
+    key order."""
+    where, params = key_range(key, after, upto)
+    query = (
+        f"SELECT {_select_list(columns)} FROM {_table_name(table)}{where} ORDER BY {_order(key)}"
+    )
+    return query, params
+
+
+def boundary_query(
+    table: SourceTable, key: Sequence[str], after: KeyValues | None, rows: int
+) -> tuple[str, list[Any]]:
+    """The key of the ``rows``-th row after ``after``: where a chunk of that many rows ends.
+    The server walks the key's index without sending the rows."""
+    where, params = key_range(key, after, None)
+    names = ", ".join(quote_identifier(name) for name in key)
+    query = (
+        f"SELECT {names} FROM {_table_name(table)}{where} ORDER BY {_order(key)} "
+        f"LIMIT 1 OFFSET {int(rows) - 1}"
+    )
+    return query, params
+
+
+def key_range(
+    key: Sequence[str], after: KeyValues | None, upto: KeyValues | None
+) -> tuple[str, list[Any]]:
+    """A ``WHERE`` clause for ``after < key <= upto`` (each bound left out when None), tuples
+    compared spelled out: every optimizer turns ``(k1 = a AND k2 > b) OR k1 > a`` into a key
+    range, not all turn a row comparison into one."""
+    terms: list[str] = []
+    params: list[Any] = []
+    if after is not None:
+        clause, values = _beyond(key, after, ">", ">")
+        terms.append(clause)
+        params += values
+    if upto is not None:
+        clause, values = _beyond(key, upto, "<", "<=")
+        terms.append(clause)
+        params += values
+    return (" WHERE " + " AND ".join(terms) if terms else ""), params
+
+
+def _beyond(
+    key: Sequence[str], values: KeyValues, operator: str, last: str
+) -> tuple[str, list[Any]]:
+    """``key <operator> values`` for a tuple key: ``last`` compares the final column (``<=``
+    for an inclusive bound)."""
+    alternatives = []
+    params: list[Any] = []
+    for length in range(1, len(key) + 1):
+        terms = [f"{quote_identifier(name)} = %s" for name in key[: length - 1]]
+        compare = last if length == len(key) else operator
+        terms.append(f"{quote_identifier(key[length - 1])} {compare} %s")
+        alternatives.append("(" + " AND ".join(terms) + ")")
+        params.extend(values[:length])
+    return "(" + " OR ".join(alternatives) + ")", params
+
+
+def _order(key: Sequence[str]) -> str:
+    return ", ".join(quote_identifier(name) for name in key)
 
 
 def _select_list(columns: Sequence[SelectColumn]) -> str:

@@ -6,6 +6,7 @@ equals the source table, read with the same type mapping.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -181,6 +183,74 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     snapshot_reads = [row["id"] for row in rows if row["_tm_op"] == "r"]
     assert len(snapshot_reads) == len(set(snapshot_reads)), "a finished chunk was read again"
     assert merged(rows) == source_rows(admin_connection)
+
+
+@pytest.mark.every_source
+def test_chunks_read_by_two_readers_while_every_row_of_one_keeps_changing_equal_the_source(
+    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    _orders(admin_connection, 3000)
+    path = _pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        source_database,
+        namespace,
+        server_id,
+        source_options=f"{SMALL_CHUNKS}\nscan.incremental.snapshot.enabled: true",
+        extra=_ingest_block(flush_rows=300, max_rate=2000),
+        source=source,
+    )
+    path.write_text(
+        path.read_text().replace(
+            f"  name: {namespace}\n", f"  name: {namespace}\n  parallelism: 2\n"
+        )
+    )
+    config = load_pipeline(path)
+
+    with _churning(
+        source, source_database, "UPDATE orders SET qty = qty + 1 WHERE id BETWEEN 1001 AND 1100"
+    ) as rounds:
+        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        during_bootstrap = len(rounds)
+    run_to_end(runner, source, server_id, max_seconds=120)
+
+    assert during_bootstrap > 3, "the chunk must change while the bootstrap reads"
+    rows = changelog(catalog, namespace)
+    snapshot_reads = [row["id"] for row in rows if row["_tm_op"] == "r"]
+    assert len(snapshot_reads) == len(set(snapshot_reads)), "a row was read twice"
+    assert merged(rows) == source_rows(admin_connection)
+
+
+@contextlib.contextmanager
+def _churning(source: SourceEndpoint, database: str, statement: str) -> Iterator[list[float]]:
+    """``statement`` run over and over in a thread for the block, twenty times a second (a
+    load, not a flood the stream then needs minutes for); yields the list that grows by one
+    each time it is done."""
+    done: list[float] = []
+    stop = threading.Event()
+
+    def churn() -> None:
+        with source.admin_source().connect() as conn, conn.cursor() as cursor:
+            cursor.execute(f"USE `{database}`")
+            while not stop.wait(0.05):
+                cursor.execute(statement)
+                conn.commit()
+                done.append(time.monotonic())
+
+    thread = threading.Thread(target=churn, daemon=True)
+    thread.start()
+    try:
+        yield done
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 def _ingest_process(path: Path) -> subprocess.Popen[bytes]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ingest.bootstrap.chunk_reads import ChunkReads
+from ingest.bootstrap.chunk_reads import ChunkReads, RangeReaders
 from ingest.schema.source_tables import read_source_tables
 from tests.polling import wait_until
 from tests.server_variables import global_variables
@@ -31,10 +31,15 @@ def _numbers(admin: Connection, rows: int) -> SourceTable:
             cursor.executemany(
                 "INSERT INTO numbers VALUES (%s, %s)", [(key, f"n{key}") for key in range(rows)]
             )
+    return _source_table(admin, "numbers")
+
+
+def _source_table(admin: Connection, name: str) -> SourceTable:
+    with admin.cursor() as cursor:
         cursor.execute("SELECT DATABASE()")
         database = cursor.fetchone()
     assert database is not None
-    return read_source_tables(admin, [(str(database[0]), "numbers")])[(str(database[0]), "numbers")]
+    return read_source_tables(admin, [(str(database[0]), name)])[(str(database[0]), name)]
 
 
 def _open_transactions(admin: Connection, thread_id: int) -> int:
@@ -110,3 +115,41 @@ def test_the_low_watermark_is_never_past_a_transaction_reads_cannot_see_yet(
     assert seen_before == (0,)
     # every transaction before the low watermark is in the reads after it
     assert reads.position <= before or rows == [(1, "in flight")]
+
+
+def test_chunks_read_ahead_in_parallel_hold_every_row_once_in_key_order(
+    source: SourceEndpoint, admin_connection: Connection, server_id: int
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE pairs (region VARCHAR(10), id INT, label VARCHAR(20), "
+            "PRIMARY KEY (region, id))"
+        )
+        cursor.executemany(
+            "INSERT INTO pairs VALUES (%s, %s, 'before')",
+            [(region, key) for region in ("eu", "uk", "us") for key in range(20)],
+        )
+    table = _source_table(admin_connection, "pairs")
+    readers = RangeReaders(source.cdc_source(server_id), size=3)
+    try:
+        with ChunkReads(source.cdc_source(server_id), readers) as reads:
+            chunks = reads.chunks(table, ("region", "id"), after=None, chunk_size=7)
+            seen = [next(chunks)]
+            with admin_connection.cursor() as cursor:
+                # behind the reads, in them, and ahead of them
+                cursor.execute("DELETE FROM pairs WHERE region = 'eu' AND id = 2")
+                cursor.execute("UPDATE pairs SET label = 'after' WHERE region = 'uk' AND id = 5")
+                cursor.execute("INSERT INTO pairs VALUES ('us', 99, 'new')")
+            seen += list(chunks)
+    finally:
+        readers.close()
+
+    keys = [(row[0], row[1]) for chunk in seen for row in chunk.rows]
+    assert keys == sorted(keys) and len(keys) == len(set(keys))
+    untouched = {(region, key) for region in ("eu", "uk", "us") for key in range(20)}
+    untouched -= {("eu", 2), ("uk", 5)}
+    assert untouched <= set(keys), "a row nobody changed was missed"
+    assert ("us", 99) in keys, "the last chunk is open-ended"
+    ends = [chunk.last_key for chunk in seen if chunk.last_key is not None]
+    assert ends == sorted(ends) and ends[-1] == ("us", 99) and len(ends) == len(seen)
+    assert len(seen) >= 60 // 7
