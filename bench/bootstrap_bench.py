@@ -128,6 +128,8 @@ class Result:
     #: InnoDB's history list length when the loaded bootstrap started, and its largest since
     history_start: int = 0
     history_max: int = 0
+    #: pipeline.parallelism: the readers of the table's chunks
+    readers: int = 1
 
 
 def main() -> int:
@@ -158,6 +160,13 @@ def main() -> int:
         choices=list(ALGORITHMS),
         default=list(ALGORITHMS),
         help="one consistent snapshot per table, or a chunk at a time (MySQL: incremental only)",
+    )
+    parser.add_argument(
+        "--readers",
+        nargs="+",
+        type=int,
+        default=[1, 2],
+        help="pipeline.parallelism of the incremental rounds: a table's chunks read by that many",
     )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
@@ -194,13 +203,22 @@ def on_source(
         subprocess.run(prepare, check=True, capture_output=True)
         with cores_apart(source, split=args.cores == "split") as cores:
             return [
-                run(endpoints, source, database, args.rows, args.seconds, cap, cores, algorithm)
-                for algorithm in algorithms
+                run(endpoints, source, database, args.rows, args.seconds, cap, cores, *round_)
+                for round_ in _rounds(algorithms, args.readers)
                 for cap in caps
             ]
     finally:
         with admin.connect() as conn, conn.cursor() as cursor:
             cursor.execute(f"DROP DATABASE {database}")
+
+
+def _rounds(algorithms: list[str], readers: list[int]) -> list[tuple[str, int]]:
+    """(algorithm, readers) of each round: one snapshot is read by one reader."""
+    return [
+        (algorithm, count)
+        for algorithm in algorithms
+        for count in (readers if algorithm == "incremental" else [1])
+    ]
 
 
 def figures(result: Result) -> list[Figure]:
@@ -250,7 +268,8 @@ def figures(result: Result) -> list[Figure]:
 
 
 def _round(result: Result) -> str:
-    return f"{result.source}, {result.algorithm}"
+    readers = f", {result.readers} readers" if result.readers > 1 else ""
+    return f"{result.source}, {result.algorithm}{readers}"
 
 
 def run(
@@ -262,14 +281,17 @@ def run(
     max_rate: int | None,
     cores: Cores,
     algorithm: str,
+    readers: int = 1,
 ) -> Result:
     select_rate = plain_select(source, database)
     peak_before = _peak_rss_mb()
-    name = f"{database}_{{}}{algorithm[0]}{max_rate or 0}"
+    name = f"{database}_{{}}{algorithm[0]}{readers}_{max_rate or 0}"
     options = f"scan.incremental.snapshot.enabled: {ALGORITHMS[algorithm]}"
     with tempfile.TemporaryDirectory() as folder:
         began = time.perf_counter()
-        bootstrap(endpoints, source, database, Path(folder), name.format("a"), max_rate, options)
+        bootstrap(
+            endpoints, source, database, Path(folder), name.format("a"), max_rate, options, readers
+        )
         took = time.perf_counter() - began
         peak_after = _peak_rss_mb()
         # the load runs as long as a bootstrap takes; alone before and after, to show the noise
@@ -280,7 +302,14 @@ def run(
         load.start()
         with HistoryLength(source) as history:
             bootstrap(
-                endpoints, source, database, Path(folder), name.format("b"), max_rate, options
+                endpoints,
+                source,
+                database,
+                Path(folder),
+                name.format("b"),
+                max_rate,
+                options,
+                readers,
             )
         load.join()
         after = _tps(source, database, window, cores)
@@ -301,6 +330,7 @@ def run(
         cores,
         history.start,
         history.most,
+        readers,
     )
 
 
@@ -360,25 +390,26 @@ def bootstrap(
     namespace: str,
     max_rate: int | None = None,
     source_options: str = "",
+    readers: int = 1,
 ) -> None:
     path = folder / f"{namespace}.yaml"
-    path.write_text(
-        local_pipeline(
-            source,
-            endpoints.catalog,
-            database=database,
-            tables="sbtest1",
-            namespace=namespace,
-            server_id=4980 + len(namespace) % 10,
-            startup="snapshot",
-            source_options=source_options,
-            extra=(
-                f"tidemark:\n  ingest:\n    snapshot-max-rows-per-second: {max_rate}\n"
-                if max_rate
-                else ""
-            ),
-        )
+    text = local_pipeline(  # one table: pipeline.parallelism is its chunks' readers
+        source,
+        endpoints.catalog,
+        database=database,
+        tables="sbtest1",
+        namespace=namespace,
+        server_id=4980 + len(namespace) % 10,
+        startup="snapshot",
+        source_options=source_options,
+        parallelism=readers,
+        extra=(
+            f"tidemark:\n  ingest:\n    snapshot-max-rows-per-second: {max_rate}\n"
+            if max_rate
+            else ""
+        ),
     )
+    path.write_text(text)
     config = load_pipeline(path)
     catalog = load_catalog(config.tidemark.catalog_name, endpoints.catalog.properties())
     settings = IngestSettings.from_options(config.tidemark.ingest)

@@ -15,7 +15,7 @@ sees the table before then. A table with no key to page by is read whole in one 
 committed once (with a warning: it is held in memory, and a crash reads it again). Rows the
 lake cannot hold go to the sink table's error table (``ingest.changelog.error_table``).
 
-The incremental snapshot (``ingest.bootstrap.chunk_reads``, MySQL's) has no snapshot
+The incremental snapshot (``ingest.bootstrap.chunk_reads``, the default) has no snapshot
 position: each chunk is read on its own between a low watermark ``L``, which plays ``P1``, and a
 high watermark ``H``, which plays ``P2``; the argument is the same.
 
@@ -61,7 +61,7 @@ from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootst
 from tidemark.contracts.changelog import MetadataColumn, Operation
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.source_tables import SourceTable
-from tidemark.source import BinlogPosition, SourceConnection, is_mariadb
+from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
 
@@ -74,16 +74,16 @@ class BootstrapSettings:
     chunk_size: int = 8096
     #: rows per Iceberg commit (several chunks)
     commit_rows: int = 50_000
-    #: cap on rows read per second per source table, to protect the source; None: no cap
+    #: cap on rows read per second by all readers together, to protect the source; None: no cap
     max_rows_per_second: float | None = None
     parallelism: int = 1
     #: seconds after it opened that a snapshot is still lent to a next table (``SnapshotLender``)
     snapshot_max_age: float = 5.0
     server_time_zone: str | None = None
     tinyint1_as_boolean: bool = True
-    #: read a chunk at a time (``ingest.bootstrap.chunk_reads``) rather than in one consistent
-    #: snapshot; None: by the server (MySQL reports no snapshot position)
-    incremental: bool | None = None
+    #: read a chunk at a time (``ingest.bootstrap.chunk_reads``) rather than each table in one
+    #: consistent snapshot (MariaDB's and Percona Server's only)
+    incremental: bool = True
 
 
 @dataclass(frozen=True)
@@ -99,22 +99,25 @@ class SinkBootstrap:
 
 @dataclass
 class Pacer:
-    """Sleeps just enough to keep a reader under ``rate`` rows per second."""
+    """Sleeps just enough to keep the readers that share it under ``rate`` rows per second
+    together: every table a bootstrap reads in parallel, and every reader of their chunks."""
 
     rate: float | None
     clock: Callable[[], float]
     sleep: Callable[[float], None]
     started: float = 0.0
     rows: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
 
     def took(self, rows: int) -> None:
-        self.rows += rows
         if self.rate is None:
             return
-        ahead = self.rows / self.rate - (self.clock() - self.started)
+        with self._lock:
+            self.rows += rows
+            ahead = self.rows / self.rate - (self.clock() - self.started)
         if ahead > 0:
             self.sleep(ahead)
 
@@ -143,11 +146,14 @@ class Bootstrapper:
     sleep: Callable[[float], None] = time.sleep
     #: set to stop at the next chunk, leaving what is committed (a run stopped meanwhile)
     stop: threading.Event = field(default_factory=threading.Event)
+    #: the rate cap of the run under way, shared by its readers
+    _pacer: Pacer | None = field(default=None, init=False, repr=False)
 
     def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
         """Bootstrap every sink table; returns each one's progress after its last commit. The
         display is closed however this ends: a failure or a stop finishes no table."""
         snapshots = self._lender()
+        self._pacer = Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
         try:
             members = [member for sink in sinks for member in sink.members]
             bootstrap = functools.partial(
@@ -163,11 +169,7 @@ class Bootstrapper:
             self.display.close()
 
     def _lender(self) -> SnapshotLender | ChunkReadsLender:
-        incremental = self.settings.incremental
-        if incremental is None:
-            with self.source.connect() as conn:
-                incremental = not is_mariadb(conn)
-        if incremental:
+        if self.settings.incremental:
             return ChunkReadsLender(self.source, self.settings.parallelism)
         return SnapshotLender(self.source, self.settings.snapshot_max_age, self.clock)
 
@@ -259,7 +261,7 @@ class Bootstrapper:
             tinyint1_as_boolean=self.settings.tinyint1_as_boolean,
             nulled=lambda index, record: nulled.append((index, record)),
         )
-        pacer = Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
+        pacer = self._pacer or Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
         progress = _started(progress, snapshot.position, self.source_id)
         metadata = _Metadata(member, snapshot, sink.versions.get(name, SCHEMA_VERSION))
         names = [column.name for column in member.columns]

@@ -153,10 +153,10 @@ class Requirements:
     resume_gtids: str | None = None
     #: MySQL's ``server_uuid`` of the server whose binlog ``resume`` is in, as recorded
     resume_server_uuid: str | None = None
-    #: a bootstrap is due; True or False when ``scan.incremental.snapshot.enabled`` says which
-    #: kind, None for the server's own (``ingest.bootstrap.bootstrapper``)
+    #: a bootstrap is due, a chunk at a time or (``scan.incremental.snapshot.enabled: false``)
+    #: each table in one consistent snapshot (``ingest.bootstrap.bootstrapper``)
     bootstrap: bool = False
-    incremental_snapshot: bool | None = None
+    incremental_snapshot: bool = True
 
 
 @dataclass(frozen=True)
@@ -505,7 +505,7 @@ def _check_bootstrap(facts: ServerFacts, requirements: Requirements) -> Iterator
     its low watermark from ``performance_schema.log_status`` (``ingest.bootstrap.chunk_reads``)."""
     if not requirements.bootstrap or facts.version.flavor is not Flavor.MYSQL:
         return
-    if requirements.incremental_snapshot is False:
+    if not requirements.incremental_snapshot:
         yield _Finding(
             "scan.incremental.snapshot.enabled is false, but MySQL reports no binlog position "
             "for a consistent snapshot, which a bootstrap in one snapshot needs: remove the "
@@ -745,7 +745,7 @@ def run_startup_checks(
     resume_gtids: str | None = None,
     resume_server_uuid: str | None = None,
     bootstrap: bool = False,
-    incremental_snapshot: bool | None = None,
+    incremental_snapshot: bool = True,
 ) -> CheckResult:
     """Check ``source`` for this pipeline; raise ``StartupCheckError`` naming every problem.
 

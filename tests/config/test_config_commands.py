@@ -80,10 +80,10 @@ def test_validate_reports_every_problem_of_every_file_one_line_each(
 def test_validate_prints_warnings_and_strict_makes_them_errors(
     write_file: WriteFile, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_file(GOOD + "pipeline:\n  parallelism: 4\n")
+    path = write_file(GOOD + "pipeline:\n  operator.uid.prefix: shop\n")
     warning = (
-        f"{path}:12: pipeline.parallelism: has no effect in Tidemark: one ingest process reads "
-        "each source's binlog in order"
+        f"{path}:12: pipeline.operator.uid.prefix: has no effect in Tidemark: it is a setting "
+        "of Flink's runtime"
     )
     code, out, err = run(capsys, "validate", str(path))
     assert (code, err) == (0, f"tidemark validate: warning: {warning}\n")

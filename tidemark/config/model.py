@@ -181,13 +181,12 @@ class MySqlSource(_Frozen):
         doc="the zone the server's TIMESTAMP values are read in",
     )
     startup: Startup = Startup()
-    incremental_snapshot: bool | None = option(
-        None,
+    incremental_snapshot: bool = option(
+        True,
         key="scan.incremental.snapshot.enabled",
         parse=parse_bool,
-        default_text="true on MySQL, false on MariaDB",
         doc="bootstrap a chunk at a time, each chunk a short read, rather than each table in "
-        "one consistent snapshot (MySQL has only this one)",
+        "one consistent snapshot (MariaDB and Percona Server only)",
     )
     snapshot_chunk_size: int = option(
         8096,
@@ -387,7 +386,9 @@ class SchemaChangeBehavior(StrEnum):
 class PipelineSettings(_Frozen):
     name: str = option("Flink CDC Pipeline Job", parse=text, doc="the pipeline's name")
     parallelism: int = option(
-        1, parse=whole_number(above=0), doc="upstream's readers (one ingest process here)"
+        1,
+        parse=whole_number(above=0),
+        doc="the bootstrap's readers: tables, and one table's chunks, read at once",
     )
     schema_change_behavior: SchemaChangeBehavior = option(
         SchemaChangeBehavior.LENIENT,
@@ -564,7 +565,8 @@ class IngestOptions(_Frozen):
         None,
         parse=at_least_one,
         default_text="no cap",
-        doc="rows per second each bootstrap reader reads at most, to protect the source",
+        doc="rows per second the bootstrap reads at most, all its readers together, to protect "
+        "the source",
     )
 
 

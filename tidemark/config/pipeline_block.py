@@ -41,11 +41,4 @@ def read_pipeline(reader: Reader, node: MapNode | None, path: str) -> PipelineSe
     for key, what in (("user-defined-function", "UDF classes"), ("model", "AI models")):
         if node.get(key) is not None:
             reader.error(node.get(key), child(path, key), _NO_FLINK_CODE.format(what=what))
-    parallelism = options.get("parallelism")
-    if parallelism is not None and parallelism > 1:
-        reader.warning(
-            node.get("parallelism"),
-            child(path, "parallelism"),
-            "has no effect in Tidemark: one ingest process reads each source's binlog in order",
-        )
     return PipelineSettings(**options.given(PipelineSettings), options=options.raw)

@@ -17,13 +17,14 @@ def local_pipeline(
     startup: str | BinlogPosition = "latest-offset",
     source_options: str = "",
     extra: str = "",
+    parallelism: int = 1,
 ) -> str:
     """The YAML of a pipeline from ``database``'s ``tables`` pattern on ``source`` into
     ``namespace``.
 
     ``startup`` is a ``scan.startup.mode``, or a binlog position to start at.
     ``source_options`` (``key: value`` lines) go into ``source:``; ``extra`` is appended as is
-    (a ``tidemark:`` block, say).
+    (a ``tidemark:`` block, say). ``parallelism`` is ``pipeline.parallelism``.
     """
     if isinstance(startup, BinlogPosition):
         start = (
@@ -59,7 +60,11 @@ route:
 
 pipeline:
   name: {namespace}
-{extra}"""
+{_parallelism(parallelism)}{extra}"""
+
+
+def _parallelism(readers: int) -> str:
+    return f"  parallelism: {readers}\n" if readers > 1 else ""
 
 
 def _indented(lines: str) -> str:

@@ -105,7 +105,7 @@ def _bootstrap(
     Bootstrapper(
         source,
         f"{source.host}:{source.port}",
-        BootstrapSettings(chunk_size=chunk_size, snapshot_max_age=5.0),
+        BootstrapSettings(chunk_size=chunk_size, snapshot_max_age=5.0, incremental=False),
         _RunsBeforeSecond(connection, list(between)),
         clock=clock,
     ).run(sinks)
