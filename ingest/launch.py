@@ -381,6 +381,7 @@ def _bootstrap_settings(config: PipelineConfig, settings: IngestSettings) -> Boo
         server_time_zone=config.source.server_time_zone,
         tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,
         incremental=config.source.incremental_snapshot,
+        chunk_key_column=config.source.chunk_key_column,
     )
 
 

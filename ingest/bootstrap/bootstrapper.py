@@ -61,6 +61,7 @@ from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootst
 from tidemark.contracts.changelog import MetadataColumn, Operation
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.source_tables import SourceTable
+from tidemark.errors import ConfigError, TerminalError
 from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,9 @@ class BootstrapSettings:
     #: read a chunk at a time (``ingest.bootstrap.chunk_reads``) rather than each table in one
     #: consistent snapshot (MariaDB's and Percona Server's only)
     incremental: bool = True
+    #: the column a table's chunks are cut by, by database and table, when not its primary key
+    #: (``scan.incremental.snapshot.chunk.key-column``)
+    chunk_key_column: Callable[[str, str], str | None] = lambda database, table: None
 
 
 @dataclass(frozen=True)
@@ -245,8 +249,17 @@ class Bootstrapper:
         """Reads ``member`` in ``snapshot`` after what ``state`` says is committed, committing
         as it goes; returns the sink table's progress and state after its last commit."""
         name = member.table_id
-        key = paging_key(member)
+        key, unique = chunk_key(
+            member, self.settings.chunk_key_column(member.database, member.name)
+        )
         done = state.table(name)
+        if done.after is not None and done.key is not None and done.key != key:
+            raise TerminalError(
+                f"the bootstrap of {name} was cut into chunks by {', '.join(done.key)}, and the "
+                f"pipeline file now says {', '.join(key or ('nothing',))} "
+                "(scan.incremental.snapshot.chunk.key-column): set it back to finish the "
+                "bootstrap, or drop the changelog table to bootstrap it again"
+            )
         if key is None:
             logger.warning(
                 "%s has no primary key or NOT NULL unique key to read it in chunks by: it is "
@@ -267,7 +280,7 @@ class Bootstrapper:
         names = [column.name for column in member.columns]
         batches: list[pa.RecordBatch] = []
         pending, after = 0, done.after
-        for chunk in _chunks(snapshot, member, key, done.after, self.settings):
+        for chunk in _chunks(snapshot, member, key, unique, done.after, self.settings):
             if self.stop.is_set():
                 raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
             if snapshot.tables > 1 and len(chunk.rows) >= self.settings.chunk_size:
@@ -290,12 +303,12 @@ class Bootstrapper:
             pacer.took(batch.num_rows)
             self.display.advance(name, batch.num_rows)
             if key is not None and pending >= self.settings.commit_rows:
-                done = SourceTableBootstrap(False, after, done.rows + pending)
+                done = SourceTableBootstrap(False, after, done.rows + pending, key)
                 state = state.with_table(name, done)
                 rows = pa.Table.from_batches(batches, sink.table.schema)
                 sink.table.commit(rows, progress, state)
                 batches, pending = [], 0
-        done = SourceTableBootstrap(True, after, done.rows + pending)
+        done = SourceTableBootstrap(True, after, done.rows + pending, key)
         state = state.with_table(name, done)
         progress = _held_until(progress, snapshot.high_watermark)
         rows = pa.Table.from_batches(batches, sink.table.schema)
@@ -401,15 +414,37 @@ def _placeholders(values: Sequence[object]) -> str:
     return ", ".join(["%s"] * len(values))
 
 
+def chunk_key(table: SourceTable, column: str | None) -> tuple[tuple[str, ...] | None, bool]:
+    """The columns a table's chunks are cut by, and whether their values are unique: the
+    paging key (``paging_key``), or the ``column`` that
+    ``scan.incremental.snapshot.chunk.key-column`` names for it."""
+    key = paging_key(table)
+    if column is None:
+        return key, True
+    if column not in {c.name for c in table.columns}:
+        raise ConfigError(
+            f"scan.incremental.snapshot.chunk.key-column names {column} for {table.table_id}, "
+            f"which has no such column (it has {', '.join(c.name for c in table.columns)}): "
+            "name one of them, or leave the table out to cut it by its primary key"
+        )
+    return (column,), key == (column,)
+
+
 def _chunks(
     snapshot: TableReads,
     member: SourceTable,
     key: tuple[str, ...] | None,
+    unique: bool,
     after: tuple[object, ...] | None,
     settings: BootstrapSettings,
 ) -> Iterator[Chunk]:
     if key is None:
         return snapshot.whole(member, settings.chunk_size)
+    if isinstance(snapshot, ChunkReads):
+        return snapshot.chunks(
+            member, key, after=after, chunk_size=settings.chunk_size, unique=unique
+        )
+    # the pipeline file's checks refuse a chunk key column without the incremental snapshot
     return snapshot.chunks(member, key, after=after, chunk_size=settings.chunk_size)
 
 

@@ -109,11 +109,15 @@ class ChunkReads(ReadView):
         *,
         after: KeyValues | None,
         chunk_size: int,
+        unique: bool = True,
     ) -> Iterator[Chunk]:
         """``ReadView.chunks``, each page its own statement, with the high watermark taken
-        after it is read; read ahead in parallel when there are ``readers``."""
-        if self._readers is not None and self._readers.size > 1:
-            yield from self._read_ahead(self._readers, table, key, after, chunk_size)
+        after it is read; read ahead in parallel when there are ``readers``. A ``key`` whose
+        values are not ``unique`` (``scan.incremental.snapshot.chunk.key-column``) cannot page
+        by ``LIMIT``: its chunks are key ranges, as the readers read them."""
+        readers = self._readers if self._readers is not None and self._readers.size > 1 else None
+        if readers is not None or not unique:
+            yield from self._read_ahead(readers, table, key, after, chunk_size)
             return
         for chunk in super().chunks(table, key, after=after, chunk_size=chunk_size):
             self.high_watermark = max(self.high_watermark, binlog_end(self._connection()))
@@ -121,7 +125,7 @@ class ChunkReads(ReadView):
 
     def _read_ahead(
         self,
-        readers: RangeReaders,
+        readers: RangeReaders | None,
         table: SourceTable,
         key: Sequence[str],
         after: KeyValues | None,
@@ -129,10 +133,23 @@ class ChunkReads(ReadView):
     ) -> Iterator[Chunk]:
         """The chunks in key order, each range read by one of ``readers`` while this
         connection finds where the next ranges end (``boundary_query``): up to ``readers.size``
-        ranges in flight. A range's rows are those after the previous range's end and up to
-        its own, so every key falls in exactly one, whatever is written meanwhile."""
+        ranges in flight (without readers, each range is read here, one after the other). A
+        range's rows are those after the previous range's end and up to its own, so every key
+        falls in exactly one, whatever is written meanwhile."""
         columns = [select_column(column) for column in table.columns]
         positions = [[column.name for column in table.columns].index(name) for name in key]
+        if readers is None:
+            while True:
+                upto = self._boundary(table, key, after, chunk_size)
+                query = range_query(table, columns, key, after, upto)
+                chunk, high_watermark = read_range(
+                    self._connection(), query, positions, after, upto
+                )
+                self.high_watermark = max(self.high_watermark, high_watermark)
+                yield chunk
+                if upto is None:
+                    return
+                after = upto
         in_flight: deque[tuple[KeyValues | None, Future[tuple[Chunk, BinlogPosition]]]] = deque()
         ended = False
         try:
@@ -171,6 +188,26 @@ class ChunkReads(ReadView):
         self.high_watermark = binlog_end(self._connection())
 
 
+def read_range(
+    conn: pymysql.connections.Connection[Any],
+    query: tuple[str, list[Any]],
+    positions: Sequence[int],
+    after: KeyValues | None,
+    upto: KeyValues | None,
+) -> tuple[Chunk, BinlogPosition]:
+    """The key range ``query`` selects (``range_query``), as a chunk ending at ``upto`` (at its
+    last row's key, the columns at ``positions``, when ``upto`` is None; at ``after`` when it
+    has no rows), and the binlog's end after it: its high watermark."""
+    with conn.cursor() as cursor:
+        cursor.execute(*query)
+        rows = list(cursor.fetchall())
+    high_watermark = binlog_end(conn)
+    last = upto
+    if last is None:
+        last = tuple(rows[-1][i] for i in positions) if rows else after
+    return Chunk(rows, last), high_watermark
+
+
 class RangeReaders:
     """``size`` threads that read key ranges of tables, each on a connection of its own,
     shared by every table of a bootstrap (``pipeline.parallelism``). A range read is one
@@ -191,20 +228,10 @@ class RangeReaders:
         after: KeyValues | None,
         upto: KeyValues | None,
     ) -> Future[tuple[Chunk, BinlogPosition]]:
-        """Reads the range ``query`` selects (``range_query``), as a chunk ending at ``upto``
-        (at its last row's key, the columns at ``positions``, when ``upto`` is None; at
-        ``after`` when it has no rows)."""
+        """``read_range`` in one of the threads."""
 
         def read() -> tuple[Chunk, BinlogPosition]:
-            conn = self._connection()
-            with conn.cursor() as cursor:
-                cursor.execute(*query)
-                rows = list(cursor.fetchall())
-            high_watermark = binlog_end(conn)
-            last = upto
-            if last is None:
-                last = tuple(rows[-1][i] for i in positions) if rows else after
-            return Chunk(rows, last), high_watermark
+            return read_range(self._connection(), query, positions, after, upto)
 
         return self._pool.submit(read)
 

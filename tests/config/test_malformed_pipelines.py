@@ -173,6 +173,21 @@ CASES = [
         "FILE:7: source.scan.incremental.snapshot.chunk.size: must be greater than 1, got: '1'",
     ),
     case(
+        "chunk key column without a table",
+        SOURCE + "  scan.incremental.snapshot.chunk.key-column: created_at\n" + SINK,
+        "FILE:7: source.scan.incremental.snapshot.chunk.key-column: cannot parse 'created_at': "
+        "write 'db.table:column' entries separated by ';', got: 'created_at'",
+    ),
+    case(
+        "chunk key column for one snapshot per table",
+        SOURCE
+        + "  scan.incremental.snapshot.chunk.key-column: shop.orders:created_at\n"
+        + "  scan.incremental.snapshot.enabled: false\n"
+        + SINK,
+        "FILE:7: source.scan.incremental.snapshot.chunk.key-column: cuts the incremental "
+        "snapshot's chunks, but scan.incremental.snapshot.enabled is false: remove one of the two",
+    ),
+    case(
         "YAML 1.1 boolean",
         SOURCE + "  scan.parse.online.schema.changes.enabled: yes\n" + SINK,
         "FILE:7: source.scan.parse.online.schema.changes.enabled: must be true or false, "

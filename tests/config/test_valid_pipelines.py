@@ -260,6 +260,10 @@ def test_every_mysql_option_is_accepted_and_the_unused_ones_say_so(write_file: W
     assert src.parse_online_schema_changes is True
     assert src.captures("mydb", "orders") and not src.captures("mydb", "tmp_orders")
     assert src.options["jdbc.properties.useSSL"] == "false"
+    assert (src.chunk_key_column("mydb", "orders"), src.chunk_key_column("mydb", "items")) == (
+        "id",
+        None,
+    )
     unused = {w.key.removeprefix("source.") for w in config.warnings}
     assert unused == {
         "connection.pool.size",
@@ -267,7 +271,6 @@ def test_every_mysql_option_is_accepted_and_the_unused_ones_say_so(write_file: W
         "chunk-meta.group.size",
         "chunk-key.even-distribution.factor.upper-bound",
         "chunk-key.even-distribution.factor.lower-bound",
-        "scan.incremental.snapshot.chunk.key-column",
         "scan.incremental.close-idle-reader.enabled",
         "scan.incremental.snapshot.unbounded-chunk-first.enabled",
         "scan.incremental.snapshot.backfill.skip",

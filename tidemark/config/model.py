@@ -27,9 +27,19 @@ from tidemark.config.compound import (
 )
 from tidemark.config.declaration import option
 from tidemark.config.errors import Problem
-from tidemark.config.patterns import Route, RouteMode, Selector, route_table, selectors_match
+from tidemark.config.patterns import (
+    ChunkKeyColumn,
+    PatternError,
+    Route,
+    RouteMode,
+    Selector,
+    parse_chunk_key_columns,
+    route_table,
+    selectors_match,
+)
 from tidemark.config.values import (
     LONG_RANGE,
+    BadValue,
     at_least_one,
     duration_with_unit,
     identifier,
@@ -148,6 +158,13 @@ class Startup(_Frozen):
     )
 
 
+def _chunk_key_columns(text: str) -> tuple[ChunkKeyColumn, ...]:
+    try:
+        return parse_chunk_key_columns(text)
+    except PatternError as error:
+        raise BadValue(str(error)) from None
+
+
 class MySqlSource(_Frozen):
     """``source:`` with ``type: mysql`` (MySQL and MariaDB)."""
 
@@ -187,6 +204,14 @@ class MySqlSource(_Frozen):
         parse=parse_bool,
         doc="bootstrap a chunk at a time, each chunk a short read, rather than each table in "
         "one consistent snapshot (MariaDB and Percona Server only)",
+    )
+    chunk_key_columns: tuple[ChunkKeyColumn, ...] = option(
+        (),
+        key="scan.incremental.snapshot.chunk.key-column",
+        parse=_chunk_key_columns,
+        default_text="each table's primary key",
+        doc="the column the incremental snapshot cuts a table's chunks by, as 'db.table:column' "
+        "entries separated by ';' (needs no unique values, but an index of its own)",
     )
     snapshot_chunk_size: int = option(
         8096,
@@ -250,6 +275,13 @@ class MySqlSource(_Frozen):
     )
     #: every option as written (after substitution), secrets as SecretStr
     options: Properties = {}
+
+    def chunk_key_column(self, database: str, table: str) -> str | None:
+        """The column ``scan.incremental.snapshot.chunk.key-column`` names for a table, if any."""
+        for entry in self.chunk_key_columns:
+            if selectors_match(entry.tables, database, table):
+                return entry.column
+        return None
 
     def captures(self, database: str, table: str) -> bool:
         """Whether ``tables`` minus ``tables.exclude`` selects ``database.table``."""

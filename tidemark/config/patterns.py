@@ -125,6 +125,32 @@ class Selector:
         return self.written
 
 
+@dataclass(frozen=True)
+class ChunkKeyColumn:
+    """One entry of ``scan.incremental.snapshot.chunk.key-column``: the tables it names, and
+    the column their chunks are cut by."""
+
+    tables: tuple[Selector, ...]
+    column: str
+
+
+def parse_chunk_key_columns(text: str) -> tuple[ChunkKeyColumn, ...]:
+    """Upstream's ``db.table:column`` entries separated by ``;``, the table part a pattern as in
+    ``tables``; ``PatternError`` naming the entry that does not parse."""
+    entries = []
+    for written in text.split(";"):
+        if not written.strip():
+            continue
+        tables, _, column = written.strip().rpartition(":")
+        if not tables.strip() or not column.strip():
+            raise PatternError(
+                f"cannot parse {written.strip()!r}: write 'db.table:column' entries separated "
+                "by ';'"
+            )
+        entries.append(ChunkKeyColumn(parse_selectors(tables.strip()), column.strip()))
+    return tuple(entries)
+
+
 def parse_selectors(expression: str) -> tuple[Selector, ...]:
     """``tables``-style text to selectors; ``PatternError`` for anything upstream would not
     match a MySQL table with (a pattern without a database part matches nothing upstream)."""

@@ -65,13 +65,6 @@ MYSQL_OPTIONS = OptionSet(
             no_effect=_BY_KEY_RANGE,
         ),
         Option(
-            "scan.incremental.snapshot.chunk.key-column",
-            no_effect=(
-                f"{_NOT_USED}: the snapshot is chunked by each table's primary key (or a "
-                "NOT NULL unique key), which keeps every page a key range"
-            ),
-        ),
-        Option(
             "scan.incremental.close-idle-reader.enabled",
             parse=parse_bool,
             no_effect=f"{_NOT_USED}: there are no Flink readers to close",
@@ -252,13 +245,11 @@ def _check_source_rules(reader: Reader, node: MapNode, path: str, options: Check
                 f"unknown metadata {', '.join(unknown)}: the MySQL source offers "
                 f"{', '.join(METADATA_KEYS)}",
             )
-    chunk_keys = options.get("scan.incremental.snapshot.chunk.key-column")
-    if chunk_keys is not None:
-        key = "scan.incremental.snapshot.chunk.key-column"
-        for part in chunk_keys.split(";"):
-            if part.strip() and len(part.split(":")) != 2:
-                reader.error(
-                    node.get(key),
-                    child(path, key),
-                    f"cannot parse {part!r}: write 'db.table:column' entries separated by ';'",
-                )
+    key = "scan.incremental.snapshot.chunk.key-column"
+    if options.get(key) and options.get("scan.incremental.snapshot.enabled") is False:
+        reader.error(
+            node.get(key),
+            child(path, key),
+            "cuts the incremental snapshot's chunks, but scan.incremental.snapshot.enabled is "
+            "false: remove one of the two",
+        )

@@ -6,7 +6,8 @@ Key ``tidemark.bootstrap``, JSON::
      "tables": {"shop.orders_1": {"done": true, "after": null, "rows": 1000},
                 "shop.orders_2": {"done": false, "after": [{"int": 5123}], "rows": 5123}}}
 
-One entry per physical source table routed to the changelog table, and ``errors_order``: the
+One entry per physical source table routed to the changelog table (with ``"key"``, the columns
+``after`` is a value of, since issue 27), and ``errors_order``: the
 last order key of the sink's error table whose rows this commit covers (error rows of chunks not
 committed yet come after it, and a resumed bootstrap removes them before reading those chunks
 again). ``after`` is the last key
@@ -37,6 +38,8 @@ class SourceTableBootstrap:
     done: bool = False
     after: tuple[Any, ...] | None = None
     rows: int = 0
+    #: the columns ``after`` is a value of; None in states written before it was kept
+    key: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class BootstrapState:
                     "done": table.done,
                     "after": None if table.after is None else [_encode(v) for v in table.after],
                     "rows": table.rows,
+                    **({} if table.key is None else {"key": list(table.key)}),
                 }
                 for name, table in sorted(self.tables.items())
             },
@@ -95,6 +99,7 @@ class BootstrapState:
                     if entry["after"] is None
                     else tuple(_decode(v) for v in entry["after"]),
                     rows=int(entry["rows"]),
+                    key=None if entry.get("key") is None else tuple(map(str, entry["key"])),
                 )
                 for name, entry in document["tables"].items()
             }

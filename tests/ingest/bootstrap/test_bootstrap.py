@@ -33,6 +33,7 @@ from tests.output.screen import FakeTerminal, screen
 from tests.polling import wait_until
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.bootstrap_state import BootstrapState
+from tidemark.errors import TerminalError
 from tidemark.output.bootstrap_progress import BootstrapProgress
 from tidemark.pipeline import Pipeline
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
@@ -264,6 +265,89 @@ def _churning(source: SourceEndpoint, database: str, statement: str) -> Iterator
         thread.join(timeout=30)
 
 
+@pytest.mark.every_source
+def test_chunks_cut_by_a_column_that_is_not_unique_still_hold_every_row_once(
+    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    _orders(admin_connection, 3000)
+    with admin_connection.cursor() as cursor:  # seven values of qty, 428 or 429 rows each
+        cursor.execute("CREATE INDEX by_qty ON orders (qty)")
+    config = load_pipeline(
+        _pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            server_id,
+            source_options=f"{SMALL_CHUNKS}\n"
+            f"scan.incremental.snapshot.chunk.key-column: {source_database}.orders:qty",
+            extra=_ingest_block(flush_rows=300, max_rate=2000),
+            source=source,
+        )
+    )
+
+    with Workload(source, source_database, keys=3000, seed=3) as workload:
+        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        during_bootstrap = workload.statements
+    run_to_end(runner, source, server_id, max_seconds=120)
+
+    assert during_bootstrap > 20, "the workload must overlap the bootstrap"
+    rows = changelog(catalog, namespace)
+    # a row whose qty changed can be read in two chunks, each time as it stood; the change is
+    # replayed after both reads, so the merge is exact all the same
+    assert merged(rows) == source_rows(admin_connection)
+    states = [
+        BootstrapState.from_summary(summary) for summary in bootstrap_states(catalog, namespace)
+    ]
+    keys = {table.key for state in states if state is not None for table in state.tables.values()}
+    assert keys == {("qty",)}
+
+
+def test_a_bootstrap_cut_by_one_key_is_not_resumed_by_another(
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    _orders(admin_connection, 2000)
+    path = _pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        source_database,
+        namespace,
+        server_id,
+        extra=_ingest_block(flush_rows=200, max_rate=500),
+    )
+    process = _ingest_process(path)
+    try:
+        _wait_for_bootstrap_rows(catalog, f"{namespace}.orders_changelog", 200)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    path.write_text(
+        path.read_text().replace(
+            "  scan.incremental.snapshot.chunk.size: 100\n",
+            "  scan.incremental.snapshot.chunk.size: 100\n"
+            f"  scan.incremental.snapshot.chunk.key-column: {source_database}.orders:qty\n",
+        )
+    )
+    config = load_pipeline(path)
+    assert config.source.chunk_key_column(source_database, "orders") == "qty"
+
+    with pytest.raises(TerminalError, match="was cut into chunks by id, and the pipeline file"):
+        build_runner(config, catalog, reports=None, settings=_settings(config))
+
+
 def _ingest_process(path: Path) -> subprocess.Popen[bytes]:
     """``tidemark ingest`` of the pipeline file, in a process a test can kill."""
     return subprocess.Popen(
@@ -298,8 +382,11 @@ def _orders_streaming_then_users_added(
     catalog: Catalog,
     server_id: int,
     extra: str = "",
+    source: SourceEndpoint | None = None,
 ) -> Path:
-    """Runs a pipeline of orders alone to the end; returns the same pipeline with users added."""
+    """Runs a pipeline of orders alone to the end; returns the same pipeline with users added.
+    On MariaDB unless ``source`` says otherwise."""
+    source = source or endpoints.mariadb
     first = load_pipeline(
         _pipeline(
             tmp_path / "a.yaml",
@@ -308,11 +395,10 @@ def _orders_streaming_then_users_added(
             namespace,
             server_id,
             source_options=ADD_TABLES,
+            source=source,
         )
     )
-    run_to_end(
-        build_runner(first, catalog, None, _settings(first)), endpoints.mariadb, server_id, 60
-    )
+    run_to_end(build_runner(first, catalog, None, _settings(first)), source, server_id, 60)
     return _pipeline(
         tmp_path / "b.yaml",
         endpoints,
@@ -322,11 +408,14 @@ def _orders_streaming_then_users_added(
         tables=f"orders,{database}.users",
         source_options=ADD_TABLES,
         extra=extra,
+        source=source,
     )
 
 
+@pytest.mark.every_source
 def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
     endpoints: StackEndpoints,
+    source: SourceEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
@@ -346,6 +435,7 @@ def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
             catalog,
             server_id,
             extra=_ingest_block(flush_rows=100, max_rate=100),
+            source=source,
         )
     )
     runner = build_runner(second, catalog, None, _settings(second))
@@ -362,7 +452,7 @@ def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
             return ChangelogTable(catalog.load_table(f"{namespace}.users_changelog")).bootstrap()
 
         wait_until("the users bootstrap under way", users_state, 60)
-        with admin_connection.cursor() as cursor:  # during it: its snapshot does not see these
+        with admin_connection.cursor() as cursor:  # during it: in chunks read and chunks not
             cursor.execute("UPDATE users SET qty = 100 WHERE id IN (1, 999)")
             cursor.execute("DELETE FROM users WHERE id = 500")
             cursor.execute("INSERT INTO users VALUES (5000, 'new', 1)")

@@ -80,7 +80,7 @@ def test_the_snapshot_position_is_where_the_binlog_stood_when_the_read_view_open
 
 
 @pytest.mark.parametrize("source", ["mysql"], indirect=True)
-def test_a_positioned_snapshot_of_mysql_is_refused_with_what_works_instead(
+def test_one_consistent_snapshot_of_mysql_is_refused_with_what_works_instead(
     source: SourceEndpoint, server_id: int
 ) -> None:
     with pytest.raises(TerminalError) as refused:
@@ -88,9 +88,9 @@ def test_a_positioned_snapshot_of_mysql_is_refused_with_what_works_instead(
 
     assert str(refused.value) == (
         f"{source.host}:{source.port} does not report the binlog position of a consistent "
-        "snapshot (binlog_snapshot_file): Tidemark's lock-free bootstrap needs MariaDB or "
-        "Percona Server. On MySQL, bootstrap from a MariaDB or Percona replica, or start with "
-        "scan.startup.mode: latest-offset and load the existing rows another way"
+        "snapshot (binlog_snapshot_file), which a bootstrap in one snapshot needs (MariaDB and "
+        "Percona Server report it): set scan.incremental.snapshot.enabled: true in the "
+        "pipeline's source block"
     )
 
 
