@@ -70,21 +70,27 @@ class Workload:
             self.step()
 
 
-def merged(rows: list[Row], key: str = "id") -> dict[Any, Row]:
+def merged(rows: list[Row], key: str | tuple[str, ...] = "id") -> dict[Any, Row]:
     """The changelog applied in order: the latest image per key, deleted keys gone."""
     state: dict[Any, Row] = {}
     for row in sorted(rows, key=lambda r: r["_tm_order"]):
         if row["_tm_op"] == "d":
-            state.pop(row[key], None)
+            state.pop(_key(row, key), None)
         else:
-            state[row[key]] = {k: v for k, v in row.items() if not k.startswith("_tm_")}
+            state[_key(row, key)] = {k: v for k, v in row.items() if not k.startswith("_tm_")}
     return state
 
 
-def source_rows(connection: Connection, table: str = "orders") -> dict[Any, Row]:
+def source_rows(
+    connection: Connection, table: str = "orders", key: str | tuple[str, ...] = "id"
+) -> dict[Any, Row]:
     with connection.cursor(pymysql.cursors.DictCursor) as cursor:
         cursor.execute(f"SELECT * FROM {table}")
-        return {row["id"]: dict(row) for row in cursor.fetchall()}
+        return {_key(row, key): dict(row) for row in cursor.fetchall()}
+
+
+def _key(row: Row, key: str | tuple[str, ...]) -> Any:
+    return row[key] if isinstance(key, str) else tuple(row[name] for name in key)
 
 
 def changelog(catalog: Catalog, namespace: str, table: str = "orders") -> list[Row]:

@@ -266,6 +266,58 @@ def _churning(source: SourceEndpoint, database: str, statement: str) -> Iterator
 
 
 @pytest.mark.every_source
+def test_a_table_keyed_by_a_string_and_a_number_bootstraps_exactly_under_writes(
+    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE stock (region VARCHAR(10), id INT, qty INT NOT NULL, "
+            "PRIMARY KEY (region, id))"
+        )
+        cursor.executemany(
+            "INSERT INTO stock VALUES (%s, %s, 0)",
+            [(region, key) for region in ("Eu", "eu-west", "uk", "US") for key in range(400)],
+        )
+    config = load_pipeline(
+        _pipeline(
+            tmp_path / "p.yaml",
+            endpoints,
+            source_database,
+            namespace,
+            server_id,
+            tables="stock",
+            extra=_ingest_block(flush_rows=300, max_rate=1000),
+            source=source,
+            parallelism=2,
+        )
+    )
+
+    with _churning(
+        source,
+        source_database,
+        "UPDATE stock SET qty = qty + 1 WHERE id % 50 = 7",  # rows in every chunk
+    ) as rounds:
+        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        during_bootstrap = len(rounds)
+    run_to_end(runner, source, server_id, max_seconds=120)
+
+    assert during_bootstrap > 3, "the writes must overlap the bootstrap"
+    rows = changelog(catalog, namespace, "stock")
+    reads = [(row["region"], row["id"]) for row in rows if row["_tm_op"] == "r"]
+    assert len(reads) == len(set(reads)) == 1600
+    assert merged(rows, ("region", "id")) == source_rows(
+        admin_connection, "stock", ("region", "id")
+    )
+
+
+@pytest.mark.every_source
 def test_chunks_cut_by_a_column_that_is_not_unique_still_hold_every_row_once(
     endpoints: StackEndpoints,
     source: SourceEndpoint,
