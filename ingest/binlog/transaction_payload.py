@@ -62,7 +62,13 @@ def packets(
     elif compression == _ZSTD:
         size = fields.get(_UNCOMPRESSED_SIZE, 0)
         decompressor = decompressor or zstandard.ZstdDecompressor()
-        events = bytearray(decompressor.decompress(packet[start:end], max_output_size=size))
+        try:
+            events = bytearray(decompressor.decompress(packet[start:end], max_output_size=size))
+        except zstandard.ZstdError as error:
+            raise UnreadablePayloadError(
+                f"a compressed transaction does not decompress ({error}): the payload is "
+                "damaged; restart ingest to read it again"
+            ) from error
     else:
         raise UnreadablePayloadError(
             f"a compressed transaction uses compression type {compression}, which this "

@@ -19,13 +19,14 @@ The incremental snapshot (``ingest.bootstrap.chunk_reads``, the default) has no 
 position: each chunk is read on its own between a low watermark ``L``, which plays ``P1``, and a
 high watermark ``H``, which plays ``P2``; the argument is the same.
 
-Tables of different sink tables are read in parallel (``parallelism`` threads, each with its own
-snapshot); source tables routed to the same sink table one after another. A reader reads its next
-table in the snapshot of its last one while that is younger than ``snapshot_max_age`` and the
-table fits in one chunk (``SnapshotLender``; a longer table, or one rebuilt by an ALTER since
-the snapshot opened, is read again in a snapshot of its own, nothing of it committed yet): each
-table's rows are still those at its snapshot's position ``P``, and that ``P`` is what its
-progress records, so the argument above holds table by table.
+Tables of different sink tables are read in parallel (``parallelism`` threads); source tables
+routed to the same sink table one after another. With the incremental snapshot a table's chunks are
+also read ahead by ``parallelism`` readers (``ChunkReadsLender``). With one snapshot per table
+(``incremental`` off), a reader reads its next table in the snapshot of its last one while that is
+younger than ``snapshot_max_age`` and the table fits in one chunk (``SnapshotLender``; a longer
+table, or one rebuilt by an ALTER since the snapshot opened, is read again in a snapshot of its
+own, nothing of it committed yet): each table's rows are still those at its snapshot's position
+``P``, and that ``P`` is what its progress records, so the argument above holds table by table.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class Pacer:
     sleep: Callable[[float], None]
     started: float = 0.0
     rows: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -156,10 +157,12 @@ class Bootstrapper:
     def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
         """Bootstrap every sink table; returns each one's progress after its last commit. The
         display is closed however this ends: a failure or a stop finishes no table."""
+        members = [member for sink in sinks for member in sink.members]
+        for member in members:  # a chunk key the file names wrongly fails before any read
+            self._chunk_key(member)
         snapshots = self._lender()
-        self._pacer = Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
+        self._pacer = self._new_pacer()
         try:
-            members = [member for sink in sinks for member in sink.members]
             bootstrap = functools.partial(
                 self.bootstrap, snapshots=snapshots, estimates=estimated_rows(self.source, members)
             )
@@ -171,6 +174,12 @@ class Bootstrapper:
         finally:
             snapshots.close()
             self.display.close()
+
+    def _new_pacer(self) -> Pacer:
+        return Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
+
+    def _chunk_key(self, member: SourceTable) -> tuple[tuple[str, ...] | None, bool]:
+        return chunk_key(member, self.settings.chunk_key_column(member.database, member.name))
 
     def _lender(self) -> SnapshotLender | ChunkReadsLender:
         if self.settings.incremental:
@@ -249,16 +258,16 @@ class Bootstrapper:
         """Reads ``member`` in ``snapshot`` after what ``state`` says is committed, committing
         as it goes; returns the sink table's progress and state after its last commit."""
         name = member.table_id
-        key, unique = chunk_key(
-            member, self.settings.chunk_key_column(member.database, member.name)
-        )
+        key, unique = self._chunk_key(member)
         done = state.table(name)
-        if done.after is not None and done.key is not None and done.key != key:
+        # a state from before chunk keys were recorded was cut by the paging key
+        cut_by = done.key or paging_key(member)
+        if done.after is not None and cut_by != key:
             raise TerminalError(
-                f"the bootstrap of {name} was cut into chunks by {', '.join(done.key)}, and the "
-                f"pipeline file now says {', '.join(key or ('nothing',))} "
-                "(scan.incremental.snapshot.chunk.key-column): set it back to finish the "
-                "bootstrap, or drop the changelog table to bootstrap it again"
+                f"the bootstrap of {name} was cut into chunks by {', '.join(cut_by or ())}, "
+                f"and would now be cut by {', '.join(key or ('no key',))} (the table's key, or "
+                "scan.incremental.snapshot.chunk.key-column, changed): put it back to finish "
+                "the bootstrap, or drop the changelog table to bootstrap it again"
             )
         if key is None:
             logger.warning(
@@ -274,7 +283,7 @@ class Bootstrapper:
             tinyint1_as_boolean=self.settings.tinyint1_as_boolean,
             nulled=lambda index, record: nulled.append((index, record)),
         )
-        pacer = self._pacer or Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
+        pacer = self._pacer or self._new_pacer()
         progress = _started(progress, snapshot.position, self.source_id)
         metadata = _Metadata(member, snapshot, sink.versions.get(name, SCHEMA_VERSION))
         names = [column.name for column in member.columns]
@@ -414,20 +423,40 @@ def _placeholders(values: Sequence[object]) -> str:
     return ", ".join(["%s"] * len(values))
 
 
+#: types whose values the server returns other than it compares them (a FLOAT read back as the
+#: nearest double, an ENUM ordered by its index but compared by its label): no chunk boundary
+_INEXACT_TYPES = frozenset({"float", "double", "real", "enum", "set", "json"})
+
+
 def chunk_key(table: SourceTable, column: str | None) -> tuple[tuple[str, ...] | None, bool]:
     """The columns a table's chunks are cut by, and whether their values are unique: the
     paging key (``paging_key``), or the ``column`` that
-    ``scan.incremental.snapshot.chunk.key-column`` names for it."""
+    ``scan.incremental.snapshot.chunk.key-column`` names for it, which must be NOT NULL (a
+    range of values never holds NULL) and of a type compared exactly."""
     key = paging_key(table)
     if column is None:
         return key, True
-    if column not in {c.name for c in table.columns}:
+    option = f"scan.incremental.snapshot.chunk.key-column names {column} for {table.table_id}"
+    try:
+        chosen = table.column(column)
+    except KeyError:
         raise ConfigError(
-            f"scan.incremental.snapshot.chunk.key-column names {column} for {table.table_id}, "
-            f"which has no such column (it has {', '.join(c.name for c in table.columns)}): "
-            "name one of them, or leave the table out to cut it by its primary key"
+            f"{option}, which has no such column (it has "
+            f"{', '.join(c.name for c in table.columns)}): name one of them, or leave the "
+            "table out to cut it by its primary key"
+        ) from None
+    if chosen.nullable:
+        raise ConfigError(
+            f"{option}, which may hold NULL, and a chunk (a range of its values) never holds "
+            "a NULL row: choose a NOT NULL column, or leave the table out"
         )
-    return (column,), key == (column,)
+    if chosen.data_type.lower() in _INEXACT_TYPES:
+        raise ConfigError(
+            f"{option}, a {chosen.data_type.upper()} column, whose values the server returns "
+            "other than it compares them: choose a column of an integer, decimal, string or "
+            "temporal type, or leave the table out"
+        )
+    return (chosen.name,), key == (chosen.name,)
 
 
 def _chunks(

@@ -21,10 +21,12 @@ The trap is the low watermark. MySQL writes a transaction to the binlog before I
 it (a group commit's flush stage, then sync, then commit), so the binlog's end
 (``SHOW BINARY LOG STATUS``) can be past a transaction no read sees yet: taken as ``L`` it
 would lose that transaction's rows, missing from the chunk and before the stream's start.
-MySQL's ``performance_schema.log_status`` (8.0.14+) waits for the group commit in progress
-and gives the binlog position with every transaction before it committed (it needs
-``BACKUP_ADMIN``). MariaDB's consistent snapshot gives that position exactly
-(``binlog_snapshot_position``): one is opened for it and ended at once.
+MySQL's ``performance_schema.log_status`` (8.0.14+, ``BACKUP_ADMIN``) gives the binlog
+position together with the GTIDs committed there; on MySQL 9.7 it waits for the group commit in
+progress (*measured*: ``tests/ingest/bootstrap/test_chunk_reads.py`` holds a transaction
+between the binlog and its commit), which older versions' sources do not clearly do: run that
+test against an 8.x server before relying on it there. MariaDB's consistent snapshot gives the
+position exactly (``binlog_snapshot_position``): one is opened for it and ended at once.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from ingest.bootstrap.snapshot_reader import (
     ReadView,
     boundary_query,
     range_query,
+    snapshot_position,
 )
 from ingest.schema.select_values import select_column
 from tidemark.contracts.source_tables import SourceTable
@@ -63,6 +66,8 @@ logger = logging.getLogger(__name__)
 
 #: ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR
 _ACCESS_DENIED = (1227, 1142)
+#: ER_NO_SUCH_TABLE
+_NO_SUCH_TABLE = 1146
 
 
 class ChunkReads(ReadView):
@@ -79,10 +84,8 @@ class ChunkReads(ReadView):
         self.high_watermark = BinlogPosition("", 0)
 
     def __enter__(self) -> Self:
-        self._conn = open_connection(**self._source.pymysql_settings(), autocommit=True)
+        self._conn = reading_connection(self._source)
         try:
-            with self._conn.cursor() as cursor:
-                cursor.execute("SET SESSION time_zone = '+00:00'")
             self.begin_table()
         except BaseException:
             self.close()
@@ -117,13 +120,13 @@ class ChunkReads(ReadView):
         by ``LIMIT``: its chunks are key ranges, as the readers read them."""
         readers = self._readers if self._readers is not None and self._readers.size > 1 else None
         if readers is not None or not unique:
-            yield from self._read_ahead(readers, table, key, after, chunk_size)
+            yield from self._key_ranges(readers, table, key, after, chunk_size)
             return
         for chunk in super().chunks(table, key, after=after, chunk_size=chunk_size):
             self.high_watermark = max(self.high_watermark, binlog_end(self._connection()))
             yield chunk
 
-    def _read_ahead(
+    def _key_ranges(
         self,
         readers: RangeReaders | None,
         table: SourceTable,
@@ -131,42 +134,43 @@ class ChunkReads(ReadView):
         after: KeyValues | None,
         chunk_size: int,
     ) -> Iterator[Chunk]:
-        """The chunks in key order, each range read by one of ``readers`` while this
-        connection finds where the next ranges end (``boundary_query``): up to ``readers.size``
-        ranges in flight (without readers, each range is read here, one after the other). A
-        range's rows are those after the previous range's end and up to its own, so every key
-        falls in exactly one, whatever is written meanwhile."""
+        """The chunks as key ranges, in key order: this connection finds where each next
+        range ends (``boundary_query``) and ``readers`` read up to ``readers.size`` ranges
+        ahead (without readers, this connection reads each range when it is due). A range's
+        rows are those after the previous range's end and up to its own, the last one
+        open-ended, so every key falls in exactly one, whatever is written meanwhile."""
         columns = [select_column(column) for column in table.columns]
-        positions = [[column.name for column in table.columns].index(name) for name in key]
-        if readers is None:
-            while True:
-                upto = self._boundary(table, key, after, chunk_size)
-                query = range_query(table, columns, key, after, upto)
-                chunk, high_watermark = read_range(
-                    self._connection(), query, positions, after, upto
-                )
-                self.high_watermark = max(self.high_watermark, high_watermark)
-                yield chunk
-                if upto is None:
-                    return
-                after = upto
-        in_flight: deque[tuple[KeyValues | None, Future[tuple[Chunk, BinlogPosition]]]] = deque()
+        key_indexes = [[column.name for column in table.columns].index(name) for name in key]
+        ahead = readers.size if readers is not None else 1
+        in_flight: deque[Future[tuple[Chunk, BinlogPosition]]] = deque()
         ended = False
         try:
             while True:
-                while not ended and len(in_flight) < readers.size:
+                while not ended and len(in_flight) < ahead:
                     upto = self._boundary(table, key, after, chunk_size)
+                    if upto is not None and upto == after:
+                        raise TerminalError(
+                            f"the chunks of {table.table_id} by {', '.join(key)} stopped "
+                            f"moving at {upto}: the server returns these key values other "
+                            "than it compares them; cut the table by another column "
+                            "(scan.incremental.snapshot.chunk.key-column)"
+                        )
                     query = range_query(table, columns, key, after, upto)
-                    in_flight.append((upto, readers.submit(query, positions, after, upto)))
+                    if readers is not None:
+                        in_flight.append(readers.submit(query, key_indexes, after, upto))
+                    else:
+                        in_flight.append(Future())
+                        in_flight[-1].set_result(
+                            read_range(self._connection(), query, key_indexes, after, upto)
+                        )
                     after, ended = upto, upto is None
                 if not in_flight:
                     return
-                _, future = in_flight.popleft()
-                chunk, high_watermark = future.result()
+                chunk, high_watermark = in_flight.popleft().result()
                 self.high_watermark = max(self.high_watermark, high_watermark)
                 yield chunk
         finally:
-            for _, future in in_flight:
+            for future in in_flight:
                 future.cancel()
 
     def _boundary(
@@ -188,23 +192,38 @@ class ChunkReads(ReadView):
         self.high_watermark = binlog_end(self._connection())
 
 
+def reading_connection(source: SourceConnection) -> pymysql.connections.Connection[Any]:
+    """A connection whose every statement is a consistent read of its own: autocommit,
+    REPEATABLE READ whatever the server's default (a chunk read under READ UNCOMMITTED could
+    hold rows later rolled back, which no binlog event undoes), and UTC for TIMESTAMPs."""
+    conn = open_connection(**source.pymysql_settings(), autocommit=True)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SET SESSION time_zone = '+00:00'")
+            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def read_range(
     conn: pymysql.connections.Connection[Any],
     query: tuple[str, list[Any]],
-    positions: Sequence[int],
+    key_indexes: Sequence[int],
     after: KeyValues | None,
     upto: KeyValues | None,
 ) -> tuple[Chunk, BinlogPosition]:
     """The key range ``query`` selects (``range_query``), as a chunk ending at ``upto`` (at its
-    last row's key, the columns at ``positions``, when ``upto`` is None; at ``after`` when it
-    has no rows), and the binlog's end after it: its high watermark."""
+    last row's key, the columns at ``key_indexes``, when ``upto`` is None; at ``after`` when
+    it has no rows), and the binlog's end after it: its high watermark."""
     with conn.cursor() as cursor:
         cursor.execute(*query)
         rows = list(cursor.fetchall())
     high_watermark = binlog_end(conn)
     last = upto
     if last is None:
-        last = tuple(rows[-1][i] for i in positions) if rows else after
+        last = tuple(rows[-1][i] for i in key_indexes) if rows else after
     return Chunk(rows, last), high_watermark
 
 
@@ -224,14 +243,14 @@ class RangeReaders:
     def submit(
         self,
         query: tuple[str, list[Any]],
-        positions: Sequence[int],
+        key_indexes: Sequence[int],
         after: KeyValues | None,
         upto: KeyValues | None,
     ) -> Future[tuple[Chunk, BinlogPosition]]:
         """``read_range`` in one of the threads."""
 
         def read() -> tuple[Chunk, BinlogPosition]:
-            return read_range(self._connection(), query, positions, after, upto)
+            return read_range(self._connection(), query, key_indexes, after, upto)
 
         return self._pool.submit(read)
 
@@ -245,9 +264,7 @@ class RangeReaders:
     def _connection(self) -> pymysql.connections.Connection[Any]:
         conn: pymysql.connections.Connection[Any] | None = getattr(self._local, "conn", None)
         if conn is None or not conn.open:
-            conn = open_connection(**self._source.pymysql_settings(), autocommit=True)
-            with conn.cursor() as cursor:
-                cursor.execute("SET SESSION time_zone = '+00:00'")
+            conn = reading_connection(self._source)
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -306,17 +323,19 @@ def low_watermark(
         if is_mariadb(conn):
             cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
             try:
-                cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-                status = {str(name).lower(): value for name, value in cursor.fetchall()}
+                return snapshot_position(cursor, source)
             finally:
                 cursor.execute("COMMIT")
-            return BinlogPosition(
-                str(status["binlog_snapshot_file"]), int(status["binlog_snapshot_position"])
-            )
         try:
             cursor.execute("SELECT LOCAL FROM performance_schema.log_status")
             row = cursor.fetchone()
         except pymysql.MySQLError as error:
+            if error.args[:1] == (_NO_SUCH_TABLE,):
+                raise TerminalError(
+                    f"{source.host}:{source.port} has no performance_schema.log_status, where "
+                    "the bootstrap takes a binlog position every earlier transaction is "
+                    "visible at: it needs MySQL 8.0.14 or later (and performance_schema on)"
+                ) from error
             if error.args[:1] and error.args[0] in _ACCESS_DENIED:
                 raise TerminalError(
                     f"{source.user} may not read performance_schema.log_status on "

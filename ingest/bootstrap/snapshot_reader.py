@@ -148,24 +148,30 @@ class ConsistentSnapshot(ReadView):
         self.position = BinlogPosition("", 0)
 
     def _opened(self, cursor: Any) -> None:
-        cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-        status = {str(name).lower(): value for name, value in cursor.fetchall()}
-        if "binlog_snapshot_file" not in status or not status["binlog_snapshot_file"]:
-            raise TerminalError(
-                f"{self._source.host}:{self._source.port} does not report the binlog position "
-                "of a consistent snapshot (binlog_snapshot_file), which a bootstrap in one "
-                "snapshot needs (MariaDB and Percona Server report it): set "
-                "scan.incremental.snapshot.enabled: true in the pipeline's source block"
-            )
-        self.position = BinlogPosition(
-            str(status["binlog_snapshot_file"]), int(status["binlog_snapshot_position"])
-        )
+        self.position = snapshot_position(cursor, self._source)
         logger.debug("Consistent snapshot at %s", self.position)
 
     @property
     def high_watermark(self) -> BinlogPosition:
         """After every transaction the reads see: the snapshot's own position."""
         return self.position
+
+
+def snapshot_position(cursor: Any, source: SourceConnection) -> BinlogPosition:
+    """The binlog position of the consistent snapshot the transaction of ``cursor`` opened
+    (MariaDB's and Percona Server's ``binlog_snapshot_file``/``_position``)."""
+    cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+    status = {str(name).lower(): value for name, value in cursor.fetchall()}
+    if not status.get("binlog_snapshot_file"):
+        raise TerminalError(
+            f"{source.host}:{source.port} does not report the binlog position of a consistent "
+            "snapshot (binlog_snapshot_file), which a bootstrap in one snapshot needs (MariaDB "
+            "and Percona Server report it): set scan.incremental.snapshot.enabled: true in the "
+            "pipeline's source block"
+        )
+    return BinlogPosition(
+        str(status["binlog_snapshot_file"]), int(status["binlog_snapshot_position"])
+    )
 
 
 class SnapshotLender:

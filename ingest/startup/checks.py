@@ -501,16 +501,13 @@ def _check_privileges(facts: ServerFacts, _: Requirements) -> Iterator[_Finding]
 
 
 def _check_bootstrap(facts: ServerFacts, requirements: Requirements) -> Iterator[_Finding]:
-    """MySQL reports no consistent snapshot's position, and its incremental snapshot reads
-    its low watermark from ``performance_schema.log_status`` (``ingest.bootstrap.chunk_reads``)."""
+    """MySQL's incremental snapshot reads its low watermark from
+    ``performance_schema.log_status`` (``ingest.bootstrap.chunk_reads``). One snapshot per
+    table is not refused here: Percona Server reports its position, plain MySQL does not, and
+    the snapshot itself says so with the fix."""
     if not requirements.bootstrap or facts.version.flavor is not Flavor.MYSQL:
         return
     if not requirements.incremental_snapshot:
-        yield _Finding(
-            "scan.incremental.snapshot.enabled is false, but MySQL reports no binlog position "
-            "for a consistent snapshot, which a bootstrap in one snapshot needs: remove the "
-            "option (or set it to true) to bootstrap a chunk at a time"
-        )
         return
     if not any(grant.allows("BACKUP_ADMIN") for grant in _grants(facts) if grant.is_global):
         account = _account_sql(facts.account)

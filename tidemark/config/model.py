@@ -202,8 +202,8 @@ class MySqlSource(_Frozen):
         True,
         key="scan.incremental.snapshot.enabled",
         parse=parse_bool,
-        doc="bootstrap a chunk at a time, each chunk a short read, rather than each table in "
-        "one consistent snapshot (MariaDB and Percona Server only)",
+        doc="bootstrap a chunk at a time, each chunk a short read; false: each table in one "
+        "consistent snapshot, which only MariaDB and Percona Server can",
     )
     chunk_key_columns: tuple[ChunkKeyColumn, ...] = option(
         (),
@@ -217,7 +217,7 @@ class MySqlSource(_Frozen):
         8096,
         key="scan.incremental.snapshot.chunk.size",
         parse=whole_number(above=1),
-        doc="rows in each primary-key page the bootstrap reads",
+        doc="rows in each chunk the bootstrap reads",
     )
     snapshot_fetch_size: int = option(
         1024,

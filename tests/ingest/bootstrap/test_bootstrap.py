@@ -318,7 +318,7 @@ def test_a_table_keyed_by_a_string_and_a_number_bootstraps_exactly_under_writes(
 
 
 @pytest.mark.every_source
-def test_chunks_cut_by_a_column_that_is_not_unique_still_hold_every_row_once(
+def test_chunks_cut_by_a_column_that_is_not_unique_bootstrap_exactly(
     endpoints: StackEndpoints,
     source: SourceEndpoint,
     source_database: str,
@@ -396,7 +396,9 @@ def test_a_bootstrap_cut_by_one_key_is_not_resumed_by_another(
     config = load_pipeline(path)
     assert config.source.chunk_key_column(source_database, "orders") == "qty"
 
-    with pytest.raises(TerminalError, match="was cut into chunks by id, and the pipeline file"):
+    with pytest.raises(
+        TerminalError, match="was cut into chunks by id, and would now be cut by qty"
+    ):
         build_runner(config, catalog, reports=None, settings=_settings(config))
 
 

@@ -3,16 +3,19 @@ watermark every earlier transaction is visible at and a high watermark after all
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import TYPE_CHECKING
 
 import pytest
 
+from ingest.bootstrap.bootstrapper import chunk_key
 from ingest.bootstrap.chunk_reads import ChunkReads, RangeReaders
 from ingest.schema.source_tables import read_source_tables
 from tests.polling import wait_until
 from tests.server_variables import global_variables
 from tidemark.contracts.source_tables import SourceTable
+from tidemark.errors import ConfigError
 from tidemark.source import binlog_end
 from tidemark.stack.endpoints import SourceEndpoint
 
@@ -153,3 +156,25 @@ def test_chunks_read_ahead_in_parallel_hold_every_row_once_in_key_order(
     ends = [chunk.last_key for chunk in seen if chunk.last_key is not None]
     assert ends == sorted(ends) and ends[-1] == ("us", 99) and len(ends) == len(seen)
     assert len(seen) >= 60 // 7
+
+
+@pytest.mark.parametrize(
+    ("column", "refusal"),
+    [
+        ("note", "which may hold NULL, and a chunk (a range of its values) never holds a NULL row"),
+        ("weight", "a FLOAT column, whose values the server returns other than it compares them"),
+        ("colour", "which has no such column (it has id, note, weight)"),
+    ],
+)
+def test_a_chunk_key_column_that_cannot_cut_chunks_is_refused_with_the_fix(
+    admin_connection: Connection, column: str, refusal: str
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE parcels (id INT PRIMARY KEY, note VARCHAR(20), weight FLOAT NOT NULL)"
+        )
+    table = _source_table(admin_connection, "parcels")
+
+    with pytest.raises(ConfigError, match=re.escape(refusal)):
+        chunk_key(table, column)
+    assert chunk_key(table, "ID") == (("id",), True)  # MySQL's column names ignore case

@@ -667,14 +667,10 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
         ],
     ),
     "no bootstrap due, no BACKUP_ADMIN needed": (with_grants(MYSQL.grants[0]), NEEDS, []),
-    "a bootstrap in one consistent snapshot": (
-        MYSQL,
+    "a bootstrap in one consistent snapshot needs no BACKUP_ADMIN (Percona's)": (
+        with_grants(MYSQL.grants[0]),
         replace(NEEDS, bootstrap=True, incremental_snapshot=False),
-        [
-            "scan.incremental.snapshot.enabled is false, but MySQL reports no binlog position "
-            "for a consistent snapshot, which a bootstrap in one snapshot needs: remove the "
-            "option (or set it to true) to bootstrap a chunk at a time"
-        ],
+        [],
     ),
 }
 
