@@ -171,6 +171,8 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     server_id: int,
 ) -> None:
     _orders(admin_connection, 4000)
+    # two readers: the key ranges they read ahead, some never committed, are read again from
+    # the last committed key (the LIMIT paging of one reader resumes in the background-kill test)
     path = _pipeline(
         tmp_path / "p.yaml",
         endpoints,
@@ -179,6 +181,7 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
         server_id,
         extra=_ingest_block(flush_rows=500, max_rate=1000),
         source=source,
+        parallelism=2,
     )
     process = _ingest_process(path)
     try:
