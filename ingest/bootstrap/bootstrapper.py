@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from pyiceberg.expressions import And, EqualTo, GreaterThan, Reference
@@ -105,7 +105,11 @@ class SinkBootstrap:
 @dataclass
 class Pacer:
     """Sleeps just enough to keep the readers that share it under ``rate`` rows per second
-    together: every table a bootstrap reads in parallel, and every reader of their chunks."""
+    together: every table a bootstrap reads in parallel, and every reader of their chunks.
+    Time spent below the rate (slow commits, a table being set up) is made up for at most
+    ``CATCH_UP_SECONDS``: a stall must not buy a burst at any speed afterwards."""
+
+    CATCH_UP_SECONDS: ClassVar[float] = 1.0
 
     rate: float | None
     clock: Callable[[], float]
@@ -121,8 +125,12 @@ class Pacer:
         if self.rate is None:
             return
         with self._lock:
+            now = self.clock()
+            behind = (now - self.started) - self.rows / self.rate
+            if behind > self.CATCH_UP_SECONDS:
+                self.started += behind - self.CATCH_UP_SECONDS
             self.rows += rows
-            ahead = self.rows / self.rate - (self.clock() - self.started)
+            ahead = self.rows / self.rate - (now - self.started)
         if ahead > 0:
             self.sleep(ahead)
 

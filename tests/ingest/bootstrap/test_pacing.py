@@ -35,6 +35,18 @@ def test_a_reader_ahead_of_its_cap_sleeps_until_it_is_back_on_rate() -> None:
     assert time.slept == [0.5]
 
 
+def test_a_stall_buys_at_most_a_second_of_rows_above_the_cap() -> None:
+    time = FakeTime()
+    pacer = Pacer(1000.0, time.clock, time.sleep)
+
+    pacer.took(1000)  # a second early: sleeps it
+    time.now += 60.0  # a minute of slow commits
+    pacer.took(1000)  # the second of catching up it may have
+    pacer.took(1000)  # and no more: back on the cap
+
+    assert time.slept == [1.0, 1.0]
+
+
 def test_without_a_cap_a_reader_never_sleeps() -> None:
     time = FakeTime()
     pacer = Pacer(None, time.clock, time.sleep)
