@@ -110,11 +110,11 @@ def _run(benchmark: Benchmark, folder: Path, *, quick: bool) -> list[Figure]:
 def _service_versions() -> list[tuple[str, str]]:
     endpoints = Stack(StackSettings.from_env()).endpoints()
     versions = []
-    for name, source in (("MariaDB", endpoints.mariadb), ("MySQL", endpoints.mysql)):
+    for source in (endpoints.mariadb, endpoints.mysql):
         with source.admin_source().connect() as conn, conn.cursor() as cursor:
             cursor.execute("SELECT VERSION()")
             (version,) = cursor.fetchone() or ("unknown",)
-        versions.append((name, str(version).split("-")[0]))
+        versions.append((source.name, str(version).split("-")[0]))
     jars = " ".join(path.name for path in endpoints.spark.jars)
     kafka_jars = StackSettings.from_env().jars_dir / "kafka"
     kafka = re.search(r"kafka_2\.\d+-([\d.]+)\.jar", " ".join(p.name for p in kafka_jars.glob("*")))

@@ -58,7 +58,6 @@ from tidemark.stack.stack import Stack
 THREADS = 4  # enough to keep both cores of this machine class busy without the bootstrap
 #: ``scan.incremental.snapshot.enabled`` of each algorithm
 ALGORITHMS = {"snapshot": "false", "incremental": "true"}
-LABELS = {"mariadb": "MariaDB", "mysql": "MySQL"}
 #: seconds between two readings of InnoDB's history list length
 HISTORY_EVERY = 0.5
 
@@ -317,7 +316,7 @@ def run(
     for run_name in "ab":
         drop_namespace(catalog, name.format(run_name))
     return Result(
-        LABELS[source.flavor],
+        source.name,
         algorithm,
         rows,
         max_rate,

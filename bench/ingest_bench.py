@@ -64,7 +64,6 @@ from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 
 TABLE_SIZE = 100_000
-LABELS = {"mariadb": "MariaDB", "mysql": "MySQL"}
 
 
 @dataclass
@@ -366,7 +365,7 @@ def round_(
         lag_p50_s=statistics.median(lags),
         lag_p99_s=lags[min(len(lags) - 1, int(len(lags) * 0.99))],
         decode_rows_per_s=replayed.decode_rows_per_s,
-        source=LABELS[source.flavor],
+        source=source.name,
         compressed=compressed,
         binlog=(start, end),
     )
@@ -458,7 +457,7 @@ def replay(
         plain_rows / plain_s if plain else float("nan"),
         decoded_rows / decode_s,
         summary.rows / ingest_s,
-        LABELS[source.flavor],
+        source.name,
     )
 
 

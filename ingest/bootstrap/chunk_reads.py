@@ -38,7 +38,6 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import UTC
 from typing import Any, Self
 
 import pymysql
@@ -49,6 +48,7 @@ from ingest.bootstrap.snapshot_reader import (
     ReadView,
     boundary_query,
     range_query,
+    server_now,
     snapshot_position,
 )
 from ingest.schema.select_values import select_column
@@ -99,10 +99,7 @@ class ChunkReads(ReadView):
         self.high_watermark = self.position
         self.tables = 0
         with conn.cursor() as cursor:
-            cursor.execute("SELECT UTC_TIMESTAMP(6)")
-            row = cursor.fetchone()
-        assert row is not None
-        self.read_at = row[0].replace(tzinfo=UTC)
+            self.read_at = server_now(cursor)
         logger.debug("Low watermark %s", self.position)
 
     def chunks(

@@ -68,13 +68,10 @@ class ReadView:
                 cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
                 self._opened(cursor)
-                cursor.execute("SELECT UTC_TIMESTAMP(6)")
-                row = cursor.fetchone()
+                self.read_at = server_now(cursor)
         except BaseException:
             self.close()
             raise
-        assert row is not None
-        self.read_at = row[0].replace(tzinfo=UTC)
         return self
 
     def _opened(self, cursor: Any) -> None:  # noqa: B027 - a hook, empty here
@@ -155,6 +152,14 @@ class ConsistentSnapshot(ReadView):
     def high_watermark(self) -> BinlogPosition:
         """After every transaction the reads see: the snapshot's own position."""
         return self.position
+
+
+def server_now(cursor: Any) -> datetime:
+    """The server's clock, in UTC: when the rows read next are as they stand."""
+    cursor.execute("SELECT UTC_TIMESTAMP(6)")
+    row = cursor.fetchone()
+    assert row is not None
+    return row[0].replace(tzinfo=UTC)
 
 
 def snapshot_position(cursor: Any, source: SourceConnection) -> BinlogPosition:

@@ -28,6 +28,11 @@ class SourceEndpoint(BaseModel):
     cdc_user: str
     cdc_password: SecretStr
 
+    @property
+    def name(self) -> str:
+        """The server as people name it: MariaDB or MySQL."""
+        return {"mariadb": "MariaDB", "mysql": "MySQL"}[self.flavor]
+
     def cdc_source(self, server_id: int) -> SourceConnection:
         """The least-privilege CDC account, as a reader with replica id ``server_id``."""
         return SourceConnection(

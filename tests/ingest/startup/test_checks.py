@@ -89,7 +89,6 @@ def make_account(source: SourceEndpoint, account_name: str) -> Iterator[MakeAcco
     admin.close()
 
 
-SERVER_NAMES = {"mariadb": "MariaDB", "mysql": "MySQL"}
 #: the privilege that shows the binlog's files and position, as each server names it
 MONITOR_PRIVILEGE = {"mariadb": "BINLOG MONITOR", "mysql": "REPLICATION CLIENT"}
 
@@ -237,7 +236,7 @@ def test_every_problem_is_named_at_once(
         f"another server; {REBOOTSTRAP}",
     ]
     assert str(failure.value) == (
-        f"the source {cdc_source.host}:{cdc_source.port} ({SERVER_NAMES[source.flavor]} "
+        f"the source {cdc_source.host}:{cdc_source.port} ({source.name} "
         f"{'.'.join(map(str, _version(admin_connection)))}) is not ready for change data "
         f"capture; fix these {len(problems)} problem(s) and start again:\n"
         + "\n".join(f"- {problem}" for problem in problems)
