@@ -5,8 +5,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test bench setup stack lint clean-venv
+.PHONY: demo test bench setup client-library stack lint clean-venv
 
 demo: setup
 	$(BIN)/tidemark demo
@@ -26,10 +27,18 @@ setup: $(BIN)/tidemark stack
 $(BIN)/tidemark: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "Tidemark needs Python 3.11 or newer: make PYTHON=python3.12 ..." >&2; exit 1; }
+	@pkg-config --exists libmariadb 2>/dev/null || pkg-config --exists mysqlclient 2>/dev/null || \
+		$(MAKE) --no-print-directory client-library
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $@
+
+# mysqlclient (the bootstrap's row reads) builds against a MySQL client library
+client-library:
+	$(SUDO) apt-get update -q
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		pkg-config libmariadb-dev gcc
 
 stack: $(BIN)/tidemark
 	$(BIN)/tidemark stack up

@@ -2,14 +2,17 @@
 
 Run by ``make bench`` against the local stack, on a sysbench table of ``--rows`` rows:
 
-1. the physical limit: a plain ``SELECT *`` of the table through PyMySQL (rows counted only);
+1. the physical limit: a plain ``SELECT *`` of the table through the connection the
+   bootstrap reads with (``tidemark.bulk_reads``), rows counted only;
 2. the bootstrap (``scan.startup.mode: snapshot``) of the same table into a fresh changelog
    table: consistent snapshot, key chunks, type mapping, Iceberg commits; and the process's peak
    memory before and after, to show it does not grow with the table;
-3. sysbench ``oltp_write_only`` TPS (``THREADS`` threads) while a second bootstrap runs, for as
-   long as the first one took, next to the mean of the same load alone just before and after;
-   and InnoDB's history list length (undo not yet purged) sampled meanwhile, which a
-   transaction left open for the whole table makes grow with the load.
+3. sysbench ``oltp_write_only`` TPS (``THREADS`` threads) for as long as the first bootstrap
+   took (at least ``--seconds``), alone and then while bootstraps of the table run back to
+   back, ``--tps-trials`` times in turn; the loss is the median of the trials' losses, as one
+   trial alone swung by 15 points here. And InnoDB's history list length (undo not yet
+   purged) sampled meanwhile, which a transaction left open for the whole table makes grow
+   with the load.
 
 Each round runs on each server of ``--sources`` with each algorithm of ``--algorithms``: the
 table in one consistent snapshot (MariaDB's) and a chunk at a time (the incremental snapshot,
@@ -30,13 +33,14 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +52,7 @@ from bench.report import Figure, Target, write_figures
 from bench.scratch import drop_namespace, stack_catalog
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
+from tidemark.bulk_reads import open_bulk_connection, streaming_cursor
 from tidemark.catalog import load_catalog
 from tidemark.config import load_pipeline
 from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, StackEndpoints
@@ -121,14 +126,27 @@ class Result:
     bootstrap_rows_per_s: float
     peak_rss_mb_before: float
     peak_rss_mb_after: float
-    tps_alone: float
-    tps_during: float
+    #: sysbench TPS alone and during bootstraps, a pair per trial
+    tps_trials: list[tuple[float, float]]
     cores: Cores
     #: InnoDB's history list length when the loaded bootstrap started, and its largest since
     history_start: int = 0
     history_max: int = 0
     #: pipeline.parallelism: the readers of the table's chunks
     readers: int = 1
+
+    @property
+    def tps_alone(self) -> float:
+        return statistics.median(alone for alone, _ in self.tps_trials)
+
+    @property
+    def tps_during(self) -> float:
+        return statistics.median(during for _, during in self.tps_trials)
+
+    @property
+    def tps_losses(self) -> list[float]:
+        """Each trial's TPS loss, as a fraction of its TPS alone."""
+        return [1 - during / alone for alone, during in self.tps_trials]
 
 
 def main() -> int:
@@ -167,6 +185,12 @@ def main() -> int:
         default=[1, 2],
         help="pipeline.parallelism of the incremental rounds: a table's chunks read by that many",
     )
+    parser.add_argument(
+        "--tps-trials",
+        type=int,
+        default=5,
+        help="sysbench rounds alone and during bootstraps, in turn; the loss is their median",
+    )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
     caps = [None if cap == "none" else int(cap) for cap in args.max_rates.split(",")]
@@ -202,7 +226,17 @@ def on_source(
         subprocess.run(prepare, check=True, capture_output=True)
         with cores_apart(source, split=args.cores == "split") as cores:
             return [
-                run(endpoints, source, database, args.rows, args.seconds, cap, cores, *round_)
+                run(
+                    endpoints,
+                    source,
+                    database,
+                    args.rows,
+                    args.seconds,
+                    args.tps_trials,
+                    cap,
+                    cores,
+                    *round_,
+                )
                 for round_ in _rounds(algorithms, args.readers)
                 for cap in caps
             ]
@@ -221,7 +255,8 @@ def _rounds(algorithms: list[str], readers: list[int]) -> list[tuple[str, int]]:
 
 
 def figures(result: Result) -> list[Figure]:
-    """Issue #5's targets: at least 50k rows/s, and less than 10% sysbench TPS loss."""
+    """Issue #5's targets: at least 50k rows/s, and less than 10% sysbench TPS loss; issue
+    #27's: at least 150k rows/s with two readers."""
     cap = f"{_round(result)}, " + (
         f"cap {result.max_rate:,} rows/s" if result.max_rate else "no cap"
     )
@@ -239,15 +274,15 @@ def figures(result: Result) -> list[Figure]:
             f"{result.rows:,} rows, {cap}: bootstrap",
             result.bootstrap_rows_per_s,
             "rows/s",
-            None if result.max_rate else Target(">=", 50_000, 5),
+            _rate_target(result),
         ),
         Figure("bootstrap", f"{cap}: peak RSS after", result.peak_rss_mb_after, "MB"),
         Figure("bootstrap", f"{cap}: sysbench TPS alone", result.tps_alone, "TPS"),
-        Figure("bootstrap", f"{cap}: sysbench TPS during the bootstrap", result.tps_during, "TPS"),
+        Figure("bootstrap", f"{cap}: sysbench TPS during bootstraps", result.tps_during, "TPS"),
         Figure(
             "bootstrap",
-            f"{cap}: TPS loss",
-            100 * (1 - result.tps_during / result.tps_alone),
+            f"{cap}: TPS loss, median of {len(result.tps_trials)} trials",
+            100 * statistics.median(result.tps_losses),
             "%",
             Target("<", 10, 5),
         ),
@@ -266,6 +301,13 @@ def figures(result: Result) -> list[Figure]:
     ]
 
 
+def _rate_target(result: Result) -> Target | None:
+    """Issue #27 asks for 150k rows/s with two readers; issue #5 for 50k from one."""
+    if result.max_rate:
+        return None
+    return Target(">=", 150_000, 27) if result.readers == 2 else Target(">=", 50_000, 5)
+
+
 def _round(result: Result) -> str:
     readers = f", {result.readers} readers" if result.readers > 1 else ""
     return f"{result.source}, {result.algorithm}{readers}"
@@ -277,6 +319,7 @@ def run(
     database: str,
     rows: int,
     seconds: int,
+    trials: int,
     max_rate: int | None,
     cores: Cores,
     algorithm: str,
@@ -286,35 +329,33 @@ def run(
     peak_before = _peak_rss_mb()
     name = f"{database}_{{}}{algorithm[0]}{readers}_{max_rate or 0}"
     options = f"scan.incremental.snapshot.enabled: {ALGORITHMS[algorithm]}"
+    namespaces: list[str] = []
+
+    def bootstrap_once(folder: Path) -> None:
+        namespaces.append(name.format(f"{len(namespaces)}_"))
+        bootstrap(endpoints, source, database, folder, namespaces[-1], max_rate, options, readers)
+
     with tempfile.TemporaryDirectory() as folder:
         began = time.perf_counter()
-        bootstrap(
-            endpoints, source, database, Path(folder), name.format("a"), max_rate, options, readers
-        )
+        bootstrap_once(Path(folder))
         took = time.perf_counter() - began
         peak_after = _peak_rss_mb()
-        # the load runs as long as a bootstrap takes; alone before and after, to show the noise
         window = max(seconds, round(took))
-        before = _tps(source, database, window, cores)
-        during: list[float] = []
-        load = threading.Thread(target=lambda: during.append(_tps(source, database, window, cores)))
-        load.start()
+        pairs = []
         with HistoryLength(source) as history:
-            bootstrap(
-                endpoints,
-                source,
-                database,
-                Path(folder),
-                name.format("b"),
-                max_rate,
-                options,
-                readers,
-            )
-        load.join()
-        after = _tps(source, database, window, cores)
+            for _ in range(trials):
+                alone = _tps(source, database, window, cores)
+                pairs.append(
+                    (
+                        alone,
+                        _tps_while(
+                            lambda: bootstrap_once(Path(folder)), source, database, window, cores
+                        ),
+                    )
+                )
     catalog = stack_catalog(endpoints)
-    for run_name in "ab":
-        drop_namespace(catalog, name.format(run_name))
+    for namespace in namespaces:
+        drop_namespace(catalog, namespace)
     return Result(
         source.name,
         algorithm,
@@ -324,13 +365,26 @@ def run(
         rows / took,
         peak_before,
         peak_after,
-        (before + after) / 2,
-        during[0],
+        pairs,
         cores,
         history.start,
         history.most,
         readers,
     )
+
+
+def _tps_while(
+    work: Callable[[], None], source: SourceEndpoint, database: str, seconds: int, cores: Cores
+) -> float:
+    """sysbench TPS over ``seconds`` while ``work`` runs again and again, the last time until
+    it ends after the load."""
+    during: list[float] = []
+    load = threading.Thread(target=lambda: during.append(_tps(source, database, seconds, cores)))
+    load.start()
+    while load.is_alive():
+        work()
+    load.join()
+    return during[0]
 
 
 class HistoryLength:
@@ -368,11 +422,11 @@ class HistoryLength:
 
 
 def plain_select(source: SourceEndpoint, database: str) -> float:
-    settings = source.admin_source().pymysql_settings()
-    conn = pymysql.connect(**settings, database=database)
-    cursor = pymysql.cursors.SSCursor(conn)
+    """Rows/s of ``SELECT *`` on the connection the bootstrap reads with, rows only counted."""
+    conn = open_bulk_connection(source.admin_source(), autocommit=True)
+    cursor = streaming_cursor(conn)
     began = time.perf_counter()
-    cursor.execute("SELECT * FROM sbtest1")
+    cursor.execute(f"SELECT * FROM {database}.sbtest1")
     count = 0
     while batch := cursor.fetchmany(10_000):
         count += len(batch)
@@ -431,7 +485,8 @@ def table(result: Result) -> str:
         [
             "| server, algorithm | rows | cap (rows/s) | source's CPUs | plain SELECT rows/s "
             "| bootstrap rows/s (snapshot + Iceberg) | bootstrap / SELECT "
-            "| peak RSS before → after | sysbench TPS alone | TPS during bootstrap | TPS loss "
+            "| peak RSS before → after | sysbench TPS alone | TPS during bootstraps "
+            "| TPS loss, median (least to most) "
             "| history list length, start → most |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
             f"| {_round(result)} | {result.rows:,} | {result.max_rate or 'none'} "
@@ -441,7 +496,8 @@ def table(result: Result) -> str:
             f"| {result.bootstrap_rows_per_s / result.select_rows_per_s:.0%} "
             f"| {result.peak_rss_mb_before:,.0f} → {result.peak_rss_mb_after:,.0f} MB "
             f"| {result.tps_alone:,.0f} | {result.tps_during:,.0f} "
-            f"| {1 - result.tps_during / result.tps_alone:.0%} "
+            f"| {statistics.median(result.tps_losses):.0%} "
+            f"({min(result.tps_losses):.0%} to {max(result.tps_losses):.0%}) "
             f"| {result.history_start:,} → {result.history_max:,} |",
         ]
     )

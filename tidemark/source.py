@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import ssl
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import pymysql
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -35,6 +35,16 @@ class SourceConnection(BaseModel):
 
     def connect(self) -> pymysql.connections.Connection[Any]:
         return open_connection(**self.pymysql_settings(), autocommit=True)
+
+
+class ServerSession(Protocol):
+    """A connection to a source, by PyMySQL (``open_connection``) or by mysqlclient
+    (``tidemark.bulk_reads``): what the helpers below use of it."""
+
+    host: str
+    port: int
+
+    def cursor(self) -> Any: ...
 
 
 def open_connection(**settings: Any) -> pymysql.connections.Connection[Any]:
@@ -86,7 +96,7 @@ class BinlogPosition(NamedTuple):
         return f"{self.file}:{self.offset}"
 
 
-def is_mariadb(connection: pymysql.connections.Connection[Any]) -> bool:
+def is_mariadb(connection: ServerSession) -> bool:
     """Whether ``connection`` is to a MariaDB server (else MySQL, or a fork of it)."""
     # the handshake's version; typeshed's Connection does not declare it
     return "mariadb" in str(getattr(connection, "server_version", "")).lower()
@@ -104,7 +114,7 @@ def binlog_status_statement(server_version: str) -> str:
     return "SHOW MASTER STATUS"
 
 
-def _binlog_status(conn: pymysql.connections.Connection[Any], cursor: Any) -> Any:
+def _binlog_status(conn: ServerSession, cursor: Any) -> Any:
     # the handshake's version; typeshed's Connection does not declare it
     cursor.execute(binlog_status_statement(str(getattr(conn, "server_version", ""))))
     return cursor.fetchone()
@@ -116,7 +126,7 @@ def current_position(source: SourceConnection) -> BinlogPosition:
         return binlog_end(conn)
 
 
-def binlog_end(conn: pymysql.connections.Connection[Any]) -> BinlogPosition:
+def binlog_end(conn: ServerSession) -> BinlogPosition:
     """Where the binlog of the server ``conn`` is connected to ends right now. On MySQL that
     end can be past transactions not yet visible to a read (``ingest.bootstrap.chunk_reads``)."""
     with conn.cursor() as cursor:

@@ -36,8 +36,9 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -297,34 +298,38 @@ class Bootstrapper:
         names = [column.name for column in member.columns]
         batches: list[pa.RecordBatch] = []
         pending, after = 0, done.after
-        for chunk in _chunks(snapshot, member, key, unique, done.after, self.settings):
-            if self.stop.is_set():
-                raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
-            if snapshot.tables > 1 and len(chunk.rows) >= self.settings.chunk_size:
-                # the first chunk (a later one never comes in a shared snapshot): nothing of
-                # the table is written yet
-                raise _NotForASharedSnapshot("longer than a chunk")
-            data, refused, stored_as_null = _convert(convert, chunk, member, nulled)
-            if refused or stored_as_null:
-                errors_order = self._keep_refused(
-                    sink.sink, member, snapshot, progress.position, refused + stored_as_null
+        # closed at once on an error: queued range reads stop, not when collected
+        with closing(_chunks(snapshot, member, key, unique, done.after, self.settings)) as chunks:
+            for chunk in chunks:
+                if self.stop.is_set():
+                    raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
+                if snapshot.tables > 1 and len(chunk.rows) >= self.settings.chunk_size:
+                    # the first chunk (a later one never comes in a shared snapshot): nothing of
+                    # the table is written yet
+                    raise _NotForASharedSnapshot("longer than a chunk")
+                data, refused, stored_as_null = _convert(convert, chunk, member, nulled)
+                if refused or stored_as_null:
+                    errors_order = self._keep_refused(
+                        sink.sink, member, snapshot, progress.position, refused + stored_as_null
+                    )
+                    state = replace(state, errors_order=errors_order)
+                batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
+                progress = replace(progress, last_order=progress.last_order + batch.num_rows)
+                progress = progress.with_nulled(
+                    Counter(error.column for error, _ in stored_as_null)
                 )
-                state = replace(state, errors_order=errors_order)
-            batch = metadata.batch(sink.table.schema, names, data, progress.last_order)
-            progress = replace(progress, last_order=progress.last_order + batch.num_rows)
-            progress = progress.with_nulled(Counter(error.column for error, _ in stored_as_null))
-            progress = _held_until(progress, snapshot.high_watermark)
-            batches.append(batch)
-            pending += batch.num_rows
-            after = chunk.last_key
-            pacer.took(batch.num_rows)
-            self.display.advance(name, batch.num_rows)
-            if key is not None and pending >= self.settings.commit_rows:
-                done = SourceTableBootstrap(False, after, done.rows + pending, key)
-                state = state.with_table(name, done)
-                rows = pa.Table.from_batches(batches, sink.table.schema)
-                sink.table.commit(rows, progress, state)
-                batches, pending = [], 0
+                progress = _held_until(progress, snapshot.high_watermark)
+                batches.append(batch)
+                pending += batch.num_rows
+                after = chunk.last_key
+                pacer.took(batch.num_rows)
+                self.display.advance(name, batch.num_rows)
+                if key is not None and pending >= self.settings.commit_rows:
+                    done = SourceTableBootstrap(False, after, done.rows + pending, key)
+                    state = state.with_table(name, done)
+                    rows = pa.Table.from_batches(batches, sink.table.schema)
+                    sink.table.commit(rows, progress, state)
+                    batches, pending = [], 0
         done = SourceTableBootstrap(True, after, done.rows + pending, key)
         state = state.with_table(name, done)
         progress = _held_until(progress, snapshot.high_watermark)
@@ -474,15 +479,17 @@ def _chunks(
     unique: bool,
     after: tuple[object, ...] | None,
     settings: BootstrapSettings,
-) -> Iterator[Chunk]:
+) -> Generator[Chunk, None, None]:
+    """The chunks to read; closing it ends the reads, those queued with readers included."""
     if key is None:
-        return snapshot.whole(member, settings.chunk_size)
-    if isinstance(snapshot, ChunkReads):
-        return snapshot.chunks(
+        yield from snapshot.whole(member, settings.chunk_size)
+    elif isinstance(snapshot, ChunkReads):
+        yield from snapshot.chunks(
             member, key, after=after, chunk_size=settings.chunk_size, unique=unique
         )
-    # the pipeline file's checks refuse a chunk key column without the incremental snapshot
-    return snapshot.chunks(member, key, after=after, chunk_size=settings.chunk_size)
+    else:
+        # the pipeline file's checks refuse a chunk key column without the incremental snapshot
+        yield from snapshot.chunks(member, key, after=after, chunk_size=settings.chunk_size)
 
 
 def _started(

@@ -40,8 +40,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Self
 
-import pymysql
-
 from ingest.bootstrap.snapshot_reader import (
     Chunk,
     KeyValues,
@@ -52,6 +50,7 @@ from ingest.bootstrap.snapshot_reader import (
     snapshot_position,
 )
 from ingest.schema.select_values import select_column
+from tidemark.bulk_reads import BulkConnection, ReadError, error_code, open_bulk_connection
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import TerminalError
 from tidemark.source import (
@@ -59,7 +58,6 @@ from tidemark.source import (
     SourceConnection,
     binlog_end,
     is_mariadb,
-    open_connection,
 )
 
 logger = logging.getLogger(__name__)
@@ -84,7 +82,7 @@ class ChunkReads(ReadView):
         self.high_watermark = BinlogPosition("", 0)
 
     def __enter__(self) -> Self:
-        self._conn = reading_connection(self._source)
+        self._conn = open_bulk_connection(self._source, autocommit=True)
         try:
             self.begin_table()
         except BaseException:
@@ -189,23 +187,8 @@ class ChunkReads(ReadView):
         self.high_watermark = binlog_end(self._connection())
 
 
-def reading_connection(source: SourceConnection) -> pymysql.connections.Connection[Any]:
-    """A connection whose every statement is a consistent read of its own: autocommit,
-    REPEATABLE READ whatever the server's default (a chunk read under READ UNCOMMITTED could
-    hold rows later rolled back, which no binlog event undoes), and UTC for TIMESTAMPs."""
-    conn = open_connection(**source.pymysql_settings(), autocommit=True)
-    try:
-        with conn.cursor() as cursor:
-            cursor.execute("SET SESSION time_zone = '+00:00'")
-            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
 def read_range(
-    conn: pymysql.connections.Connection[Any],
+    conn: BulkConnection,
     query: tuple[str, list[Any]],
     key_indexes: Sequence[int],
     after: KeyValues | None,
@@ -235,7 +218,7 @@ class RangeReaders:
         self._pool = ThreadPoolExecutor(size, "chunk-reader")
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[pymysql.connections.Connection[Any]] = []
+        self._connections: list[BulkConnection] = []
 
     def submit(
         self,
@@ -258,10 +241,10 @@ class RangeReaders:
         for conn in connections:
             conn.close()
 
-    def _connection(self) -> pymysql.connections.Connection[Any]:
-        conn: pymysql.connections.Connection[Any] | None = getattr(self._local, "conn", None)
+    def _connection(self) -> BulkConnection:
+        conn: BulkConnection | None = getattr(self._local, "conn", None)
         if conn is None or not conn.open:
-            conn = reading_connection(self._source)
+            conn = open_bulk_connection(self._source, autocommit=True)
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -311,9 +294,7 @@ class ChunkReadsLender:
             self._readers.close()
 
 
-def low_watermark(
-    conn: pymysql.connections.Connection[Any], source: SourceConnection
-) -> BinlogPosition:
+def low_watermark(conn: BulkConnection, source: SourceConnection) -> BinlogPosition:
     """A binlog position with every transaction before it committed, so visible to every read
     that starts after this returns (see the module's docstring)."""
     with conn.cursor() as cursor:
@@ -326,14 +307,14 @@ def low_watermark(
         try:
             cursor.execute("SELECT LOCAL FROM performance_schema.log_status")
             row = cursor.fetchone()
-        except pymysql.MySQLError as error:
-            if error.args[:1] == (_NO_SUCH_TABLE,):
+        except ReadError as error:
+            if error_code(error) == _NO_SUCH_TABLE:
                 raise TerminalError(
                     f"{source.host}:{source.port} has no performance_schema.log_status, where "
                     "the bootstrap takes a binlog position every earlier transaction is "
                     "visible at: it needs MySQL 8.0.14 or later (and performance_schema on)"
                 ) from error
-            if error.args[:1] and error.args[0] in _ACCESS_DENIED:
+            if error_code(error) in _ACCESS_DENIED:
                 raise TerminalError(
                     f"{source.user} may not read performance_schema.log_status on "
                     f"{source.host}:{source.port}, where the bootstrap takes a binlog position "

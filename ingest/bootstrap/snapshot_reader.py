@@ -26,12 +26,17 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
-import pymysql
-
 from ingest.schema.select_values import SelectColumn, quote_identifier, select_column
+from tidemark.bulk_reads import (
+    BulkConnection,
+    ReadError,
+    error_code,
+    open_bulk_connection,
+    streaming_cursor,
+)
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import TerminalError
-from tidemark.source import BinlogPosition, SourceConnection, open_connection
+from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
 
@@ -54,18 +59,16 @@ class ReadView:
 
     def __init__(self, source: SourceConnection) -> None:
         self._source = source
-        self._conn: pymysql.connections.Connection[Any] | None = None
+        self._conn: BulkConnection | None = None
         self.read_at = datetime.fromtimestamp(0, UTC)
         #: the tables lent it so far (``SnapshotLender``), the one being read included
         self.tables = 0
 
     def __enter__(self) -> Self:
-        conn = open_connection(**self._source.pymysql_settings(), autocommit=False)
+        conn = open_bulk_connection(self._source, autocommit=False)
         self._conn = conn
         try:
             with conn.cursor() as cursor:
-                cursor.execute("SET SESSION time_zone = '+00:00'")
-                cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
                 self._opened(cursor)
                 self.read_at = server_now(cursor)
@@ -91,7 +94,7 @@ class ReadView:
             try:
                 self._conn.rollback()
                 self._conn.close()
-            except pymysql.MySQLError:
+            except ReadError:
                 pass  # the connection is gone already; the read view went with it
             self._conn = None
 
@@ -123,7 +126,7 @@ class ReadView:
         """A table without a usable key, in batches of one unordered read."""
         columns = [select_column(column) for column in table.columns]
         query = f"SELECT {_select_list(columns)} FROM {_table_name(table)}"
-        cursor = pymysql.cursors.SSCursor(self._connection())
+        cursor = streaming_cursor(self._connection())
         try:
             cursor.execute(query)
             while rows := list(cursor.fetchmany(batch_size)):
@@ -131,7 +134,7 @@ class ReadView:
         finally:
             cursor.close()
 
-    def _connection(self) -> pymysql.connections.Connection[Any]:
+    def _connection(self) -> BulkConnection:
         if self._conn is None:
             raise RuntimeError("the snapshot is not open")
         return self._conn
@@ -256,7 +259,7 @@ class SnapshotLender:
 def changed_since_opened(error: BaseException) -> bool:
     """Whether ``error`` says the table read was rebuilt after the snapshot opened: InnoDB
     refuses to read it in that read view (the first statement on it fails, nothing read)."""
-    return isinstance(error, pymysql.MySQLError) and error.args[:1] == (_TABLE_DEFINITION_CHANGED,)
+    return error_code(error) == _TABLE_DEFINITION_CHANGED
 
 
 def _page_query(

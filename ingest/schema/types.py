@@ -266,7 +266,10 @@ def columns_converter(
                     values = [None if value is None else convert(value) for value in read]
                 except _Refused as refused:
                     raise UnconvertibleValueError(
-                        table.table_id, column.name, _first_refused(read, convert), refused.reason
+                        table.table_id,
+                        column.name,
+                        _first_refused(read, convert, normalise),
+                        refused.reason,
                     ) from None
                 if may_null:
                     values = _nulled_column(table, column.name, read, values, normalise, nulled)
@@ -300,13 +303,17 @@ def _nulled_column(
     return held
 
 
-def _first_refused(values: ColumnValues, convert: Converter) -> str:
+def _first_refused(
+    values: ColumnValues, convert: Converter, normalise: Callable[[Any], Any] | None
+) -> str:
+    """The first of ``values`` that ``convert`` refuses, in the binlog's form (as
+    ``normalise`` brings a snapshot's value to it), as the error table records it."""
     for value in values:
         try:
             if value is not None:
                 convert(value)
         except _Refused:
-            return repr(value)
+            return repr(normalise(value) if normalise is not None else value)
     return "?"
 
 

@@ -13,10 +13,11 @@ import pyarrow as pa
 import pytest
 
 from ingest.bootstrap.snapshot_reader import ConsistentSnapshot, ReadView
+from ingest.errors import UnconvertibleValueError
 from ingest.schema.select_values import page_converter
 from ingest.schema.source_tables import read_source_tables
 from ingest.schema.types import arrow_schema
-from tests.ingest.schema.type_families import Family, family_params
+from tests.ingest.schema.type_families import NON_STRICT, Family, family_params
 from tests.ingest.source_rows import select
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import TerminalError
@@ -58,6 +59,41 @@ def test_snapshot_values_equal_the_binlogs_for_every_type_family(
 
     assert landed == [{"id": i, **row} for i, row in enumerate(family.expected, 1)]
     assert [len(chunk.rows) for chunk in chunks] == _pages(len(family.rows), 4)
+
+
+def test_a_zero_date_read_by_a_snapshot_is_refused_with_the_binlogs_text(
+    source: SourceEndpoint, source_database: str, admin_connection: Connection, server_id: int
+) -> None:
+    select(admin_connection, NON_STRICT)
+    select(
+        admin_connection,
+        "CREATE TABLE t (id INT PRIMARY KEY, "
+        "d DATE NOT NULL, dt DATETIME(3) NOT NULL, ts TIMESTAMP NOT NULL)",
+    )
+    select(admin_connection, "INSERT INTO t VALUES (1, '0000-00-00', '2020-01-01', '2020-01-01')")
+    select(admin_connection, "INSERT INTO t VALUES (2, '2020-01-01', '2020-00-01 10:00', NOW())")
+    select(admin_connection, "INSERT INTO t VALUES (3, '2020-01-01', '2020-01-01', 0)")
+    table = _table(admin_connection, source_database)
+    convert = page_converter(table)
+
+    with ReadView(source.cdc_source(server_id)) as view:
+        rows = [
+            row
+            for chunk in view.chunks(table, ("id",), after=None, chunk_size=10)
+            for row in chunk.rows
+        ]
+    refused = []
+    for row in rows:
+        with pytest.raises(UnconvertibleValueError) as caught:
+            convert([row])
+        refused.append((caught.value.column, caught.value.raw))
+
+    # as the binlog's rows are refused (test_types)
+    assert refused == [
+        ("d", "InvalidTemporal(text='0000-00-00')"),
+        ("dt", "InvalidTemporal(text='2020-00-01 10:00:00.000')"),
+        ("ts", "InvalidTemporal(text='0000-00-00 00:00:00')"),
+    ]
 
 
 @pytest.mark.mariadb_only("MySQL's read views have no binlog position")
