@@ -15,6 +15,7 @@ from pyiceberg.catalog import Catalog
 from ingest.binlog import process
 from ingest.bootstrap.background import BackgroundBootstrap
 from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
+from ingest.bootstrap.chunk_reads import EvenDistribution
 from ingest.bootstrap.display import BootstrapDisplay, LogDisplay
 from ingest.changelog.error_table import ErrorTables, errors_sink, sink_of
 from ingest.changelog.listing import CatalogListing, namespace_of
@@ -382,6 +383,9 @@ def _bootstrap_settings(config: PipelineConfig, settings: IngestSettings) -> Boo
         tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,
         incremental=config.source.incremental_snapshot,
         chunk_key_column=config.source.chunk_key_column,
+        even_distribution=EvenDistribution(
+            config.source.even_distribution_lower, config.source.even_distribution_upper
+        ),
     )
 
 

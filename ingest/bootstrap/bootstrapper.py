@@ -46,13 +46,14 @@ import pyarrow as pa
 from pyiceberg.expressions import And, EqualTo, GreaterThan, Reference
 from pyiceberg.expressions.literals import literal
 
-from ingest.bootstrap.chunk_reads import ChunkReads, ChunkReadsLender
+from ingest.bootstrap.chunk_reads import ChunkReads, ChunkReadsLender, EvenDistribution
 from ingest.bootstrap.display import BootstrapDisplay
 from ingest.bootstrap.snapshot_reader import (
     Chunk,
     ConsistentSnapshot,
     SnapshotLender,
     changed_since_opened,
+    column_gone,
 )
 from ingest.changelog.error_table import error_row
 from ingest.changelog.table import ChangelogTable
@@ -63,7 +64,7 @@ from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootst
 from tidemark.contracts.changelog import MetadataColumn, Operation
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.source_tables import SourceTable
-from tidemark.errors import ConfigError, TerminalError
+from tidemark.errors import ConfigError, TerminalError, TransientError
 from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,13 @@ class BootstrapSettings:
     #: the column a table's chunks are cut by, by database and table, when not its primary key
     #: (``scan.incremental.snapshot.chunk.key-column``)
     chunk_key_column: Callable[[str, str], str | None] = lambda database, table: None
+    #: when an integer key is cut into spans of values (``chunk-key.even-distribution.*``)
+    even_distribution: EvenDistribution = EvenDistribution()
+
+
+class TableChangedDuringBootstrapError(TransientError):
+    """An ``ALTER TABLE`` between two chunks of the incremental snapshot took away a column
+    the reads name; what is committed stays, and the next start reads on from there."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +200,9 @@ class Bootstrapper:
 
     def _lender(self) -> SnapshotLender | ChunkReadsLender:
         if self.settings.incremental:
-            return ChunkReadsLender(self.source, self.settings.parallelism)
+            return ChunkReadsLender(
+                self.source, self.settings.parallelism, self.settings.even_distribution
+            )
         return SnapshotLender(self.source, self.settings.snapshot_max_age, self.clock)
 
     def bootstrap(
@@ -229,15 +239,24 @@ class Bootstrapper:
         """``_read`` in a snapshot lent from earlier tables if ``member`` fits in one chunk,
         else in one of its own: the earlier tables' locks are not held through a long read.
         The shared snapshot ends when its borrower gives up (``SnapshotLender.lend``)."""
-        # a table without a key is one unbuffered query: to give it up would read it to its end
-        if paging_key(member) is not None:
-            try:
-                with snapshots.lend() as snapshot:
-                    return self._read_shared(sink, member, snapshot, progress, state)
-            except _NotForASharedSnapshot as reason:
-                logger.debug("%s is read in a snapshot of its own: %s", member.table_id, reason)
-        with snapshots.lend(own=True) as snapshot:
-            return self._read(sink, member, snapshot, progress, state)
+        try:
+            # a table without a key is one unbuffered query: to give it up would read it whole
+            if paging_key(member) is not None:
+                try:
+                    with snapshots.lend() as snapshot:
+                        return self._read_shared(sink, member, snapshot, progress, state)
+                except _NotForASharedSnapshot as reason:
+                    logger.debug("%s is read in a snapshot of its own: %s", member.table_id, reason)
+            with snapshots.lend(own=True) as snapshot:
+                return self._read(sink, member, snapshot, progress, state)
+        except Exception as error:
+            if column_gone(error):
+                raise TableChangedDuringBootstrapError(
+                    f"the structure of {member.table_id} changed while it was being "
+                    f"bootstrapped ({error.args[-1]}): start ingest again, and it reads the "
+                    "rest of the table with its new structure"
+                ) from error
+            raise
 
     def _read_shared(
         self,

@@ -38,6 +38,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Self
 
 from ingest.bootstrap.snapshot_reader import (
@@ -49,7 +50,7 @@ from ingest.bootstrap.snapshot_reader import (
     server_now,
     snapshot_position,
 )
-from ingest.schema.select_values import select_column
+from ingest.schema.select_values import quote_identifier, select_column
 from tidemark.bulk_reads import BulkConnection, ReadError, error_code, open_bulk_connection
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import TerminalError
@@ -73,9 +74,15 @@ class ChunkReads(ReadView):
     a new low watermark for each (``begin_table``). With ``readers``, the chunks after the first
     are read ahead by them, in parallel (``RangeReaders``)."""
 
-    def __init__(self, source: SourceConnection, readers: RangeReaders | None = None) -> None:
+    def __init__(
+        self,
+        source: SourceConnection,
+        readers: RangeReaders | None = None,
+        even: EvenDistribution | None = None,
+    ) -> None:
         super().__init__(source)
         self._readers = readers
+        self._even = even or EvenDistribution()
         #: the low watermark: every transaction before it is visible to the chunks read
         self.position = BinlogPosition("", 0)
         #: after every transaction that a chunk read so far could see
@@ -137,12 +144,20 @@ class ChunkReads(ReadView):
         columns = [select_column(column) for column in table.columns]
         key_indexes = [[column.name for column in table.columns].index(name) for name in key]
         ahead = readers.size if readers is not None else 1
+        spans = even_spans(self._connection(), table, key, chunk_size, self._even)
+        if spans is not None:
+            logger.debug(
+                "%s cut by %s into spans of %d values", table.table_id, key[0], spans.width
+            )
         in_flight: deque[Future[tuple[Chunk, BinlogPosition]]] = deque()
         ended = False
         try:
             while True:
                 while not ended and len(in_flight) < ahead:
-                    upto = self._boundary(table, key, after, chunk_size)
+                    if spans is not None:
+                        upto = spans.end_after(after)
+                    else:
+                        upto = self._boundary(table, key, after, chunk_size)
                     if upto is not None and upto == after:
                         raise TerminalError(
                             f"the chunks of {table.table_id} by {', '.join(key)} stopped "
@@ -257,8 +272,14 @@ class ChunkReadsLender:
     connection is kept for as long as the bootstrap runs. With ``parallelism`` > 1 the chunks
     of each table are read ahead by that many ``RangeReaders``, shared by all tables."""
 
-    def __init__(self, source: SourceConnection, parallelism: int = 1) -> None:
+    def __init__(
+        self,
+        source: SourceConnection,
+        parallelism: int = 1,
+        even: EvenDistribution | None = None,
+    ) -> None:
         self._source = source
+        self._even = even
         self._lock = threading.Lock()
         self._idle: list[ChunkReads] = []
         self._readers = RangeReaders(source, parallelism) if parallelism > 1 else None
@@ -269,7 +290,7 @@ class ChunkReadsLender:
         with self._lock:
             reads = self._idle.pop() if self._idle else None
         if reads is None:
-            reads = ChunkReads(self._source, self._readers).__enter__()
+            reads = ChunkReads(self._source, self._readers, self._even).__enter__()
         else:
             try:
                 reads.begin_table()
@@ -292,6 +313,74 @@ class ChunkReadsLender:
             reads.close()
         if self._readers is not None:
             self._readers.close()
+
+
+#: the integer types a key can be cut into spans of values by
+_INTEGER_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
+
+
+@dataclass(frozen=True)
+class EvenDistribution:
+    """When an integer key's values are spread evenly enough to cut its chunks as spans of
+    values (Flink CDC's ``chunk-key.even-distribution.factor.*``): the key's span of values
+    per row, ``(MAX - MIN + 1) / rows``, from ``lower`` to ``upper``."""
+
+    lower: float = 0.05
+    upper: float = 1000.0
+
+
+@dataclass(frozen=True)
+class EvenSpans:
+    """An integer key's chunks as spans of ``width`` values, from ``first`` (the key's least
+    value when planned): where a chunk ends is arithmetic, not a query on the key's index. The
+    chunk that reaches ``last`` (its largest then) is open-ended, for rows written since."""
+
+    first: int
+    last: int
+    width: int
+
+    def end_after(self, after: KeyValues | None) -> KeyValues | None:
+        """Where the chunk after ``after`` (from the start when None) ends."""
+        end = (self.first - 1 if after is None else int(after[0])) + self.width
+        return None if end >= self.last else (end,)
+
+
+def even_spans(
+    conn: BulkConnection,
+    table: SourceTable,
+    key: Sequence[str],
+    chunk_size: int,
+    even: EvenDistribution,
+) -> EvenSpans | None:
+    """``table``'s chunks as spans of values of its integer ``key``, about ``chunk_size`` rows
+    each, when its values are spread evenly enough (``even``); else None, and each chunk's end
+    is found on the key's index. The rows are InnoDB's estimate, as Flink CDC's are: a chunk
+    may hold a few times ``chunk_size`` rows when it is far off."""
+    column = next((c for c in table.columns if c.name == key[0]), None)
+    if len(key) != 1 or column is None or column.data_type not in _INTEGER_TYPES:
+        return None
+    name = quote_identifier(key[0])
+    with conn.cursor() as cursor:
+        if not is_mariadb(conn):  # else MySQL answers from its statistics cache, a day old
+            cursor.execute("SET SESSION information_schema_stats_expiry = 0")
+        cursor.execute(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (table.database, table.name),
+        )
+        estimate = cursor.fetchone()
+        cursor.execute(
+            f"SELECT MIN({name}), MAX({name}) FROM {quote_identifier(table.database)}."
+            f"{quote_identifier(table.name)}"
+        )
+        least, most = cursor.fetchone() or (None, None)
+    rows = int(estimate[0] or 0) if estimate else 0
+    if least is None or most is None or rows <= 0:
+        return None
+    factor = (int(most) - int(least) + 1) / rows
+    if not even.lower <= factor <= even.upper:
+        return None
+    return EvenSpans(int(least), int(most), max(1, int(factor * chunk_size)))
 
 
 def low_watermark(conn: BulkConnection, source: SourceConnection) -> BinlogPosition:

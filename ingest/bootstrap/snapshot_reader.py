@@ -44,6 +44,8 @@ KeyValues = tuple[Any, ...]
 
 #: ER_TABLE_DEF_CHANGED: the table was rebuilt (ALTER) after the read view opened
 _TABLE_DEFINITION_CHANGED = 1412
+#: ER_BAD_FIELD_ERROR: a column the statement names is not in the table (any more)
+_NO_SUCH_COLUMN = 1054
 
 
 @dataclass(frozen=True)
@@ -260,6 +262,12 @@ def changed_since_opened(error: BaseException) -> bool:
     """Whether ``error`` says the table read was rebuilt after the snapshot opened: InnoDB
     refuses to read it in that read view (the first statement on it fails, nothing read)."""
     return error_code(error) == _TABLE_DEFINITION_CHANGED
+
+
+def column_gone(error: BaseException) -> bool:
+    """Whether ``error`` says a column the read names is not in the table: dropped or renamed
+    by an ``ALTER TABLE`` between two chunks of the incremental snapshot."""
+    return error_code(error) == _NO_SUCH_COLUMN
 
 
 def _page_query(

@@ -260,6 +260,7 @@ def test_every_mysql_option_is_accepted_and_the_unused_ones_say_so(write_file: W
     assert src.parse_online_schema_changes is True
     assert src.captures("mydb", "orders") and not src.captures("mydb", "tmp_orders")
     assert src.options["jdbc.properties.useSSL"] == "false"
+    assert (src.even_distribution_lower, src.even_distribution_upper) == (0.05, 100.0)
     assert (src.chunk_key_column("mydb", "orders"), src.chunk_key_column("mydb", "items")) == (
         "id",
         None,
@@ -269,8 +270,6 @@ def test_every_mysql_option_is_accepted_and_the_unused_ones_say_so(write_file: W
         "connection.pool.size",
         "metadata.list",
         "chunk-meta.group.size",
-        "chunk-key.even-distribution.factor.upper-bound",
-        "chunk-key.even-distribution.factor.lower-bound",
         "scan.incremental.close-idle-reader.enabled",
         "scan.incremental.snapshot.unbounded-chunk-first.enabled",
         "scan.incremental.snapshot.backfill.skip",
@@ -279,6 +278,16 @@ def test_every_mysql_option_is_accepted_and_the_unused_ones_say_so(write_file: W
         "jdbc.properties.useSSL",  # one warning for the whole prefix
         "debezium.snapshot.locking.mode",
     }
+
+
+def test_the_older_names_of_the_even_distribution_bounds_set_them(write_file: WriteFile) -> None:
+    extra = (
+        "  split-key.even-distribution.factor.upper-bound: 20\n"
+        "  split-key.even-distribution.factor.lower-bound: 0.5\n"
+    )
+    src = load(write_file, source(extra=extra) + SINK).source
+
+    assert (src.even_distribution_lower, src.even_distribution_upper) == (0.5, 20.0)
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,7 @@ from tidemark.config.values import (
     parse_bool,
     parse_columns,
     parse_duration,
+    parse_float,
     parse_local_zone,
     parse_server_id,
     parse_window,
@@ -218,6 +219,20 @@ class MySqlSource(_Frozen):
         key="scan.incremental.snapshot.chunk.size",
         parse=whole_number(above=1),
         doc="rows in each chunk the bootstrap reads",
+    )
+    even_distribution_upper: float = option(
+        1000.0,
+        key="chunk-key.even-distribution.factor.upper-bound",
+        parse=parse_float,
+        doc="an integer key with at most this many values per row (MAX - MIN + 1 over the "
+        "rows) is cut into chunks as equal spans of values; a sparser one by its index",
+    )
+    even_distribution_lower: float = option(
+        0.05,
+        key="chunk-key.even-distribution.factor.lower-bound",
+        parse=parse_float,
+        doc="the least values per row for spans of values (fewer: values repeat, and a "
+        "chunk key column is cut by its index)",
     )
     snapshot_fetch_size: int = option(
         1024,

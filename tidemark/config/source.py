@@ -43,26 +43,16 @@ MYSQL_OPTIONS = OptionSet(
             parse=whole_number(above=1),
             no_effect=_FLINK_SPLITS + "alone",
         ),
-        Option(
-            "chunk-key.even-distribution.factor.upper-bound",
-            parse=parse_float,
-            no_effect=_BY_KEY_RANGE,
-        ),
-        Option(
-            "chunk-key.even-distribution.factor.lower-bound",
-            parse=parse_float,
-            no_effect=_BY_KEY_RANGE,
-        ),
-        # upstream's older names for the two options above (``withFallbackKeys``)
+        # upstream's older names of chunk-key.even-distribution.factor.* (``withFallbackKeys``)
         Option(
             "split-key.even-distribution.factor.upper-bound",
             parse=parse_float,
-            no_effect=_BY_KEY_RANGE,
+            doc="the older name of chunk-key.even-distribution.factor.upper-bound",
         ),
         Option(
             "split-key.even-distribution.factor.lower-bound",
             parse=parse_float,
-            no_effect=_BY_KEY_RANGE,
+            doc="the older name of chunk-key.even-distribution.factor.lower-bound",
         ),
         Option(
             "scan.incremental.close-idle-reader.enabled",
@@ -112,6 +102,13 @@ _OFFSET_KEYS = (
 )
 
 
+#: upstream's older names of options, by the attribute they set when the new name is absent
+_OLD_NAMES = {
+    "even_distribution_upper": "split-key.even-distribution.factor.upper-bound",
+    "even_distribution_lower": "split-key.even-distribution.factor.lower-bound",
+}
+
+
 def read_source(reader: Reader, node: MapNode, path: str) -> MySqlSource | None:
     source_type = reader.text(node.get("type"), child(path, "type"))
     if node.get("type") is None:
@@ -126,6 +123,9 @@ def read_source(reader: Reader, node: MapNode, path: str) -> MySqlSource | None:
     name = reader.text(node.get("name"), child(path, "name"))
     options = check_options(reader, node, path, MYSQL_OPTIONS)
     fields: dict[str, Any] = {"name": name, **options.given(MySqlSource)}
+    for attribute, old_key in _OLD_NAMES.items():
+        if attribute not in fields and options.get(old_key) is not None:
+            fields[attribute] = options.get(old_key)
     _check_port(reader, node, path, fields)
     fields.update(_selectors(reader, node, path, fields))
     startup = _startup(reader, node, path, options)

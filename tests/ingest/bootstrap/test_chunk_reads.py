@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ingest.bootstrap.bootstrapper import chunk_key
-from ingest.bootstrap.chunk_reads import ChunkReads, RangeReaders
+from ingest.bootstrap.chunk_reads import ChunkReads, EvenDistribution, RangeReaders, even_spans
 from ingest.schema.source_tables import read_source_tables
 from tests.polling import wait_until
 from tests.server_variables import global_variables
@@ -156,6 +156,30 @@ def test_chunks_read_ahead_in_parallel_hold_every_row_once_in_key_order(
     ends = [chunk.last_key for chunk in seen if chunk.last_key is not None]
     assert ends == sorted(ends) and ends[-1] == ("us", 99) and len(ends) == len(seen)
     assert len(seen) >= 60 // 7
+
+
+def test_an_evenly_spread_integer_key_is_cut_into_spans_of_values_and_a_sparse_one_is_not(
+    source: SourceEndpoint, admin_connection: Connection, server_id: int
+) -> None:
+    dense = _numbers(admin_connection, rows=3000)
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE sparse (id BIGINT PRIMARY KEY, label VARCHAR(20))")
+        cursor.executemany(
+            "INSERT INTO sparse VALUES (%s, 'far apart')", [(key * 10**6,) for key in range(3000)]
+        )
+        cursor.execute("ANALYZE TABLE numbers, sparse")  # InnoDB's row estimates, now
+        cursor.fetchall()
+    sparse = _source_table(admin_connection, "sparse")
+
+    with ChunkReads(source.cdc_source(server_id)) as reads:
+        dense_spans = even_spans(reads._connection(), dense, ("id",), 300, EvenDistribution())
+        sparse_spans = even_spans(reads._connection(), sparse, ("id",), 300, EvenDistribution())
+
+    assert dense_spans is not None and (dense_spans.first, dense_spans.last) == (0, 2999)
+    assert 150 <= dense_spans.width <= 600  # 300 values, as far as InnoDB's estimate is right
+    assert dense_spans.end_after(None) == (dense_spans.width - 1,)
+    assert dense_spans.end_after((2999 - dense_spans.width,)) is None, "the last is open-ended"
+    assert sparse_spans is None, "10^6 values a row is past the upper bound (1000)"
 
 
 @pytest.mark.parametrize(
