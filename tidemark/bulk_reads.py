@@ -13,13 +13,15 @@ the binlog's: mysqlclient's own converters differ for temporal values only (a ze
 date becomes None, which would store a NULL), so those are PyMySQL's converters, called with
 the same text.
 
-TLS as PyMySQL does it without settings (MySQL clients' PREFERRED): used when the server offers
-it, verifying nothing. libmariadb only asks for TLS when a TLS option is set; the cipher list
-``DEFAULT`` is OpenSSL's own, so setting it turns TLS on without narrowing it.
+TLS follows the source's ``ssl_mode`` as PyMySQL's connections do (``_tls``). For PREFERRED
+(TLS when the server offers it, verifying nothing), libmariadb only asks for TLS when a TLS
+option is set; the cipher list ``DEFAULT`` is OpenSSL's own, so setting it turns TLS on without
+narrowing it.
 """
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import MySQLdb
@@ -30,7 +32,13 @@ import pymysql
 from MySQLdb.constants import FIELD_TYPE
 from pymysql import converters as pymysql_converters
 
-from tidemark.source import SourceConnection
+from tidemark.source import SourceConnection, SslMode
+
+#: the system's CA certificates, where OpenSSL looks for them on Debian
+_SYSTEM_CERTIFICATES = ssl.get_default_verify_paths().capath or "/etc/ssl/certs"
+
+#: CR_SSL_CONNECTION_ERROR, as libmariadb reports a TLS failure
+_SSL_CONNECTION_ERROR = 2026
 
 #: what ``except`` catches from these connections
 ReadError = MySQLdb.MySQLError
@@ -62,10 +70,26 @@ class BulkConnection(MySQLdb.connections.Connection):
             connect_timeout=max(1, round(source.connect_timeout_seconds)),
             autocommit=autocommit,
             conv=_CONVERSIONS,
-            ssl={"cipher": "DEFAULT"},
+            **_tls(source.ssl_mode, source.ssl_ca),
         )
         # host and port it has already
         self.server_version = self.get_server_info()
+
+
+def _tls(mode: SslMode, ca: str | None) -> dict[str, Any]:
+    """mysqlclient's TLS arguments for ``mode``, as PyMySQL's (``tidemark.source``).
+    libmariadb has no ssl mode of its own; mysqlclient maps REQUIRED to "TLS or fail" and
+    VERIFY_IDENTITY to "verify the certificate and its host name", and libmariadb verifies the
+    certificate's chain whenever it is given a CA: that, with REQUIRED, is VERIFY_CA."""
+    if mode is SslMode.DISABLED:
+        return {"ssl_mode": "DISABLED"}
+    if mode is SslMode.PREFERRED:
+        return {"ssl": {"cipher": "DEFAULT"}}
+    if mode is SslMode.REQUIRED:
+        return {"ssl_mode": "REQUIRED"}
+    authority = {"ca": ca} if ca else {"capath": _SYSTEM_CERTIFICATES}
+    ssl_mode = "VERIFY_IDENTITY" if mode is SslMode.VERIFY_IDENTITY else "REQUIRED"
+    return {"ssl_mode": ssl_mode, "ssl": authority}
 
 
 def open_bulk_connection(source: SourceConnection, *, autocommit: bool) -> BulkConnection:
@@ -75,12 +99,26 @@ def open_bulk_connection(source: SourceConnection, *, autocommit: bool) -> BulkC
     conn = BulkConnection(source, autocommit=autocommit)
     try:
         with conn.cursor() as cursor:
+            if source.ssl_mode is SslMode.REQUIRED:
+                _check_tls(cursor)
             cursor.execute("SET SESSION time_zone = '+00:00'")
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _check_tls(cursor: Any) -> None:
+    """Refuses a session without TLS. libmariadb enforces TLS only when it verifies the
+    server's certificate, so REQUIRED is checked here, after the handshake and before
+    anything is read (the handshake sends no password in clear, only a hash of it)."""
+    cursor.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+    row = cursor.fetchone()
+    if not row or not row[1]:
+        raise MySQLdb.OperationalError(
+            _SSL_CONNECTION_ERROR, "TLS/SSL error: SSL is required, but the server does not use it"
+        )
 
 
 def streaming_cursor(conn: BulkConnection) -> MySQLdb.cursors.SSCursor:

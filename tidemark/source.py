@@ -5,12 +5,32 @@ from __future__ import annotations
 import functools
 import re
 import ssl
+from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
 import pymysql
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from tidemark.errors import TerminalError
+
+
+class SslMode(StrEnum):
+    """How a connection to the source uses TLS: MySQL's and Connector/J's ``sslMode``."""
+
+    #: no TLS
+    DISABLED = "DISABLED"
+    #: TLS when the server offers it, verifying nothing (MySQL clients' default)
+    PREFERRED = "PREFERRED"
+    #: TLS or no connection, verifying nothing
+    REQUIRED = "REQUIRED"
+    #: TLS, the server's certificate signed by the CA (``ssl_ca``, else the system's)
+    VERIFY_CA = "VERIFY_CA"
+    #: as VERIFY_CA, and the certificate names the host connected to
+    VERIFY_IDENTITY = "VERIFY_IDENTITY"
+
+    @property
+    def verifies(self) -> bool:
+        return self in (SslMode.VERIFY_CA, SslMode.VERIFY_IDENTITY)
 
 
 class SourceConnection(BaseModel):
@@ -22,8 +42,12 @@ class SourceConnection(BaseModel):
     password: SecretStr
     server_id: int = Field(description="unique among the source's replicas", gt=0)
     connect_timeout_seconds: float = Field(default=30.0, gt=0)
+    ssl_mode: SslMode = SslMode.PREFERRED
+    #: the PEM file of the CA that signed the server's certificate (VERIFY_*); None: the system's
+    ssl_ca: str | None = None
 
     def pymysql_settings(self) -> dict[str, Any]:
+        """``pymysql.connect``'s arguments; picklable (the reading process gets them)."""
         return {
             "host": self.host,
             "port": self.port,
@@ -31,6 +55,7 @@ class SourceConnection(BaseModel):
             "password": self.password.get_secret_value(),
             "charset": "utf8mb4",
             "connect_timeout": self.connect_timeout_seconds,
+            **_pymysql_tls(self.ssl_mode, self.ssl_ca),
         }
 
     def connect(self) -> pymysql.connections.Connection[Any]:
@@ -68,8 +93,37 @@ class _Connection(pymysql.connections.Connection):
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         if isinstance(sslp, dict) and not sslp:  # PyMySQL's PREFERRED: no TLS setting given
             return _unverified_context()
+        if isinstance(sslp, dict) and _MODE in sslp:  # ours (_pymysql_tls)
+            return _tls_context(SslMode(sslp[_MODE]), sslp.get("ca"))
         context: ssl.SSLContext = super()._create_ssl_ctx(sslp)  # type: ignore[misc]  # untyped
         return context
+
+
+#: the key of PyMySQL's ``ssl`` dict that carries our mode (``_Connection._create_ssl_ctx``)
+_MODE = "tidemark_ssl_mode"
+
+
+def _pymysql_tls(mode: SslMode, ca: str | None) -> dict[str, Any]:
+    """PyMySQL's TLS arguments for ``mode``. Any ``ssl`` makes PyMySQL refuse a server
+    without TLS before it sends the password; none makes it use TLS when offered."""
+    if mode is SslMode.DISABLED:
+        return {"ssl_disabled": True}
+    if mode is SslMode.PREFERRED:
+        return {}
+    return {"ssl": {_MODE: mode.value, "ca": ca}}
+
+
+@functools.cache
+def _tls_context(mode: SslMode, ca: str | None) -> ssl.SSLContext:
+    """The context of a connection that requires TLS, made once per mode and CA."""
+    if not mode.verifies:
+        return _unverified_context()
+    context = ssl.create_default_context(cafile=ca)
+    # MySQL's own generated certificates fail Python 3.13's strict X.509 checks
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    context.check_hostname = mode is SslMode.VERIFY_IDENTITY
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
 
 
 @functools.cache

@@ -168,6 +168,31 @@ CASES = [
         "FILE:7: source.port: must be from 1 to 65535, got: 70000",
     ),
     case(
+        "TLS mode not one of Connector/J's",
+        SOURCE + "  jdbc.properties.sslMode: verify-ca\n" + SINK,
+        "FILE:7: source.jdbc.properties.sslMode: must be one of DISABLED, PREFERRED, REQUIRED, "
+        "VERIFY_CA, VERIFY_IDENTITY, got: 'verify-ca'; did you mean 'VERIFY_CA'?",
+    ),
+    case(
+        "CA file not absolute, missing, or a Java store",
+        SOURCE
+        + "  jdbc.properties.trustCertificateKeyStoreUrl: certs/ca.pem\n"
+        + "  jdbc.properties.trustCertificateKeyStoreType: JKS\n"
+        + SINK,
+        "FILE:7: source.jdbc.properties.trustCertificateKeyStoreUrl: must be an absolute path "
+        "(or file: URL) of a PEM file, got: 'certs/ca.pem'",
+        "FILE:8: source.jdbc.properties.trustCertificateKeyStoreType: Tidemark reads a PEM file "
+        "of CA certificates, not a JKS store: export the CA with keytool -exportcert -rfc "
+        "-alias <alias> -keystore <store> -file ca.pem, point trustCertificateKeyStoreUrl at "
+        "ca.pem and set this to PEM",
+    ),
+    case(
+        "CA file that cannot be read",
+        SOURCE + "  jdbc.properties.trustCertificateKeyStoreUrl: file:/nonexistent/ca.pem\n" + SINK,
+        "FILE:7: source.jdbc.properties.trustCertificateKeyStoreUrl: must be a file Tidemark "
+        "can read (No such file or directory), got: 'file:/nonexistent/ca.pem'",
+    ),
+    case(
         "number at or below upstream's minimum",
         SOURCE + "  scan.incremental.snapshot.chunk.size: 1\n" + SINK,
         "FILE:7: source.scan.incremental.snapshot.chunk.size: must be greater than 1, got: '1'",

@@ -11,6 +11,7 @@ import pytest
 from tidemark.config import PipelineConfig, load_pipeline, reveal
 from tidemark.config.model import SchemaChangeBehavior, SchemaChangeType, StartupMode
 from tidemark.config.patterns import RouteMode
+from tidemark.source import SslMode
 
 WriteFile = Callable[..., Path]
 
@@ -278,6 +279,26 @@ def test_every_mysql_option_is_accepted_and_the_unused_ones_say_so(write_file: W
         "jdbc.properties.useSSL",  # one warning for the whole prefix
         "debezium.snapshot.locking.mode",
     }
+
+
+def test_tls_to_the_source_is_read_from_connector_j_properties(
+    write_file: WriteFile, tmp_path: Path
+) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    extra = (
+        "  jdbc.properties.sslMode: verify_identity\n"
+        f"  jdbc.properties.trustCertificateKeyStoreUrl: file:{ca}\n"
+        "  jdbc.properties.trustCertificateKeyStoreType: PEM\n"
+        "  jdbc.properties.useSSL: 'true'\n"
+    )
+    config = load(write_file, source(extra=extra) + SINK)
+    connection = config.source.connection()
+
+    assert (connection.ssl_mode, connection.ssl_ca) == (SslMode.VERIFY_IDENTITY, str(ca))
+    warned = {w.key.removeprefix("source.") for w in config.warnings}
+    assert warned == {"jdbc.properties.useSSL"}, "only the other JDBC properties do nothing"
+    assert load(write_file, source() + SINK).source.connection().ssl_mode is SslMode.PREFERRED
 
 
 def test_the_older_names_of_the_even_distribution_bounds_set_them(write_file: WriteFile) -> None:

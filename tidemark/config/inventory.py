@@ -136,6 +136,28 @@ def _masked(source: SourceConnection, text: str) -> str:
     return redactor.redact(text)
 
 
+def _tls_refusal(source: SourceConnection, detail: str) -> str | None:
+    """Why TLS refused the connection, and the fix, from PyMySQL's message; None when it
+    was not TLS that refused it."""
+    if "SSL is required" in detail:
+        return (
+            "the server offers no TLS: turn it on in the server (ssl_cert and ssl_key), or set "
+            "jdbc.properties.sslMode to PREFERRED"
+        )
+    if "CERTIFICATE_VERIFY_FAILED" not in detail:
+        return None
+    if "mismatch" in detail or "not valid for" in detail:
+        return (
+            f"the server's certificate does not name {source.host}: connect by a name it "
+            "holds (source.hostname), or set jdbc.properties.sslMode to VERIFY_CA"
+        )
+    authority = source.ssl_ca or "the system's CA certificates"
+    return (
+        f"the server's certificate is not signed by a CA of {authority}: point "
+        "jdbc.properties.trustCertificateKeyStoreUrl at the PEM file of the CA that signed it"
+    )
+
+
 def _connection_error(
     source: SourceConnection, error: pymysql.err.OperationalError
 ) -> TerminalError | TransientError:
@@ -146,6 +168,12 @@ def _connection_error(
         return TerminalError(
             f"MySQL at {where} refused the account: {detail}; check source.username and "
             "source.password, and that the user may SELECT the tables"
+        )
+    refusal = _tls_refusal(source, detail)
+    if refusal is not None:
+        return TerminalError(
+            f"TLS to {where} failed: {refusal} (jdbc.properties.sslMode is "
+            f"{source.ssl_mode.value}; {detail})"
         )
     return TransientError(
         f"cannot connect to MySQL at {where}: {detail}; check source.hostname and source.port, "

@@ -45,6 +45,7 @@ from tidemark.config.values import (
     identifier,
     one_of,
     parse_bool,
+    parse_ca_file,
     parse_columns,
     parse_duration,
     parse_float,
@@ -58,7 +59,7 @@ from tidemark.config.values import (
     whole_number,
 )
 from tidemark.errors import ConfigError
-from tidemark.source import SourceConnection
+from tidemark.source import SourceConnection, SslMode
 from tidemark.windows import TaskKind, WindowTask
 
 #: Flink CDC's default range for ``server-id`` is random in 5400-6400; we pick its start.
@@ -166,6 +167,10 @@ def _chunk_key_columns(text: str) -> tuple[ChunkKeyColumn, ...]:
         raise BadValue(str(error)) from None
 
 
+def _ssl_mode(text: str) -> SslMode:
+    return SslMode(one_of([mode.value for mode in SslMode])(text))
+
+
 class MySqlSource(_Frozen):
     """``source:`` with ``type: mysql`` (MySQL and MariaDB)."""
 
@@ -219,6 +224,22 @@ class MySqlSource(_Frozen):
         key="scan.incremental.snapshot.chunk.size",
         parse=whole_number(above=1),
         doc="rows in each chunk the bootstrap reads",
+    )
+    ssl_mode: SslMode = option(
+        SslMode.PREFERRED,
+        key="jdbc.properties.sslMode",
+        parse=_ssl_mode,
+        doc="TLS to the server, for every connection (stream, bootstrap, control), as in "
+        "Connector/J: DISABLED, PREFERRED (when offered, unverified), REQUIRED, VERIFY_CA "
+        "(the certificate signed by the CA), VERIFY_IDENTITY (and naming the host)",
+    )
+    ssl_ca: str | None = option(
+        None,
+        key="jdbc.properties.trustCertificateKeyStoreUrl",
+        parse=parse_ca_file,
+        default_text="the system's CA certificates",
+        doc="the CA that signed the server's certificate, for VERIFY_CA and VERIFY_IDENTITY: "
+        "an absolute path (or file: URL) of a PEM file",
     )
     even_distribution_upper: float = option(
         1000.0,
@@ -313,6 +334,8 @@ class MySqlSource(_Frozen):
             password=self.password,
             server_id=server_id,
             connect_timeout_seconds=self.connect_timeout.total_seconds(),
+            ssl_mode=self.ssl_mode,
+            ssl_ca=self.ssl_ca,
         )
 
 

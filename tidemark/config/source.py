@@ -16,7 +16,7 @@ from tidemark.config.loader import MapNode
 from tidemark.config.model import MySqlSource, Startup, StartupMode
 from tidemark.config.options import CheckedOptions, OptionSet, Prefix, check_options
 from tidemark.config.patterns import PatternError, parse_selectors
-from tidemark.config.values import parse_bool, parse_float, whole_number
+from tidemark.config.values import one_of, parse_bool, parse_float, whole_number
 
 SOURCE_TYPES = ("mysql",)
 
@@ -42,6 +42,11 @@ MYSQL_OPTIONS = OptionSet(
             "chunk-meta.group.size",
             parse=whole_number(above=1),
             no_effect=_FLINK_SPLITS + "alone",
+        ),
+        Option(
+            "jdbc.properties.trustCertificateKeyStoreType",
+            parse=one_of(["PEM", "JKS", "PKCS12"]),
+            doc="the kind of trustCertificateKeyStoreUrl: PEM, the one Tidemark reads",
         ),
         # upstream's older names of chunk-key.even-distribution.factor.* (``withFallbackKeys``)
         Option(
@@ -83,8 +88,8 @@ MYSQL_OPTIONS = OptionSet(
     prefixes=(
         Prefix(
             "jdbc.properties.",
-            no_effect=f"{_NOT_USED}: they are JDBC driver settings and Tidemark connects "
-            "with PyMySQL",
+            no_effect=f"{_NOT_USED}: they are JDBC driver settings, and of them Tidemark "
+            "reads sslMode and trustCertificateKeyStoreUrl only",
         ),
         Prefix(
             "debezium.",
@@ -235,6 +240,16 @@ def _check_source_rules(reader: Reader, node: MapNode, path: str, options: Check
         if value < low or (high is not None and value > high):
             bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
             reader.error(node.get(key), child(path, key), f"must be {bounds}, got: {value}")
+    store_type = options.get("jdbc.properties.trustCertificateKeyStoreType")
+    if store_type not in (None, "PEM"):
+        key = "jdbc.properties.trustCertificateKeyStoreType"
+        reader.error(
+            node.get(key),
+            child(path, key),
+            f"Tidemark reads a PEM file of CA certificates, not a {store_type} store: export "
+            "the CA with keytool -exportcert -rfc -alias <alias> -keystore <store> -file ca.pem, "
+            "point trustCertificateKeyStoreUrl at ca.pem and set this to PEM",
+        )
     metadata = options.get("metadata.list")
     if metadata is not None:
         unknown = [m.strip() for m in metadata.split(",") if m.strip() not in METADATA_KEYS]

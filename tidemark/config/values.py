@@ -12,6 +12,7 @@ import re
 import zoneinfo
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
+from pathlib import Path
 
 from tidemark.config.patterns import split_table_id
 
@@ -96,6 +97,25 @@ def parse_float(text: str) -> float:
         return float(text.strip())
     except ValueError:
         raise BadValue("must be a number") from None
+
+
+def parse_ca_file(text: str) -> str:
+    """A PEM file of CA certificates, as an absolute path or a ``file:`` URL (Connector/J's
+    ``trustCertificateKeyStoreUrl`` takes a URL)."""
+    path = Path(text.removeprefix("file://").removeprefix("file:")).expanduser()
+    if not path.is_absolute():
+        raise BadValue("must be an absolute path (or file: URL) of a PEM file")
+    try:
+        content = path.read_bytes()
+    except OSError as error:
+        raise BadValue(f"must be a file Tidemark can read ({error.strerror})") from None
+    if b"-----BEGIN CERTIFICATE-----" not in content:
+        raise BadValue(
+            "must be a PEM file of CA certificates (Tidemark reads no JKS or PKCS12 store)",
+            "export it from a Java truststore with "
+            "keytool -exportcert -rfc -alias <alias> -keystore <store> -file ca.pem",
+        )
+    return str(path)
 
 
 def parse_bool(text: str) -> bool:
