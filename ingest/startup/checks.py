@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -165,6 +166,8 @@ class CheckResult:
     problems: tuple[str, ...]
     #: what could not be checked with this account's privileges, one line each
     unchecked: tuple[str, ...]
+    #: those of ``unchecked`` that only an optional privilege would check, with its grant
+    optional_grants: tuple[str, ...] = ()
     #: settings that work but put the pipeline at risk, one line each
     warnings: tuple[str, ...] = ()
     #: MySQL's ``server_uuid`` of the server checked; None on MariaDB
@@ -273,6 +276,8 @@ def _purged_gtids(
 class _Kind(StrEnum):
     PROBLEM = "problem"
     UNCHECKED = "unchecked"
+    #: unchecked for lack of a privilege the README's grants leave out on purpose
+    OPTIONAL_GRANT = "optional grant"
     WARNING = "warning"
 
 
@@ -290,7 +295,10 @@ def evaluate(facts: ServerFacts, requirements: Requirements) -> CheckResult:
     findings = [finding for check in _CHECKS for finding in check(facts, requirements)]
     return CheckResult(
         problems=tuple(f.message for f in findings if f.kind is _Kind.PROBLEM),
-        unchecked=tuple(f.message for f in findings if f.kind is _Kind.UNCHECKED),
+        unchecked=tuple(
+            f.message for f in findings if f.kind in (_Kind.UNCHECKED, _Kind.OPTIONAL_GRANT)
+        ),
+        optional_grants=tuple(f.message for f in findings if f.kind is _Kind.OPTIONAL_GRANT),
         warnings=tuple(f.message for f in findings if f.kind is _Kind.WARNING),
         server_uuid=facts.variables.get("server_uuid") or None,
     )
@@ -543,7 +551,7 @@ def _check_server_id(facts: ServerFacts, requirements: Requirements) -> Iterator
     if facts.variables.get("server_id") == str(ours):
         yield _Finding(f"server-id {ours} is the source server's own server_id: {fix}")
     if isinstance(facts.replicas, Refused):
-        yield _Finding(_replicas_refused(facts, ours, facts.replicas), kind=_Kind.UNCHECKED)
+        yield _Finding(_replicas_refused(facts, ours, facts.replicas), _Kind.OPTIONAL_GRANT)
         unregistered = len(facts.dump_threads)
     else:
         for replica in facts.replicas:
@@ -558,10 +566,11 @@ def _check_server_id(facts: ServerFacts, requirements: Requirements) -> Iterator
             _unregistered_readers(ours, unregistered, facts.dump_threads), _Kind.UNCHECKED
         )
     if not any(grant.allows("PROCESS") for grant in _grants(facts) if grant.is_global):
+        account = _account_sql(facts.account)
         yield _Finding(
-            f"binlog readers of accounts other than {_account_sql(facts.account)} are not "
-            "visible without the PROCESS privilege",
-            kind=_Kind.UNCHECKED,
+            f"binlog readers of accounts other than {account} are not visible without the "
+            f"PROCESS privilege; GRANT PROCESS ON *.* TO {account} to see them",
+            _Kind.OPTIONAL_GRANT,
         )
 
 
@@ -734,6 +743,19 @@ _CHECKS: tuple[_Check, ...] = (
 # -- running ---------------------------------------------------------------------------------
 
 
+_said: set[str] = set()
+_said_lock = threading.Lock()
+
+
+def _first_time(note: str) -> bool:
+    """Whether this process has not said ``note`` yet: a standby checks at each takeover."""
+    with _said_lock:
+        if note in _said:
+            return False
+        _said.add(note)
+        return True
+
+
 def run_startup_checks(
     source: SourceConnection,
     *,
@@ -746,7 +768,8 @@ def run_startup_checks(
 ) -> CheckResult:
     """Check ``source`` for this pipeline; raise ``StartupCheckError`` naming every problem.
 
-    What could not be checked is logged as warnings and returned.
+    What could not be checked is returned and logged: as a warning, or, when only a privilege
+    the README's grants leave out would let it run, once per process at INFO with the grant.
     """
     with source.connect() as connection:
         facts = gather_facts(connection)
@@ -761,7 +784,10 @@ def run_startup_checks(
     )
     result = evaluate(facts, requirements)
     for note in result.unchecked:
-        logger.warning("Start-up check incomplete: %s", note)
+        if note not in result.optional_grants:
+            logger.warning("Start-up check incomplete: %s", note)
+        elif _first_time(f"{source.host}:{source.port} {note}"):
+            logger.info("Start-up check skipped (an optional privilege): %s", note)
     for warning in result.warnings:
         logger.warning("Start-up check: %s", warning)
     if result.problems:

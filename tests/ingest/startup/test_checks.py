@@ -8,6 +8,7 @@ the checks read them on a fresh connection.
 
 from __future__ import annotations
 
+import logging
 import re
 import struct
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from pymysql.constants import COMMAND
 
 from ingest.binlog.reader import BinlogReader
 from ingest.errors import StartupCheckError
+from ingest.startup import checks
 from ingest.startup.checks import (
     REBOOTSTRAP,
     BinaryLog,
@@ -48,7 +50,8 @@ MakeAccount = Callable[..., SourceConnection]
 pytestmark = pytest.mark.every_source
 
 PROCESS_NOTE = (
-    "binlog readers of accounts other than {} are not visible without the PROCESS privilege"
+    "binlog readers of accounts other than {0} are not visible without the PROCESS privilege; "
+    "GRANT PROCESS ON *.* TO {0} to see them"
 )
 
 
@@ -124,6 +127,26 @@ def test_the_stacks_configuration_passes(
     if source.flavor == "mariadb":  # MySQL lists the replicas to REPLICATION SLAVE
         assert result.unchecked[0] == replicas_note(source, server_id, account)
     assert result.unchecked[-1] == PROCESS_NOTE.format(account)
+
+
+def test_what_only_an_optional_grant_would_check_is_said_once_at_info_with_the_grant(
+    source: SourceEndpoint,
+    source_database: str,
+    server_id: int,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cdc_source = source.cdc_source(server_id)  # the README's grants: no PROCESS
+    checks._said.clear()
+
+    with caplog.at_level(logging.INFO, logger=checks.__name__):
+        for _ in range(2):  # a start, then a standby's takeover in the same process
+            run_startup_checks(cdc_source, databases=[source_database])
+
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if "skipped" in r.getMessage()]
+    process_note = PROCESS_NOTE.format("'tidemark_cdc'@'%'")
+    assert (logging.INFO, f"Start-up check skipped (an optional privilege): {process_note}") in said
+    assert len(said) == len(set(said)), "said again at the second start"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 def test_the_server_and_its_version_are_read_with_sql(
