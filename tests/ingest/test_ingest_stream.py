@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -195,6 +196,15 @@ def test_status_shows_each_tables_watermark_and_position(
     ]
     assert line.startswith(f"{namespace}.orders ")
     assert line.endswith(f" 1      0       0  {end}")
+
+    assert main(["status", "--json", str(config.path)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    [table] = document["tables"]
+    assert table["sink"] == f"{namespace}.orders"
+    assert table["position"] == {"file": end.file, "offset": end.offset}
+    assert (table["rows"], table["late_rows"], table["error_rows"]) == (1, 0, 0)
+    assert table["watermark"] is not None and table["lag_seconds"] >= 0
+    assert document["ingest"] == {"active": None, "standbys": []}
 
 
 def test_changes_committed_before_a_published_watermark_are_counted_late(

@@ -11,16 +11,26 @@ from tidemark.commands.command import Command, add_file_argument
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     add_file_argument(parser)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document for scripts (docs/operations.md#status-as-json)",
+    )
     parser.set_defaults(handler=_status)
 
 
 def _status(args: argparse.Namespace) -> int:
     from tidemark.output.console import write
     from tidemark.output.status import status_view
+    from tidemark.output.status_json import status_json
     from tidemark.pipeline import Pipeline
 
     now = datetime.now(UTC)
-    write(sys.stdout, status_view(Pipeline.open(args.file).status(now), now))
+    status = Pipeline.open(args.file).status(now)
+    if args.json:
+        sys.stdout.write(status_json(status, now) + "\n")
+    else:
+        write(sys.stdout, status_view(status, now))
     return 0
 
 
