@@ -16,7 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from scheduler.errors import SchedulerError
@@ -140,19 +146,27 @@ class ReportsConsumer:
         raise SchedulerError(f"Kafka consumer failed for good on {self._settings.topic}: {error}")
 
 
-def forget_reports(settings: ConsumerSettings, timeout: float = 30.0) -> None:
+def forget_reports(settings: ConsumerSettings, timeout: float = 30.0) -> tuple[str, ...]:
     """Delete the pipeline's consumer group and the report topic, and return once the broker
     no longer lists the topic: for starting a pipeline over whose tables were recreated, so no
-    report of the old tables reaches the new scheduler. Other pipelines on the topic lose their
-    reports too; only use it on a topic of the pipeline's own."""
+    report of the old tables reaches the new scheduler. A topic that other consumer groups have
+    read (other pipelines' schedulers) is kept, and those groups are returned."""
     config: dict[str, Any] = {**settings.kafka, "logger": logger}
     admin = AdminClient(config)
     try:
         groups = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
-        if any(group.group_id == settings.group_id for group in groups.valid):
+        names = [group.group_id for group in groups.valid]
+        if settings.group_id in names:
             admin.delete_consumer_groups([settings.group_id], request_timeout=timeout)[
                 settings.group_id
             ].result(timeout)
+        others = tuple(
+            name
+            for name in names
+            if name != settings.group_id and _has_read(admin, name, settings.topic, timeout)
+        )
+        if others:
+            return others
         if settings.topic in admin.list_topics(timeout=timeout).topics:
             admin.delete_topics([settings.topic], operation_timeout=timeout)[settings.topic].result(
                 timeout
@@ -168,3 +182,12 @@ def forget_reports(settings: ConsumerSettings, timeout: float = 30.0) -> None:
                 f"Kafka still lists {settings.topic} {timeout:g} s after deleting it"
             )
         time.sleep(0.2)  # topic deletion finishes in the background on the broker
+    return ()
+
+
+def _has_read(admin: AdminClient, group: str, topic: str, timeout: float) -> bool:
+    """Whether consumer ``group`` has committed an offset on ``topic``."""
+    request = [ConsumerGroupTopicPartitions(group)]
+    offsets = admin.list_consumer_group_offsets(request, request_timeout=timeout)[group]
+    committed = offsets.result(timeout).topic_partitions or []
+    return any(partition.topic == topic for partition in committed)

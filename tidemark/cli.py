@@ -17,6 +17,7 @@ from tidemark.commands import (
     maintain,
     plan,
     release,
+    reset,
     run,
     schedule,
     stack,
@@ -45,6 +46,7 @@ COMMANDS: list[Command] = [
     backfill.COMMAND,
     maintain.COMMAND,
     verify.COMMAND,
+    reset.COMMAND,
     export_flink_cdc.COMMAND,
 ]
 

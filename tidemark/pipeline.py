@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.config.model import reveal
-from tidemark.errors import ConfigError
+from tidemark.errors import ConfigError, TerminalError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -75,6 +75,26 @@ class PipelineStatus:
     ingest: LeaseHolders | None = None
     #: the active scheduler and its standbys; None when no scheduler has run
     scheduler: LeaseHolders | None = None
+
+
+@dataclass(frozen=True)
+class ResetTargets:
+    """What ``tidemark reset`` drops to start a pipeline over."""
+
+    #: the pipeline's lake tables that exist: changelogs, mirrors, error tables
+    tables: tuple[str, ...]
+    #: the changelogs whose reports and windows the scheduler's state forgets
+    changelogs: tuple[str, ...]
+    #: the commit report topic and the scheduler's consumer group; None without reports
+    topic: str | None
+    group: str | None
+
+
+@dataclass(frozen=True)
+class ResetDone:
+    dropped: tuple[str, ...]
+    #: other consumer groups that read the report topic, which was kept for them
+    topic_kept_for: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -298,6 +318,66 @@ class Pipeline:
                 schedulers = store.holders(self.name)
         ingest = lease_holders(self.config.source.connection(), self.ingest_lease)
         return PipelineStatus(tables, scheduled, windows, ingest, schedulers)
+
+    # --- starting over ------------------------------------------------------------------------
+
+    def reset_targets(self) -> ResetTargets:
+        """What a reset would drop; refused while an ingest or scheduler of the pipeline runs
+        (a standby would take over and write into what is being dropped)."""
+        from ingest.changelog.error_table import error_table_name
+        from ingest.lease import lease_holders
+        from scheduler.reports_consumer import ConsumerSettings
+
+        running = [("ingest", lease_holders(self.config.source.connection(), self.ingest_lease))]
+        if self.config.tidemark.reports is not None:
+            running.append(("scheduler", self._scheduler_holders()))
+        for role, holders in running:
+            alive = [holders.active, *holders.standbys] if holders.active else holders.standbys
+            if alive:
+                who = ", ".join(i if isinstance(i, str) else i.describe() for i in alive)
+                raise TerminalError(
+                    f"the {role} of pipeline {self.name!r} is running ({who}): stop every "
+                    "instance of it, then reset"
+                )
+        sinks = self.plan.sinks
+        names = [
+            name
+            for sink in sinks
+            for name in (sink.changelog, sink.mirror, error_table_name(sink.name))
+            if name is not None
+        ]
+        reports = self.config.tidemark.reports
+        consumer = ConsumerSettings.from_reports(reports, self.name) if reports else None
+        return ResetTargets(
+            tables=tuple(name for name in names if self.catalog.table_exists(name)),
+            changelogs=tuple(sink.changelog for sink in sinks),
+            topic=consumer.topic if consumer else None,
+            group=consumer.group_id if consumer else None,
+        )
+
+    def reset(self, targets: ResetTargets) -> ResetDone:
+        """Drops ``targets``: the lake tables, the scheduler's windows and reports of them, the
+        consumer group and the report topic (kept when other groups read it)."""
+        from scheduler.reports_consumer import ConsumerSettings, forget_reports
+
+        dropped = []
+        for table in targets.tables:
+            self.catalog.purge_table(table)
+            dropped.append(table)
+        store = self.state_store()
+        try:
+            store.forget(self.name, targets.changelogs)
+        finally:
+            store.close()
+        kept_for: tuple[str, ...] = ()
+        reports = self.config.tidemark.reports
+        if reports is not None:
+            kept_for = forget_reports(ConsumerSettings.from_reports(reports, self.name))
+        return ResetDone(tuple(dropped), kept_for)
+
+    def _scheduler_holders(self) -> LeaseHolders:
+        with closing(self.state_store()) as store:
+            return store.holders(self.name)
 
     def windows(self, now: datetime) -> Sequence[TaskStatus] | None:
         """Per mirror and job its windows; None when no scheduler has run for the pipeline."""

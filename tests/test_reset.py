@@ -1,0 +1,193 @@
+"""``tidemark reset FILE``: a pipeline started over drops what it made (its lake tables, the
+scheduler's windows, its consumer group and report topic) and bootstraps again; never while it
+runs, never without being sure."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from pyiceberg.catalog import Catalog
+
+from ingest.launch import build_runner
+from ingest.settings import IngestSettings
+from scheduler.gate import mirror_task
+from scheduler.reports_consumer import GROUP_PREFIX
+from tests.ingest.changelog_checks import changelog
+from tests.ingest.pipelines import run_to_end, write_pipeline
+from tidemark.cli import main
+from tidemark.errors import TerminalError
+from tidemark.pipeline import Pipeline
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+from tidemark.windows import Window
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+
+class _Terminal(io.StringIO):
+    """A terminal whose person types ``text``."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def pipeline(
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    admin_connection: Connection,
+    source_database: str,
+    namespace: str,
+    reports_topic: str,
+    catalog: Catalog,
+    tmp_path: Path,
+    server_id: int,
+) -> Pipeline:
+    """A pipeline that has bootstrapped three rows, has a mirror, a window run recorded and a
+    consumer group on its report topic: all that a reset drops."""
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(20))")
+        cursor.execute("INSERT INTO orders VALUES (1, 'kettle'), (2, 'mug'), (3, 'tray')")
+    kafka = endpoints.kafka.bootstrap_servers
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        source,
+        endpoints.catalog,
+        database=source_database,
+        tables="orders",
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+        extra=f"tidemark:\n  reports:\n    topic: {reports_topic}\n"
+        f"    kafka.bootstrap.servers: {kafka}\n",
+    )
+    opened = Pipeline.open(path)
+    runner = build_runner(opened.config, catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, source, server_id, max_seconds=60)
+    catalog.create_table(f"{namespace}.orders", pa.schema([pa.field("id", pa.int32())]))
+    store = opened.state_store()
+    store.create()
+    window = Window.ending_at(datetime(2026, 11, 27, 10, 0, tzinfo=UTC), timedelta(minutes=5))
+    store.mark_pending(opened.name, mirror_task(f"{namespace}.orders"), window, None, window.end)
+    store.close()
+    _commit_offset(kafka, GROUP_PREFIX + opened.name, reports_topic)
+    return opened
+
+
+def test_a_reset_drops_what_the_pipeline_made_and_its_next_run_bootstraps_again(
+    pipeline: Pipeline,
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    namespace: str,
+    reports_topic: str,
+    catalog: Catalog,
+    server_id: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["reset", "--yes", str(pipeline.path)]) == 0
+
+    said = capsys.readouterr().out
+    assert f"  table {namespace}.orders_changelog\n  table {namespace}.orders\n" in said
+    assert "dropped 2 table(s)" in said
+    assert not catalog.table_exists(f"{namespace}.orders_changelog")
+    assert not catalog.table_exists(f"{namespace}.orders")
+    store = pipeline.state_store()
+    assert store.runs(pipeline.name) == []
+    store.close()
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
+    assert GROUP_PREFIX + pipeline.name not in _groups(admin)
+    assert reports_topic not in admin.list_topics(timeout=10).topics
+
+    again = Pipeline.open(pipeline.path)
+    runner = build_runner(again.config, catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, source, server_id, max_seconds=60)
+    reads = sorted(row["id"] for row in changelog(catalog, namespace) if row["_tm_op"] == "r")
+    assert reads == [1, 2, 3]
+
+
+def test_a_report_topic_another_pipeline_reads_is_kept(
+    pipeline: Pipeline,
+    endpoints: StackEndpoints,
+    reports_topic: str,
+    unique_name: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kafka = endpoints.kafka.bootstrap_servers
+    other = f"{GROUP_PREFIX}other-{unique_name}"
+    _commit_offset(kafka, other, reports_topic)
+
+    assert main(["reset", "--yes", str(pipeline.path)]) == 0
+
+    admin = AdminClient({"bootstrap.servers": kafka})
+    assert reports_topic in admin.list_topics(timeout=10).topics
+    assert GROUP_PREFIX + pipeline.name not in _groups(admin)
+    assert f"Kept topic {reports_topic}: consumer groups {other} read it too" in (
+        capsys.readouterr().out
+    )
+
+
+def test_a_running_ingest_is_not_reset_under_it(
+    pipeline: Pipeline, source: SourceEndpoint, namespace: str, catalog: Catalog
+) -> None:
+    with source.admin_source().connect() as holder, holder.cursor() as cursor:
+        cursor.execute("SELECT GET_LOCK(%s, 0)", (pipeline.ingest_lease,))
+
+        with pytest.raises(TerminalError, match="the ingest of pipeline .* is running .*: stop"):
+            Pipeline.open(pipeline.path).reset_targets()
+
+    assert catalog.table_exists(f"{namespace}.orders_changelog")
+
+
+@pytest.mark.parametrize(
+    ("stdin", "refusal"),
+    [
+        (io.StringIO(""), "no terminal to confirm on; pass --yes"),
+        (_Terminal("shop\n"), "the name typed is not the pipeline's"),
+    ],
+    ids=["no terminal", "another name typed"],
+)
+def test_a_reset_not_confirmed_drops_nothing(
+    stdin: io.StringIO,
+    refusal: str,
+    pipeline: Pipeline,
+    namespace: str,
+    catalog: Catalog,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr("sys.stdin", stdin)
+
+    assert main(["reset", str(pipeline.path)]) == 1
+
+    assert f"tidemark reset: error: not resetting: {refusal}" in capsys.readouterr().err
+    assert catalog.table_exists(f"{namespace}.orders_changelog")
+
+
+def test_a_reset_confirmed_with_the_pipelines_name_goes_on(
+    pipeline: Pipeline, namespace: str, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", _Terminal(f"{pipeline.name}\n"))
+
+    assert main(["reset", str(pipeline.path)]) == 0
+
+    assert not catalog.table_exists(f"{namespace}.orders_changelog")
+
+
+def _commit_offset(kafka: str, group: str, topic: str) -> None:
+    consumer = Consumer({"bootstrap.servers": kafka, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    consumer.close()
+
+
+def _groups(admin: AdminClient) -> set[str]:
+    listed = admin.list_consumer_groups(request_timeout=10).result(10)
+    return {group.group_id for group in listed.valid}
