@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 from scheduler.errors import SchedulerError
 from tidemark.config.model import ReportsSettings, reveal
 from tidemark.contracts.reports import CommitReport, WatermarkReport, read_report
-from tidemark.errors import TransientError
+from tidemark.errors import TerminalError, TransientError
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,10 @@ _FIXED = {"enable.auto.commit": False, "enable.auto.offset.store": False}
 
 class ReportsUnavailableError(SchedulerError, TransientError):
     """Kafka did not answer, or the topic does not exist yet; the next tick tries again."""
+
+
+class KafkaRefusedError(SchedulerError, TerminalError):
+    """The broker refused our credentials or TLS: trying again changes nothing."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +90,14 @@ class ReportsConsumer:
 
     def __init__(self, settings: ConsumerSettings) -> None:
         self._settings = settings
-        self._consumer = Consumer(settings.consumer_config())
+        #: the broker's refusal of our credentials or TLS, which librdkafka only retries
+        self._refused: KafkaError | None = None
+        self._consumer = Consumer({**settings.consumer_config(), "error_cb": self._on_error})
         self._consumer.subscribe([settings.topic])
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+            self._refused = error
 
     def poll(self, max_messages: int = 500, timeout: float = 0.5) -> ReportBatch:
         """Up to ``max_messages`` reports. Raises ``TerminalError`` (from
@@ -97,6 +107,12 @@ class ReportsConsumer:
             messages = self._consumer.consume(num_messages=max_messages, timeout=timeout)
         except KafkaException as error:
             raise ReportsUnavailableError(f"reading {self._settings.topic}: {error}") from None
+        if self._refused is not None:
+            raise KafkaRefusedError(
+                f"Kafka refused the scheduler's connection to read {self._settings.topic}: "
+                f"{self._refused.str()}; check the pipeline's tidemark.reports.kafka.* "
+                "security settings (security.protocol, sasl.*, ssl.*)"
+            )
         reports: list[CommitReport] = []
         watermarks: list[WatermarkReport] = []
         offsets: dict[int, int] = {}

@@ -18,11 +18,18 @@ _LIFETIME = dt.timedelta(days=3650)
 
 @dataclass(frozen=True)
 class ServerFiles:
-    """What a server is configured with: its certificate, its key, and the CA that signed it."""
+    """What a server is configured with: its certificate, its key (PKCS #8), and the CA that
+    signed it."""
 
     ca: Path
     cert: Path
     key: Path
+
+    def key_and_chain(self) -> Path:
+        """The key and then the certificate in one PEM file, as Kafka's PEM key store has them."""
+        both = self.key.with_suffix(".pem")
+        both.write_bytes(self.key.read_bytes() + self.cert.read_bytes())
+        return both
 
 
 class Authority:
@@ -76,7 +83,7 @@ class Authority:
         private.write_bytes(
             key.private_bytes(
                 serialization.Encoding.PEM,
-                serialization.PrivateFormat.TraditionalOpenSSL,
+                serialization.PrivateFormat.PKCS8,
                 serialization.NoEncryption(),
             )
         )

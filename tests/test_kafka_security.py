@@ -1,0 +1,160 @@
+"""Commit reports over Kafka's TLS and SASL_SSL listeners: ingest publishes and the scheduler's
+consumer reads with nothing but librdkafka properties under ``tidemark.reports.kafka.*``, on a
+broker of the test's own with the listeners the test adds and a certificate it makes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from ingest.stream.runner import StopWhen
+from scheduler.reports_consumer import ConsumerSettings, KafkaRefusedError, ReportsConsumer
+from tests.ingest.pipelines import write_pipeline
+from tests.polling import wait_until
+from tests.stack_helpers import free_ports, second_stack_home
+from tests.tls_certificates import Authority, ServerFiles
+from tidemark.contracts.reports import CommitReport
+from tidemark.pipeline import Pipeline
+from tidemark.source import current_position
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+from tidemark.stack.kafka import Kafka
+from tidemark.stack.settings import StackSettings
+
+SASL_USER, SASL_PASSWORD = "scheduler", "sasl-password-for-tests"
+
+
+class _SecuredKafka(Kafka):
+    """The stack's broker, with a TLS listener and a SASL_SSL one (PLAIN) beside its own."""
+
+    def __init__(self, settings: StackSettings, files: ServerFiles, ssl: int, sasl: int) -> None:
+        super().__init__(settings)
+        self._files, self._ssl, self._sasl = files, ssl, sasl
+
+    def install(self) -> None:
+        super().install()
+        host, plain = self.settings.host, self.port
+        controller = self.settings.kafka_controller_port
+        properties = self.data_dir / "server.properties"
+        lines = [
+            line
+            for line in properties.read_text().splitlines()
+            if not line.startswith(("listeners=", "advertised.listeners=", "listener.security"))
+        ]
+        keystore = self._files.key_and_chain()
+        lines += [
+            f"listeners=PLAINTEXT://{host}:{plain},CONTROLLER://{host}:{controller},"
+            f"SSL://{host}:{self._ssl},SASL_SSL://{host}:{self._sasl}",
+            f"advertised.listeners=PLAINTEXT://{host}:{plain},SSL://{host}:{self._ssl},"
+            f"SASL_SSL://{host}:{self._sasl}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,"
+            "SASL_SSL:SASL_SSL",
+            "ssl.keystore.type=PEM",
+            f"ssl.keystore.location={keystore}",
+            "sasl.enabled.mechanisms=PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config="
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'user_{SASL_USER}="{SASL_PASSWORD}";',
+        ]
+        properties.write_text("\n".join(lines) + "\n")
+
+
+@dataclass(frozen=True)
+class SecuredBroker:
+    ca: Path
+    ssl: dict[str, str]
+    sasl_ssl: dict[str, str]
+
+
+@pytest.fixture
+def secured_broker(
+    stack_settings: StackSettings, unique_name: str, tmp_path: Path
+) -> Iterator[SecuredBroker]:
+    authority = Authority(tmp_path, "kafka")
+    files = authority.server("localhost", "127.0.0.1")
+    with second_stack_home(stack_settings, unique_name) as home:
+        plain, controller, ssl, sasl = free_ports(4)
+        settings = StackSettings(home=home, kafka_port=plain, kafka_controller_port=controller)
+        _SecuredKafka(settings, files, ssl, sasl).up()
+        tls = {"security.protocol": "SSL", "ssl.ca.location": str(authority.ca_file)}
+        yield SecuredBroker(
+            authority.ca_file,
+            {"bootstrap.servers": f"127.0.0.1:{ssl}", **tls},
+            {
+                "bootstrap.servers": f"127.0.0.1:{sasl}",
+                **tls,
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanisms": "PLAIN",
+                "sasl.username": SASL_USER,
+                "sasl.password": SASL_PASSWORD,
+            },
+        )
+
+
+def test_reports_are_published_over_tls_and_read_over_sasl_ssl(
+    secured_broker: SecuredBroker,
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    unique_name: str,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    topic = f"reports.{unique_name}"
+    admin_config: dict[str, str | int | float | bool] = {**secured_broker.ssl}
+    admin = AdminClient(admin_config)
+    admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(60)
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY)")
+        cursor.execute(f"INSERT INTO `{source_database}`.orders VALUES (1), (2)")
+    kafka = "".join(f"    kafka.{key}: {value}\n" for key, value in secured_broker.ssl.items())
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        source,
+        endpoints.catalog,
+        database=source_database,
+        tables="orders",
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+        extra=f"tidemark:\n  reports:\n    topic: {topic}\n{kafka}",
+    )
+    pipeline = Pipeline.open(path)
+
+    pipeline.ingest(StopWhen(until_position=current_position(pipeline.config.source.connection())))
+
+    consumer = ReportsConsumer(ConsumerSettings(topic, secured_broker.sasl_ssl, unique_name))
+    reports: list[CommitReport] = []
+    try:
+
+        def read() -> bool:
+            reports.extend(consumer.poll().reports)
+            return bool(reports)
+
+        wait_until("a commit report read over SASL_SSL", read, 60)
+    finally:
+        consumer.close()
+    assert {report.table for report in reports} == {f"{namespace}.orders_changelog"}
+
+
+def test_a_wrong_sasl_password_is_refused_with_the_brokers_reason(
+    secured_broker: SecuredBroker, unique_name: str
+) -> None:
+    topic = f"reports.{unique_name}"
+    admin_config: dict[str, str | int | float | bool] = {**secured_broker.ssl}
+    admin = AdminClient(admin_config)  # kept: the topic's future needs the client alive
+    admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(60)
+    wrong = {**secured_broker.sasl_ssl, "sasl.password": "not-the-password"}
+    consumer = ReportsConsumer(ConsumerSettings(topic, wrong, unique_name))
+    try:
+        with pytest.raises(KafkaRefusedError) as refused:
+            wait_until("the broker's refusal", lambda: consumer.poll().reports, 60)
+    finally:
+        consumer.close()
+
+    assert "SASL authentication error: Authentication failed" in str(refused.value)
+    assert "not-the-password" not in str(refused.value)
