@@ -16,7 +16,7 @@ from ingest.binlog import process
 from ingest.bootstrap.background import BackgroundBootstrap
 from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap.chunk_reads import EvenDistribution
-from ingest.bootstrap.display import BootstrapDisplay, LogDisplay
+from ingest.bootstrap.display import BootstrapDisplay, LogDisplay, MetricsDisplay
 from ingest.changelog.error_table import ErrorTables, errors_sink, sink_of
 from ingest.changelog.listing import CatalogListing, namespace_of
 from ingest.changelog.table import ChangelogTable, open_changelog
@@ -38,6 +38,7 @@ from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.schema_history import SchemaVersion, versions_property
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import ConfigError
+from tidemark.metrics import IngestMetrics
 from tidemark.source import current_position, server_clock
 
 logger = logging.getLogger(__name__)
@@ -209,6 +210,7 @@ def build_runner(
     bootstrap reports to ``display``; without one, to log lines (``LogDisplay``)."""
     if settings.decode_in_process:
         process.warm()  # the reading process starts while the tables are onboarded
+    metrics = IngestMetrics(config.pipeline.name)
     onboarding = onboard(config, catalog)
     source = config.source.connection()
     source_id = f"{source.host}:{source.port}"
@@ -241,7 +243,7 @@ def build_runner(
             source,
             source_id,
             _bootstrap_settings(config, settings),
-            display or LogDisplay(),
+            MetricsDisplay(display or LogDisplay(), metrics),
             open_errors=error_tables.open,
             find_errors=error_tables.find,
         )
@@ -311,6 +313,7 @@ def build_runner(
         server_clock=functools.partial(server_clock, source),
         clock=clock,
         background=background,
+        metrics=metrics,
     )
 
 

@@ -173,6 +173,7 @@ class Pipeline:
         from ingest.changelog.fencing import ConcurrentWriterError
         from ingest.lease import LeaseTiming, SourceLease
         from ingest.stream.runner import RunSummary
+        from tidemark.metrics import IngestMetrics
 
         requested = stop.requested or threading.Event()
         deadline = None if stop.max_seconds is None else time.monotonic() + stop.max_seconds
@@ -180,9 +181,12 @@ class Pipeline:
             self.config.source.connection(), self.ingest_lease, self.name, timing or LeaseTiming()
         )
         conflicts: list[float] = []  # when terms ended meeting another writer's commit
+        metrics = IngestMetrics(self.name)
         while True:
+            metrics.active(False)
             if not lease.acquire(requested, deadline):
                 return RunSummary(stopped_because="stopped while waiting as a standby")
+            metrics.active(True)
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             term = replace(stop, max_seconds=remaining, requested=requested, lease=lease.lost)
             try:
@@ -198,6 +202,7 @@ class Pipeline:
                 continue
             finally:
                 lease.release()
+                metrics.active(False)
             if not lease.lost.is_set():
                 return summary
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from tidemark.metrics import IngestMetrics
+
 logger = logging.getLogger(__name__)
 
 
@@ -131,3 +133,26 @@ class LogDisplay:
 
     def _closed(self) -> None:
         pass
+
+
+class MetricsDisplay:
+    """Another display, and the bootstrap's rows in Prometheus metrics beside it
+    (``tidemark_ingest_bootstrap_rows``, per source table)."""
+
+    def __init__(self, inner: BootstrapDisplay, metrics: IngestMetrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    def start(self, table: str, rows_done: int, estimated_rows: int | None) -> None:
+        self._metrics.bootstrap(table, rows_done, estimated_rows)
+        self._inner.start(table, rows_done, estimated_rows)
+
+    def advance(self, table: str, rows: int) -> None:
+        self._metrics.bootstrap_read(table, rows)
+        self._inner.advance(table, rows)
+
+    def finish(self, table: str) -> None:
+        self._inner.finish(table)
+
+    def close(self) -> None:
+        self._inner.close()

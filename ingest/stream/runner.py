@@ -26,7 +26,7 @@ from ingest.binlog.events import Heartbeat, RowsChanged
 from ingest.binlog.process import ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from ingest.bootstrap.background import BackgroundBootstrap
-from ingest.changelog.error_table import is_errors_sink
+from ingest.changelog.error_table import is_errors_sink, sink_of
 from ingest.changelog.reports import report_from_snapshot
 from ingest.changelog.table import ChangelogTable
 from ingest.errors import SchemaChangeStopError
@@ -35,6 +35,7 @@ from ingest.settings import IngestSettings
 from ingest.stream.assembler import ChangeAssembler, Flush, TableFlush
 from ingest.stream.background_commits import BackgroundCommits
 from tidemark.contracts.reports import CommitReport, TableMark, WatermarkReport
+from tidemark.metrics import IngestMetrics
 from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
@@ -103,8 +104,10 @@ class IngestRunner:
         wall_clock: Clock = time.time,
         sleep: Callable[[float], None] = time.sleep,
         background: BackgroundBootstrap | None = None,
+        metrics: IngestMetrics | None = None,
     ) -> None:
         self._source = source
+        self._metrics = metrics or IngestMetrics("")
         self._databases = databases
         self._tables = dict(tables)
         self._open_table = open_table
@@ -196,6 +199,7 @@ class IngestRunner:
                 self._commit(self._assembler.flush())
                 self._assembler.abandon_transaction()
                 self._summary.reconnects += 1
+                self._metrics.reconnected()
                 self._sleep(min(2.0**failures, 30.0))
                 continue
             except SchemaChangeStopError:
@@ -431,10 +435,16 @@ class IngestRunner:
         self, table_flush: TableFlush, table: ChangelogTable, snapshot: Snapshot
     ) -> None:
         changes = table_flush.changes
-        if is_errors_sink(table_flush.sink):
+        sink, progress = table_flush.sink, table_flush.progress
+        if is_errors_sink(sink):
             self._summary.errors += len(changes)
+            self._metrics.error_rows(sink_of(sink), len(changes))
         else:
             self._summary.rows += len(changes)
+            seconds = self._clock() - self._commit_started.get(sink, self._clock())
+            self._metrics.committed(
+                sink, len(changes), seconds, progress.watermark_ms, progress.late_rows
+            )
         self._summary.commits += 1
         self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id
         if is_errors_sink(table_flush.sink):

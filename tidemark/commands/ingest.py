@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from tidemark.commands.command import Command, add_file_argument
 from tidemark.source import BinlogPosition
+
+logger = logging.getLogger(__name__)
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +22,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         type=_position,
         metavar="FILE:POS",
         help="stop once every transaction before this binlog position is committed",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics "
+        "(docs/operations.md#metrics)",
     )
     # `tidemark run` starts ingest as its child: a run killed with SIGKILL must not leave it
     parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
@@ -33,6 +43,11 @@ def _ingest(args: argparse.Namespace) -> int:
 
     if args.parent_pid is not None:
         end_with_parent(args.parent_pid)
+    if args.metrics_port is not None:
+        from tidemark.metrics import serve
+
+        server = serve(args.metrics_port)
+        logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
     summary = Pipeline.open(args.file).ingest(StopWhen(args.max_seconds, args.until_position))
     sys.stdout.write(
         f"ingest stopped ({summary.stopped_because}) at {summary.position}: {summary.rows} rows "

@@ -1,0 +1,98 @@
+"""Ingest's Prometheus metrics, scraped over HTTP from a pipeline that bootstrapped and streamed:
+per table its rows, commits and their durations, error rows, watermark and lag, bootstrap rows;
+per process whether it is active."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ingest.stream.runner import StopWhen
+from tests.ingest.pipelines import write_pipeline
+from tidemark.metrics import MetricsServer, serve
+from tidemark.pipeline import Pipeline
+from tidemark.source import current_position
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+@pytest.fixture
+def metrics_server() -> Iterator[MetricsServer]:
+    server = serve(0)
+    yield server
+    server.close()
+
+
+def scrape(server: MetricsServer) -> Samples:
+    """Every sample ``/metrics`` shows, by name and labels."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_a_pipelines_tables_and_process_are_measured(
+    metrics_server: MetricsServer,
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    admin_connection: Connection,
+    source_database: str,
+    namespace: str,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, made DATE NOT NULL)")
+        cursor.execute("INSERT INTO orders VALUES (1, '2026-01-01'), (2, '2026-01-02')")
+    pipeline = Pipeline.open(
+        write_pipeline(
+            tmp_path / "p.yaml",
+            source,
+            endpoints.catalog,
+            database=source_database,
+            tables="orders",
+            namespace=namespace,
+            server_id=server_id,
+            startup="initial",
+        )
+    )
+    connection = pipeline.config.source.connection()
+    pipeline.ingest(StopWhen(until_position=current_position(connection)))
+    with admin_connection.cursor() as cursor:
+        cursor.execute("SET SESSION sql_mode = 'ALLOW_INVALID_DATES'")
+        cursor.execute("INSERT INTO orders VALUES (3, '2026-01-03'), (4, '0000-00-00')")
+
+    pipeline.ingest(StopWhen(until_position=current_position(connection)))
+
+    samples = scrape(metrics_server)
+    name = pipeline.name
+    table = (("pipeline", name), ("table", f"{namespace}.orders"))
+
+    def value(metric: str, labels: tuple[tuple[str, str], ...] = table) -> float | None:
+        return samples.get((metric, labels))
+
+    assert value("tidemark_ingest_rows_total") == 1  # streamed; the bootstrap's are below
+    assert value("tidemark_ingest_error_rows_total") == 1  # the zero date, refused
+    commits = value("tidemark_ingest_commits_total")
+    assert commits is not None and commits >= 1
+    assert value("tidemark_ingest_commit_duration_seconds_count") == commits
+    watermark = value("tidemark_ingest_watermark_timestamp_seconds")
+    lag = value("tidemark_ingest_watermark_lag_seconds")
+    assert watermark is not None and watermark > 0 and lag is not None and 0 <= lag < 3600
+    bootstrapped = (("pipeline", name), ("table", f"{source_database}.orders"))
+    assert value("tidemark_ingest_bootstrap_rows", bootstrapped) == 2
+    assert value("tidemark_ingest_active", (("pipeline", name),)) == 0  # it has stopped

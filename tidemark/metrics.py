@@ -1,0 +1,182 @@
+"""Prometheus metrics of a Tidemark process, with ``prometheus_client``: every metric is declared
+here once, with its help text (docs/operations.md#metrics lists them), and served at
+``http://HOST:PORT/metrics`` by ``serve``.
+
+Names follow Prometheus' conventions: ``tidemark_<component>_<what>_<unit>``, counters end in
+``_total``, times are seconds, instants are ``_timestamp_seconds``. Every metric has a
+``pipeline`` label; per-table ones a ``table`` label (the sink table), per-task ones ``task``.
+One registry per process, not the library's global one, so that nothing else lands in it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from threading import Thread
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+_TABLE = ("pipeline", "table")
+_PROCESS = ("pipeline",)
+
+#: seconds a changelog commit takes; Iceberg commits take from tens of milliseconds to seconds
+_COMMIT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+# --- ingest, per sink table -----------------------------------------------------------------
+
+INGEST_ROWS = Counter(
+    "tidemark_ingest_rows",
+    "Changes streamed from the binlog and committed to the changelog table (the bootstrap's "
+    "rows are tidemark_ingest_bootstrap_rows)",
+    _TABLE,
+    registry=REGISTRY,
+)
+INGEST_COMMITS = Counter(
+    "tidemark_ingest_commits",
+    "Changelog commits of streamed changes that landed (empty ones, that move the watermark, too)",
+    _TABLE,
+    registry=REGISTRY,
+)
+INGEST_COMMIT_DURATION = Histogram(
+    "tidemark_ingest_commit_duration_seconds",
+    "From a changelog commit's start to its landing",
+    _TABLE,
+    buckets=_COMMIT_BUCKETS,
+    registry=REGISTRY,
+)
+INGEST_ERROR_ROWS = Counter(
+    "tidemark_ingest_error_rows",
+    "Rows sent to the error table instead of the changelog",
+    _TABLE,
+    registry=REGISTRY,
+)
+INGEST_LATE_ROWS = Counter(
+    "tidemark_ingest_late_rows",
+    "Changes that came after the table's published watermark had passed their commit time",
+    _TABLE,
+    registry=REGISTRY,
+)
+INGEST_WATERMARK = Gauge(
+    "tidemark_ingest_watermark_timestamp_seconds",
+    "How far the changelog table is complete, as of its newest commit (Unix time)",
+    _TABLE,
+    registry=REGISTRY,
+)
+INGEST_WATERMARK_LAG = Gauge(
+    "tidemark_ingest_watermark_lag_seconds",
+    "Now minus the table's watermark, at scrape time",
+    _TABLE,
+    registry=REGISTRY,
+)
+INGEST_BOOTSTRAP_ROWS = Gauge(
+    "tidemark_ingest_bootstrap_rows",
+    "Rows the bootstrap of the table has read so far",
+    _TABLE,
+    registry=REGISTRY,
+)
+INGEST_BOOTSTRAP_ROWS_ESTIMATED = Gauge(
+    "tidemark_ingest_bootstrap_rows_estimated",
+    "Rows the bootstrap of the table expects to read (the server's estimate)",
+    _TABLE,
+    registry=REGISTRY,
+)
+
+# --- ingest, per process --------------------------------------------------------------------
+
+INGEST_ACTIVE = Gauge(
+    "tidemark_ingest_active",
+    "1 while this process is the pipeline's active ingest, 0 while it waits as a standby",
+    _PROCESS,
+    registry=REGISTRY,
+)
+INGEST_RECONNECTS = Counter(
+    "tidemark_ingest_reconnects",
+    "Times the binlog stream was lost and read again from the last transaction",
+    _PROCESS,
+    registry=REGISTRY,
+)
+
+
+class IngestMetrics:
+    """What one pipeline's ingest tells the registry; the runner, the bootstrap and the lease
+    call it. ``clock`` is Unix time, for the lag computed at each scrape."""
+
+    def __init__(self, pipeline: str, clock: Callable[[], float] = time.time) -> None:
+        self.pipeline = pipeline
+        self._clock = clock
+        self._lock = threading.Lock()
+        #: per table, its watermark (Unix seconds) and the late rows counted so far
+        self._watermarks: dict[str, float] = {}
+        self._late: dict[str, int] = {}
+
+    def committed(
+        self, table: str, rows: int, seconds: float, watermark_ms: int, late_rows: int
+    ) -> None:
+        """A changelog commit of ``rows`` rows landed after ``seconds``; ``late_rows`` is the
+        table's count of late changes so far (its progress keeps it)."""
+        labels = (self.pipeline, table)
+        INGEST_ROWS.labels(*labels).inc(rows)
+        INGEST_COMMITS.labels(*labels).inc()
+        INGEST_COMMIT_DURATION.labels(*labels).observe(seconds)
+        with self._lock:
+            # the first commit of a process only sets where the table's count stands
+            previous = self._late.get(table, late_rows)
+            late = max(0, late_rows - previous)
+            self._late[table] = late_rows
+            first = table not in self._watermarks
+            if watermark_ms > 0:
+                self._watermarks[table] = watermark_ms / 1000
+        if late:
+            INGEST_LATE_ROWS.labels(*labels).inc(late)
+        if watermark_ms > 0:
+            INGEST_WATERMARK.labels(*labels).set(watermark_ms / 1000)
+            if first:
+                INGEST_WATERMARK_LAG.labels(*labels).set_function(lambda: self._lag(table))
+
+    def error_rows(self, table: str, rows: int) -> None:
+        INGEST_ERROR_ROWS.labels(self.pipeline, table).inc(rows)
+
+    def bootstrap(self, table: str, rows_done: int, estimated_rows: int | None = None) -> None:
+        INGEST_BOOTSTRAP_ROWS.labels(self.pipeline, table).set(rows_done)
+        if estimated_rows is not None:
+            INGEST_BOOTSTRAP_ROWS_ESTIMATED.labels(self.pipeline, table).set(estimated_rows)
+
+    def bootstrap_read(self, table: str, rows: int) -> None:
+        INGEST_BOOTSTRAP_ROWS.labels(self.pipeline, table).inc(rows)
+
+    def active(self, is_active: bool) -> None:
+        INGEST_ACTIVE.labels(self.pipeline).set(1 if is_active else 0)
+
+    def reconnected(self) -> None:
+        INGEST_RECONNECTS.labels(self.pipeline).inc()
+
+    def _lag(self, table: str) -> float:
+        with self._lock:
+            watermark = self._watermarks.get(table)
+        return 0.0 if watermark is None else max(0.0, self._clock() - watermark)
+
+
+@dataclass(frozen=True)
+class MetricsServer:
+    server: WSGIServer
+    thread: Thread
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_port)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def serve(port: int, host: str = "127.0.0.1") -> MetricsServer:
+    """Serve the registry at ``http://host:port/metrics`` (0: any free port) in a thread."""
+    server, thread = start_http_server(port, addr=host, registry=REGISTRY)
+    return MetricsServer(server, thread)
