@@ -28,11 +28,11 @@ from typing import Protocol
 
 from scheduler.executor import WindowExecutor
 from scheduler.gate import Decision, DueWindow, TaskSpec, cuts_since, decide, mirror_task
-from scheduler.metrics import Metrics
 from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
 from tidemark.contracts.reports import CommitReport, WatermarkReport
+from tidemark.metrics import SchedulerMetrics
 from tidemark.windows import (
     EPOCH,
     TaskKind,
@@ -107,7 +107,7 @@ class WindowEngine:
         submit: Submit = inline,
         settings: EngineSettings = EngineSettings(),  # noqa: B008 - frozen
         on_finished: Callable[[], None] = lambda: None,
-        metrics: Metrics | None = None,
+        metrics: SchedulerMetrics | None = None,
         replan: Replan | None = None,
     ) -> None:
         self._schedule = schedule
@@ -124,7 +124,7 @@ class WindowEngine:
         self._submit = submit
         self._settings = settings
         self._on_finished = on_finished
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics or SchedulerMetrics(schedule.pipeline)
         self._specs = {spec.task: spec for spec in schedule.tasks}
         self._lock = threading.Lock()
         self._in_flight: set[WindowTask] = set()
@@ -144,11 +144,9 @@ class WindowEngine:
         self.consume()
         decision = self.decide()
         for waiting in decision.waiting:
-            self.metrics.set(
-                "tidemark_windows_held", float(waiting.held), **self._labels(waiting.task)
-            )
+            self.metrics.held(str(waiting.task), waiting.held)
         for due in decision.due:
-            self.metrics.set("tidemark_windows_held", 0.0, **self._labels(due.task))
+            self.metrics.held(str(due.task), False)
             self._dispatch(due)
         self.start_maintenance()
         return decision
@@ -280,9 +278,7 @@ class WindowEngine:
             if report.late_rows <= known:
                 continue
             self._late_rows[sink] = report.late_rows
-            self.metrics.set(
-                "tidemark_late_rows", float(report.late_rows), pipeline=self.pipeline, table=sink
-            )
+            self.metrics.late_rows(sink, report.late_rows)
             logger.warning(
                 "%s received %d late change(s) (%d in all): they committed before a watermark "
                 "already published, so windows of %s that ran before them miss them; the next "
@@ -307,9 +303,7 @@ class WindowEngine:
         for sink, table in tables.items():
             if table.watermark_ms is not None:
                 lag = (now - EPOCH) / timedelta(seconds=1) - table.watermark_ms / 1000
-                self.metrics.set(
-                    "tidemark_watermark_lag_seconds", lag, pipeline=self.pipeline, table=sink
-                )
+                self.metrics.watermark_lag(sink, lag)
         return decide(self._schedule.tasks, tables, tasks, now, in_flight)
 
     def housekeeping(self) -> list[Stall]:
@@ -395,6 +389,7 @@ class WindowEngine:
         spec = self._specs[due.task]
         attempt = self._store.mark_running(self.pipeline, due.task, due.window, self._clock())
         logger.info("Running %s window %s (attempt %d)", due.task, due.window, attempt)
+        started = self._clock()
         try:
             self._call_executor(due)
         except Exception as error:  # any failure of a window job is the job's, not ours
@@ -402,8 +397,12 @@ class WindowEngine:
             return
         now = self._clock()
         self._store.mark_succeeded(self.pipeline, due.task, due.window, now)
-        delay = (now - due.window.end) / timedelta(seconds=1)
-        self.metrics.set("tidemark_window_delay_seconds", delay, **self._labels(due.task))
+        self.metrics.succeeded(
+            str(due.task),
+            window_end_s=(due.window.end - EPOCH) / timedelta(seconds=1),
+            delay_s=(now - due.window.end) / timedelta(seconds=1),
+            ran_s=(now - started) / timedelta(seconds=1),
+        )
         logger.info("Finished %s window %s", due.task, due.window)
 
     def _call_executor(self, due: DueWindow) -> None:
@@ -413,7 +412,7 @@ class WindowEngine:
         for window in self._late_windows(due):
             logger.info("Running %s window %s again: late changes belong in it", due.task, window)
             self._executor.run_job(due.task.name, window)
-            self.metrics.add("tidemark_window_reruns_total", 1.0, **self._labels(due.task))
+            self.metrics.rerun(str(due.task))
         self._executor.run_job(due.task.name, due.window)
 
     def _late_windows(self, due: DueWindow) -> list[Window]:
@@ -475,8 +474,5 @@ class WindowEngine:
                 due.task,
                 text,
             )
-        self.metrics.add("tidemark_window_failures_total", 1.0, **self._labels(due.task))
+        self.metrics.failed(str(due.task), held=retry_at is None)
         self._store.mark_failed(self.pipeline, due.task, due.window, text, retry_at, now)
-
-    def _labels(self, task: WindowTask) -> dict[str, str]:
-        return {"pipeline": self.pipeline, "task": str(task)}

@@ -26,11 +26,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from scheduler.engine import Clock, EngineSettings, Replan, WindowEngine
 from scheduler.executor import WindowExecutor
-from scheduler.metrics import Metrics, serve
 from scheduler.reports_consumer import ConsumerSettings, ReportsConsumer
 from scheduler.spec import PipelineSchedule
 from scheduler.state import PipelineLock, PipelineLockedError, StateStore
 from tidemark.errors import TerminalError, TidemarkError
+from tidemark.metrics import serve
 
 logger = logging.getLogger(__name__)
 
@@ -254,7 +254,6 @@ def _run_while_active(
 ) -> None:
     """Wait for every pipeline's lock, then schedule them until stopped."""
     service = SchedulerService(settings)
-    metrics = Metrics()
     with ExitStack() as resources:
         # locked before joining the consumer group: a standby must not take partitions from
         # the active scheduler; in one order, so that two schedulers of several pipelines
@@ -280,12 +279,11 @@ def _run_while_active(
                     submit=service.submit,
                     settings=engine_settings,
                     on_finished=service.wake,
-                    metrics=metrics,
                     replan=pipeline.replan,
                 )
             )
         if metrics_port is not None:
-            server = serve(metrics, port=metrics_port)
+            server = serve(metrics_port)
             resources.callback(server.close)
             logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())

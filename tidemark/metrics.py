@@ -102,6 +102,98 @@ INGEST_RECONNECTS = Counter(
 )
 
 
+# --- the scheduler, per task or table ---------------------------------------------------------
+
+_TASK = ("pipeline", "task")
+
+#: seconds a window takes, from a mirror merge of seconds to a job of many minutes
+_WINDOW_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+
+SCHEDULER_WINDOWS = Counter(
+    "tidemark_scheduler_windows",
+    "Window attempts that ended, by outcome: succeeded, failed (retried later) or held",
+    (*_TASK, "outcome"),
+    registry=REGISTRY,
+)
+SCHEDULER_HELD = Gauge(
+    "tidemark_scheduler_windows_held",
+    "1 while a window of the task is held (failed past its retries), until released",
+    _TASK,
+    registry=REGISTRY,
+)
+SCHEDULER_LAST_WINDOW_END = Gauge(
+    "tidemark_scheduler_last_window_end_timestamp_seconds",
+    "The end of the task's newest window done (Unix time)",
+    _TASK,
+    registry=REGISTRY,
+)
+SCHEDULER_WINDOW_DURATION = Histogram(
+    "tidemark_scheduler_window_duration_seconds",
+    "How long a window's merge or job ran, when it succeeded",
+    _TASK,
+    buckets=_WINDOW_BUCKETS,
+    registry=REGISTRY,
+)
+SCHEDULER_WINDOW_DELAY = Histogram(
+    "tidemark_scheduler_window_delay_seconds",
+    "From a window's end to it being done: how fresh the task's output is when it lands",
+    _TASK,
+    buckets=_WINDOW_BUCKETS,
+    registry=REGISTRY,
+)
+SCHEDULER_RERUNS = Counter(
+    "tidemark_scheduler_window_reruns",
+    "Earlier windows a job with rerun-late-windows ran again for late changes",
+    _TASK,
+    registry=REGISTRY,
+)
+SCHEDULER_WATERMARK_LAG = Gauge(
+    "tidemark_scheduler_watermark_lag_seconds",
+    "The scheduler's clock minus the table's recorded watermark, at its last tick",
+    _TABLE,
+    registry=REGISTRY,
+)
+SCHEDULER_LATE_ROWS = Gauge(
+    "tidemark_scheduler_late_rows",
+    "Late changes the table's commit reports have counted, in all",
+    _TABLE,
+    registry=REGISTRY,
+)
+
+
+class SchedulerMetrics:
+    """What one pipeline's scheduler tells the registry (``scheduler.engine``)."""
+
+    def __init__(self, pipeline: str) -> None:
+        self.pipeline = pipeline
+
+    def held(self, task: str, is_held: bool) -> None:
+        SCHEDULER_HELD.labels(self.pipeline, task).set(1 if is_held else 0)
+
+    def succeeded(self, task: str, window_end_s: float, delay_s: float, ran_s: float) -> None:
+        SCHEDULER_WINDOWS.labels(self.pipeline, task, "succeeded").inc()
+        SCHEDULER_LAST_WINDOW_END.labels(self.pipeline, task).set(window_end_s)
+        SCHEDULER_WINDOW_DELAY.labels(self.pipeline, task).observe(delay_s)
+        SCHEDULER_WINDOW_DURATION.labels(self.pipeline, task).observe(ran_s)
+
+    def failed(self, task: str, *, held: bool) -> None:
+        SCHEDULER_WINDOWS.labels(self.pipeline, task, "held" if held else "failed").inc()
+
+    def rerun(self, task: str) -> None:
+        SCHEDULER_RERUNS.labels(self.pipeline, task).inc()
+
+    def watermark_lag(self, table: str, seconds: float) -> None:
+        SCHEDULER_WATERMARK_LAG.labels(self.pipeline, table).set(seconds)
+
+    def late_rows(self, table: str, rows: int) -> None:
+        SCHEDULER_LATE_ROWS.labels(self.pipeline, table).set(rows)
+
+
+def sample(name: str, **labels: str) -> float | None:
+    """The value of one sample of the registry (tests and the status page read them)."""
+    return REGISTRY.get_sample_value(name, labels)
+
+
 class IngestMetrics:
     """What one pipeline's ingest tells the registry; the runner, the bootstrap and the lease
     call it. ``clock`` is Unix time, for the lag computed at each scrape."""

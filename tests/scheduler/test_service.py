@@ -51,6 +51,7 @@ from tests.scheduler.harness import (
 from tidemark.contracts.instance import State
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import TerminalError
+from tidemark.metrics import sample
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.process import wait_for
 from tidemark.windows import Window
@@ -329,8 +330,9 @@ def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
         ("mirror:shop.users", "10:05"),
     }
     labels = {"pipeline": unique_name, "task": "job:gmv"}
-    assert engine.metrics.get("tidemark_window_failures_total", **labels) == 2
-    assert engine.metrics.get("tidemark_windows_held", **labels) == 1
+    assert sample("tidemark_scheduler_windows_total", **labels, outcome="failed") == 1
+    assert sample("tidemark_scheduler_windows_total", **labels, outcome="held") == 1
+    assert sample("tidemark_scheduler_windows_held", **labels) == 1
     rows = {str(row.task): row for row in describe(schedule, store, clock.now)}
     assert rows["job:gmv"].condition is TaskCondition.HELD
     assert "held after 2 failed attempt(s): RuntimeError: job:gmv was told to fail" == (
@@ -342,9 +344,12 @@ def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
     assert store.release(unique_name, gmv, clock.now) == Window(at("10:00"), at("10:05"))
     tick_until(engine, all_succeeded(store, unique_name))
     assert executor.effects() == EXPECTED
-    assert engine.metrics.get("tidemark_windows_held", **labels) == 0
-    # the 10:10 window finished at 11:30 by the scheduler's clock
-    assert engine.metrics.get("tidemark_window_delay_seconds", **labels) == 80 * 60
+    assert sample("tidemark_scheduler_windows_held", **labels) == 0
+    assert sample("tidemark_scheduler_windows_total", **labels, outcome="succeeded") == 2
+    newest = sample("tidemark_scheduler_last_window_end_timestamp_seconds", **labels)
+    assert newest == at("10:10").timestamp()
+    # the 10:05 and 10:10 windows finished at 11:30 by the scheduler's clock
+    assert sample("tidemark_scheduler_window_delay_seconds_sum", **labels) == (85 + 80) * 60
 
 
 def test_reports_every_task_has_passed_are_pruned_and_later_windows_still_fire(
@@ -505,7 +510,7 @@ def test_a_job_that_asks_runs_the_windows_late_changes_belong_in_again_once_mirr
     ]
     assert counted == ["10:05", "10:10", "10:15", "10:20"]  # it did not ask
     labels = {"pipeline": unique_name, "task": "job:gmv"}
-    assert engine.metrics.get("tidemark_window_reruns_total", **labels) == 2
+    assert sample("tidemark_scheduler_window_reruns_total", **labels) == 2
 
 
 def all_succeeded_to_end(store: StateStore, pipeline: str, end: datetime) -> Callable[[], bool]:
@@ -545,7 +550,7 @@ def test_late_changes_ingest_reports_are_counted_per_table_and_logged(
         tick_until(engine, lambda: store.report_count("shop.orders_changelog") == 3)
 
     labels = {"pipeline": unique_name, "table": ORDERS}
-    assert engine.metrics.get("tidemark_late_rows", **labels) == 3
+    assert sample("tidemark_scheduler_late_rows", **labels) == 3
     warnings = [r.getMessage() for r in caplog.records if "late change" in r.getMessage()]
     assert warnings == [
         f"shop.orders received 3 late change(s) (3 in all): they committed before a watermark "
