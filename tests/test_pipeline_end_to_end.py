@@ -11,16 +11,19 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from tests.end_to_end import one_minute_windows
 from tests.polling import wait_until
+from tests.stack_helpers import free_ports
 from tidemark.cli import main
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import StackEndpoints
@@ -32,9 +35,9 @@ if TYPE_CHECKING:
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
 
-def _run(path: Path, log: Path) -> subprocess.Popen[bytes]:
+def _run(path: Path, log: Path, *options: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "run", str(path), "--max-seconds", "300"],
+        [sys.executable, "-m", "tidemark.cli", "run", str(path), "--max-seconds", "300", *options],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         stdout=subprocess.DEVNULL,
         stderr=log.open("wb"),
@@ -44,6 +47,21 @@ def _run(path: Path, log: Path) -> subprocess.Popen[bytes]:
 def _stop(run: subprocess.Popen[bytes]) -> None:
     run.send_signal(signal.SIGTERM)
     run.wait(timeout=120)
+
+
+def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample a process serves at ``/metrics``, by name and labels."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return {
+        (sample.name, _labels(sample.labels)): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def _labels(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(labels.items()))
 
 
 def _mirror_window_end(catalog: Catalog, identifier: str) -> int:
@@ -88,7 +106,8 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
         )
     )
     log = tmp_path / "run.log"
-    run = _run(path, log)
+    (metrics_port,) = free_ports(1)  # the scheduler's; its ingest child's is the next one
+    run = _run(path, log, "--metrics-port", str(metrics_port))
     try:
         with admin_connection.cursor() as cursor:
             cursor.execute("UPDATE orders SET qty = 2 WHERE id <= 100")
@@ -116,8 +135,17 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
 
         wait_until("a window covering the changes", covered, 240, interval=0.5)
         wait_until("the scheduler maintaining the tables", maintained, 120, interval=0.5)
+        scheduler, ingest = _scrape(metrics_port), _scrape(metrics_port + 1)
     finally:
         _stop(run)
+
+    # every process serves its metrics: the scheduler's merges, ingest's bootstrap (300 rows,
+    # or 251 when the changes came first)
+    merges = {"pipeline": namespace, "task": f"mirror:{namespace}.orders", "outcome": "succeeded"}
+    assert scheduler.get(("tidemark_scheduler_windows_total", _labels(merges)), 0) >= 1
+    read = {"pipeline": namespace, "table": f"{source_database}.orders"}
+    assert ingest.get(("tidemark_ingest_bootstrap_rows", _labels(read)), 0) >= 251
+    assert ingest.get(("tidemark_ingest_active", _labels({"pipeline": namespace}))) == 1
 
     assert run.returncode == 0, log.read_text()
     assert main(["status", str(path)]) == 0

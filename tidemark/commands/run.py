@@ -32,6 +32,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve the scheduler's Prometheus metrics at http://127.0.0.1:PORT/metrics and "
+        "ingest's at PORT+1 (docs/operations.md#metrics)",
+    )
     add_spark_arguments(parser)
     parser.set_defaults(handler=_run)
 
@@ -45,6 +52,8 @@ def _run(args: argparse.Namespace) -> int:
     command += ["--parent-pid", str(os.getpid())]
     if args.max_seconds is not None:
         command += ["--max-seconds", str(args.max_seconds)]
+    if args.metrics_port is not None:  # ingest is a process of its own, with its own metrics
+        command += ["--metrics-port", str(args.metrics_port + 1)]
     ingest = subprocess.Popen(command)
     stop = threading.Event()
     stop_on_signals(stop)
@@ -56,6 +65,7 @@ def _run(args: argparse.Namespace) -> int:
             merge_processes=args.merge_processes,
             max_seconds=args.max_seconds,
             app_name="tidemark-run",
+            metrics_port=args.metrics_port,
         )
         run_scheduler([pipeline], SparkTarget.parse(args.master, args.jars), stop, options)
     finally:
