@@ -94,6 +94,13 @@ INGEST_ACTIVE = Gauge(
     _PROCESS,
     registry=REGISTRY,
 )
+INGEST_BEHIND = Gauge(
+    "tidemark_ingest_seconds_behind_source",
+    "Now minus the commit time of the newest transaction read from the binlog; 0 once the "
+    "stream has caught up (Debezium's MilliSecondsBehindSource, in seconds)",
+    _PROCESS,
+    registry=REGISTRY,
+)
 INGEST_RECONNECTS = Counter(
     "tidemark_ingest_reconnects",
     "Times the binlog stream was lost and read again from the last transaction",
@@ -205,6 +212,23 @@ class IngestMetrics:
         #: per table, its watermark (Unix seconds) and the late rows counted so far
         self._watermarks: dict[str, float] = {}
         self._late: dict[str, int] = {}
+        #: the commit time of the newest transaction read (Unix seconds); None: caught up
+        self._read_until: float | None = None
+
+    def stream(self) -> None:
+        """This instance measures the pipeline's stream from now on."""
+        INGEST_BEHIND.labels(self.pipeline).set_function(self._behind)
+
+    def read_transaction(self, event_time_ms: int) -> None:
+        self._read_until = event_time_ms / 1000
+
+    def caught_up(self) -> None:
+        """The server has nothing newer to send (a heartbeat came)."""
+        self._read_until = None
+
+    def _behind(self) -> float:
+        read_until = self._read_until
+        return 0.0 if read_until is None else max(0.0, self._clock() - read_until)
 
     def committed(
         self, table: str, rows: int, seconds: float, watermark_ms: int, late_rows: int

@@ -22,7 +22,7 @@ from typing import Protocol
 import pymysql
 from pyiceberg.table.snapshots import Snapshot
 
-from ingest.binlog.events import Heartbeat, RowsChanged
+from ingest.binlog.events import Heartbeat, RowsChanged, TransactionCommitted
 from ingest.binlog.process import ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from ingest.bootstrap.background import BackgroundBootstrap
@@ -108,6 +108,7 @@ class IngestRunner:
     ) -> None:
         self._source = source
         self._metrics = metrics or IngestMetrics("")
+        self._metrics.stream()
         self._databases = databases
         self._tables = dict(tables)
         self._open_table = open_table
@@ -229,6 +230,10 @@ class IngestRunner:
         ) as reader:
             for event in reader:
                 self._events += 1
+                if type(event) is TransactionCommitted:
+                    self._metrics.read_transaction(event.event_time_ms)
+                elif type(event) is Heartbeat:
+                    self._metrics.caught_up()
                 forced = self._assembler.on_event(event)
                 if forced is not None:
                     self._commit(forced)

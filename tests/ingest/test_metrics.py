@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import write_pipeline
-from tidemark.metrics import MetricsServer, serve
+from tidemark.metrics import IngestMetrics, MetricsServer, sample, serve
 from tidemark.pipeline import Pipeline
 from tidemark.source import current_position
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
@@ -96,3 +96,20 @@ def test_a_pipelines_tables_and_process_are_measured(
     bootstrapped = (("pipeline", name), ("table", f"{source_database}.orders"))
     assert value("tidemark_ingest_bootstrap_rows", bootstrapped) == 2
     assert value("tidemark_ingest_active", (("pipeline", name),)) == 0  # it has stopped
+    behind = value("tidemark_ingest_seconds_behind_source", (("pipeline", name),))
+    assert behind is not None and 0 <= behind < 600
+
+
+def test_seconds_behind_the_source_count_from_the_newest_transaction_read_until_caught_up() -> None:
+    now = [1_000.0]
+    metrics = IngestMetrics("behind", clock=lambda: now[0])
+    metrics.stream()
+
+    metrics.read_transaction(event_time_ms=990_000)
+    first = sample("tidemark_ingest_seconds_behind_source", pipeline="behind")
+    now[0] = 1_005.0
+    later = sample("tidemark_ingest_seconds_behind_source", pipeline="behind")
+    metrics.caught_up()
+    caught_up = sample("tidemark_ingest_seconds_behind_source", pipeline="behind")
+
+    assert (first, later, caught_up) == (10.0, 15.0, 0.0)
