@@ -48,8 +48,8 @@ class KafkaRefusedError(SchedulerError, TerminalError):
 @dataclass(frozen=True)
 class ConsumerSettings:
     topic: str
-    #: librdkafka properties, ``bootstrap.servers`` at least
-    kafka: Mapping[str, str]
+    #: librdkafka properties, ``bootstrap.servers`` at least (secrets among them: not shown)
+    kafka: Mapping[str, str] = field(repr=False)
     group_id: str
 
     @classmethod
@@ -166,23 +166,31 @@ def forget_reports(settings: ConsumerSettings, timeout: float = 30.0) -> tuple[s
     """Delete the pipeline's consumer group and the report topic, and return once the broker
     no longer lists the topic: for starting a pipeline over whose tables were recreated, so no
     report of the old tables reaches the new scheduler. A topic that other consumer groups have
-    read (other pipelines' schedulers) is kept, and those groups are returned."""
+    read (other pipelines' schedulers) is kept, and those groups are returned; the pipeline's
+    group then stays too, its offsets moved past every report there is."""
     config: dict[str, Any] = {**settings.kafka, "logger": logger}
     admin = AdminClient(config)
     try:
         groups = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+        if groups.errors:  # a group not listed could be one that reads the topic
+            raise ReportsUnavailableError(
+                f"listing the consumer groups of {settings.topic}'s cluster: {groups.errors[0]}"
+            )
         names = [group.group_id for group in groups.valid]
-        if settings.group_id in names:
-            admin.delete_consumer_groups([settings.group_id], request_timeout=timeout)[
-                settings.group_id
-            ].result(timeout)
         others = tuple(
             name
             for name in names
             if name != settings.group_id and _has_read(admin, name, settings.topic, timeout)
         )
         if others:
+            # the topic stays for them; the group skips the reports on it now, which are of
+            # the tables dropped (a new group would read them from the start)
+            _skip_to_end(settings, timeout)
             return others
+        if settings.group_id in names:
+            admin.delete_consumer_groups([settings.group_id], request_timeout=timeout)[
+                settings.group_id
+            ].result(timeout)
         if settings.topic in admin.list_topics(timeout=timeout).topics:
             admin.delete_topics([settings.topic], operation_timeout=timeout)[settings.topic].result(
                 timeout
@@ -199,6 +207,26 @@ def forget_reports(settings: ConsumerSettings, timeout: float = 30.0) -> tuple[s
             )
         time.sleep(0.2)  # topic deletion finishes in the background on the broker
     return ()
+
+
+def _skip_to_end(settings: ConsumerSettings, timeout: float) -> None:
+    """Commits the end of every partition of the topic as the group's offsets."""
+    consumer = Consumer({**settings.kafka, "group.id": settings.group_id, "logger": logger})
+    try:
+        topic = consumer.list_topics(settings.topic, timeout=timeout).topics[settings.topic]
+        ends = [
+            TopicPartition(
+                settings.topic,
+                partition,
+                consumer.get_watermark_offsets(
+                    TopicPartition(settings.topic, partition), timeout=timeout
+                )[1],
+            )
+            for partition in topic.partitions
+        ]
+        consumer.commit(offsets=ends, asynchronous=False)
+    finally:
+        consumer.close()
 
 
 def _has_read(admin: AdminClient, group: str, topic: str, timeout: float) -> bool:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyiceberg.catalog import Catalog
 
@@ -19,6 +19,7 @@ from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from scheduler.gate import mirror_task
 from scheduler.reports_consumer import GROUP_PREFIX
+from scheduler.state import PipelineLock
 from tests.ingest.changelog_checks import changelog
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.cli import main
@@ -114,7 +115,7 @@ def test_a_reset_drops_what_the_pipeline_made_and_its_next_run_bootstraps_again(
     assert reads == [1, 2, 3]
 
 
-def test_a_report_topic_another_pipeline_reads_is_kept(
+def test_a_report_topic_another_pipeline_reads_is_kept_and_its_old_reports_skipped(
     pipeline: Pipeline,
     endpoints: StackEndpoints,
     reports_topic: str,
@@ -124,15 +125,52 @@ def test_a_report_topic_another_pipeline_reads_is_kept(
     kafka = endpoints.kafka.bootstrap_servers
     other = f"{GROUP_PREFIX}other-{unique_name}"
     _commit_offset(kafka, other, reports_topic)
+    producer = Producer({"bootstrap.servers": kafka})
+    for _ in range(3):  # reports of the tables about to be dropped
+        producer.produce(reports_topic, b"an old report")
+    assert producer.flush(30) == 0
 
     assert main(["reset", "--yes", str(pipeline.path)]) == 0
 
     admin = AdminClient({"bootstrap.servers": kafka})
     assert reports_topic in admin.list_topics(timeout=10).topics
-    assert GROUP_PREFIX + pipeline.name not in _groups(admin)
     assert f"Kept topic {reports_topic}: consumer groups {other} read it too" in (
         capsys.readouterr().out
     )
+    # the pipeline's scheduler starts after them, not from the topic's start
+    consumer = Consumer({"bootstrap.servers": kafka, "group.id": GROUP_PREFIX + pipeline.name})
+    [committed] = consumer.committed([TopicPartition(reports_topic, 0)], timeout=30)
+    consumer.close()
+    assert committed.offset == 3
+
+
+def test_a_running_scheduler_is_not_reset_under_it(
+    pipeline: Pipeline, namespace: str, catalog: Catalog
+) -> None:
+    store = pipeline.state_store()
+    lock = PipelineLock(store, pipeline.name)
+    lock.acquire()
+    try:
+        with pytest.raises(TerminalError, match="the scheduler of pipeline .* is running"):
+            pipeline.reset_targets()
+    finally:
+        lock.release()
+        store.close()
+
+    assert catalog.table_exists(f"{namespace}.orders_changelog")
+
+
+def test_an_ingest_started_after_the_check_stops_the_reset_before_it_drops_anything(
+    pipeline: Pipeline, source: SourceEndpoint, namespace: str, catalog: Catalog
+) -> None:
+    targets = pipeline.reset_targets()
+    with source.admin_source().connect() as holder, holder.cursor() as cursor:
+        cursor.execute("SELECT GET_LOCK(%s, 0)", (pipeline.ingest_lease,))
+
+        with pytest.raises(TerminalError, match="started since the check: stop it"):
+            pipeline.reset(targets)
+
+    assert catalog.table_exists(f"{namespace}.orders_changelog")
 
 
 def test_a_running_ingest_is_not_reset_under_it(

@@ -38,7 +38,9 @@ def _row_reads(source: SourceConnection) -> Any:
 
 
 def _binlog(source: SourceConnection) -> Any:
-    return list(transaction_marks(source, current_position(source)))
+    # the position through a connection of the default mode: the stream's own is tried
+    here = current_position(source.model_copy(update={"ssl_mode": SslMode.PREFERRED}))
+    return list(transaction_marks(source, here))
 
 
 CONNECTIONS: dict[str, Callable[[SourceConnection], Any]] = {
@@ -83,13 +85,18 @@ def serving(mysql: SourceEndpoint, files: ServerFiles) -> Iterator[None]:
 
 
 @every_connection
-def test_required_refuses_a_server_without_tls(
-    connect: Callable[[SourceConnection], Any], endpoints: StackEndpoints, server_id: int
+@pytest.mark.parametrize("mode", [SslMode.REQUIRED, SslMode.VERIFY_CA, SslMode.VERIFY_IDENTITY])
+def test_a_mode_that_requires_tls_refuses_a_server_without_it(
+    mode: SslMode,
+    connect: Callable[[SourceConnection], Any],
+    endpoints: StackEndpoints,
+    authority: Authority,
+    server_id: int,
 ) -> None:
     mariadb = endpoints.source("mariadb").cdc_source(server_id)  # offers no TLS
 
     with pytest.raises(Exception) as refused:
-        connect(_with(mariadb, SslMode.REQUIRED))
+        connect(_with(mariadb, mode, authority.ca_file))
 
     assert re.search(r"SSL is required, but the server|doesn't support it", _chain(refused.value))
     connect(_with(mariadb, SslMode.PREFERRED))  # the same server, without the demand

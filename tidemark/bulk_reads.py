@@ -34,8 +34,9 @@ from pymysql import converters as pymysql_converters
 
 from tidemark.source import SourceConnection, SslMode
 
-#: the system's CA certificates, where OpenSSL looks for them on Debian
-_SYSTEM_CERTIFICATES = ssl.get_default_verify_paths().capath or "/etc/ssl/certs"
+#: the system's CA certificates, where OpenSSL looks for them: a bundle file, or a folder
+_SYSTEM_CA_FILE = ssl.get_default_verify_paths().cafile
+_SYSTEM_CA_PATH = ssl.get_default_verify_paths().capath or "/etc/ssl/certs"
 
 #: CR_SSL_CONNECTION_ERROR, as libmariadb reports a TLS failure
 _SSL_CONNECTION_ERROR = 2026
@@ -87,7 +88,12 @@ def _tls(mode: SslMode, ca: str | None) -> dict[str, Any]:
         return {"ssl": {"cipher": "DEFAULT"}}
     if mode is SslMode.REQUIRED:
         return {"ssl_mode": "REQUIRED"}
-    authority = {"ca": ca} if ca else {"capath": _SYSTEM_CERTIFICATES}
+    if ca:
+        authority = {"ca": ca}
+    elif _SYSTEM_CA_FILE:
+        authority = {"ca": _SYSTEM_CA_FILE}
+    else:
+        authority = {"capath": _SYSTEM_CA_PATH}
     ssl_mode = "VERIFY_IDENTITY" if mode is SslMode.VERIFY_IDENTITY else "REQUIRED"
     return {"ssl_mode": ssl_mode, "ssl": authority}
 
@@ -99,7 +105,7 @@ def open_bulk_connection(source: SourceConnection, *, autocommit: bool) -> BulkC
     conn = BulkConnection(source, autocommit=autocommit)
     try:
         with conn.cursor() as cursor:
-            if source.ssl_mode is SslMode.REQUIRED:
+            if source.ssl_mode in (SslMode.REQUIRED, SslMode.VERIFY_CA):
                 _check_tls(cursor)
             cursor.execute("SET SESSION time_zone = '+00:00'")
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -111,8 +117,10 @@ def open_bulk_connection(source: SourceConnection, *, autocommit: bool) -> BulkC
 
 def _check_tls(cursor: Any) -> None:
     """Refuses a session without TLS. libmariadb enforces TLS only when it verifies the
-    server's certificate, so REQUIRED is checked here, after the handshake and before
-    anything is read (the handshake sends no password in clear, only a hash of it)."""
+    server's host name, so REQUIRED and VERIFY_CA are checked here, after the handshake and
+    before anything is read. The handshake itself went without TLS then: against a server
+    that offers none (or an attacker who strips it), the password's hash crossed in clear;
+    PyMySQL's connections, which refuse before it, are always opened first."""
     cursor.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
     row = cursor.fetchone()
     if not row or not row[1]:

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -326,7 +326,7 @@ class Pipeline:
 
     # --- starting over ------------------------------------------------------------------------
 
-    def reset_targets(self) -> ResetTargets:
+    def reset_targets(self, location: StateLocation = StateLocation()) -> ResetTargets:  # noqa: B008 - frozen
         """What a reset would drop; refused while an ingest or scheduler of the pipeline runs
         (a standby would take over and write into what is being dropped)."""
         from ingest.changelog.error_table import error_table_name
@@ -335,7 +335,7 @@ class Pipeline:
 
         running = [("ingest", lease_holders(self.config.source.connection(), self.ingest_lease))]
         if self.config.tidemark.reports is not None:
-            running.append(("scheduler", self._scheduler_holders()))
+            running.append(("scheduler", self._scheduler_holders(location)))
         for role, holders in running:
             alive = [holders.active, *holders.standbys] if holders.active else holders.standbys
             if alive:
@@ -360,28 +360,51 @@ class Pipeline:
             group=consumer.group_id if consumer else None,
         )
 
-    def reset(self, targets: ResetTargets) -> ResetDone:
+    def reset(
+        self,
+        targets: ResetTargets,
+        location: StateLocation = StateLocation(),  # noqa: B008 - frozen
+    ) -> ResetDone:
         """Drops ``targets``: the lake tables, the scheduler's windows and reports of them, the
-        consumer group and the report topic (kept when other groups read it)."""
+        consumer group and the report topic (kept when other groups read it). Holds the
+        pipeline's ingest lease and scheduler lock meanwhile: one started after
+        ``reset_targets`` waits as a standby until the reset is done, then starts over."""
         from scheduler.reports_consumer import ConsumerSettings, forget_reports
+        from scheduler.state import PipelineLock
 
-        dropped = []
-        for table in targets.tables:
-            self.catalog.purge_table(table)
-            dropped.append(table)
-        store = self.state_store()
-        try:
-            store.forget(self.name, targets.changelogs)
-        finally:
-            store.close()
-        kept_for: tuple[str, ...] = ()
-        reports = self.config.tidemark.reports
-        if reports is not None:
-            kept_for = forget_reports(ConsumerSettings.from_reports(reports, self.name))
+        with closing(self.state_store(location)) as store, self._holding_ingest_lease():
+            lock = PipelineLock(store, self.name)
+            lock.acquire()  # a scheduler that started meanwhile refuses the reset
+            try:
+                dropped = []
+                for table in targets.tables:
+                    self.catalog.purge_table(table)
+                    dropped.append(table)
+                store.forget(self.name, targets.changelogs)
+                kept_for: tuple[str, ...] = ()
+                reports = self.config.tidemark.reports
+                if reports is not None:
+                    kept_for = forget_reports(ConsumerSettings.from_reports(reports, self.name))
+            finally:
+                lock.release()
         return ResetDone(tuple(dropped), kept_for)
 
-    def _scheduler_holders(self) -> LeaseHolders:
-        with closing(self.state_store()) as store:
+    @contextmanager
+    def _holding_ingest_lease(self) -> Iterator[None]:
+        """The pipeline's ingest lease, held for the block (``ingest.lease``)."""
+        with self.config.source.connection().connect() as connection:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT GET_LOCK(%s, 0)", (self.ingest_lease,))
+                row = cursor.fetchone()
+            if row is None or row[0] != 1:
+                raise TerminalError(
+                    f"an ingest of pipeline {self.name!r} started since the check: stop it, "
+                    "then reset"
+                )
+            yield  # the lock goes with the connection
+
+    def _scheduler_holders(self, location: StateLocation) -> LeaseHolders:
+        with closing(self.state_store(location)) as store:
             return store.holders(self.name)
 
     def windows(self, now: datetime) -> Sequence[TaskStatus] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tidemark.commands.command import Command, add_file_argument
+from tidemark.commands.command import Command, add_file_argument, add_state_arguments
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -20,15 +20,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--yes", action="store_true", help="do not ask for the pipeline's name first"
     )
+    add_state_arguments(parser)
     parser.set_defaults(handler=_reset)
 
 
 def _reset(args: argparse.Namespace) -> int:
     from tidemark.errors import TidemarkError
-    from tidemark.pipeline import Pipeline
+    from tidemark.pipeline import Pipeline, StateLocation
 
     pipeline = Pipeline.open(args.file)
-    targets = pipeline.reset_targets()
+    location = StateLocation(args.state_dsn, args.state_schema)
+    targets = pipeline.reset_targets(location)
     what = [f"  table {table}" for table in targets.tables]
     what.append(f"  the scheduler's windows and reports of {len(targets.changelogs)} changelog(s)")
     if targets.topic is not None:
@@ -41,7 +43,7 @@ def _reset(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         if sys.stdin.readline().strip() != pipeline.name:
             raise TidemarkError("not resetting: the name typed is not the pipeline's")
-    done = pipeline.reset(targets)
+    done = pipeline.reset(targets, location)
     sys.stdout.write(
         f"Reset pipeline {pipeline.name!r}: dropped {len(done.dropped)} table(s); its next run "
         "bootstraps every table again\n"
