@@ -287,6 +287,9 @@ def build_runner(
             )
             table.commit(table.schema.empty_table(), initial)
             progress[sink] = initial
+    for sink, table_progress in progress.items():
+        if table_progress is not None:
+            metrics.starts_from(sink, table_progress.late_rows)
     live = LiveOnboarding(onboarding, config, catalog, lambda: str(assembler.last_seen))
     assembler = ChangeAssembler(
         router=functools.partial(_route_unless_deferred, onboarding, deferred),

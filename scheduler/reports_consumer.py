@@ -96,7 +96,11 @@ class ReportsConsumer:
         self._consumer.subscribe([settings.topic])
 
     def _on_error(self, error: KafkaError) -> None:
-        if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+        # a wrong password, or a certificate that does not verify: the same at every try. A
+        # handshake cut short (a broker restarting) is an _SSL error too, and passes.
+        if error.code() == KafkaError._AUTHENTICATION or (
+            error.code() == KafkaError._SSL and "certificate verify failed" in error.str()
+        ):
             self._refused = error
 
     def poll(self, max_messages: int = 500, timeout: float = 0.5) -> ReportBatch:
@@ -107,6 +111,8 @@ class ReportsConsumer:
             messages = self._consumer.consume(num_messages=max_messages, timeout=timeout)
         except KafkaException as error:
             raise ReportsUnavailableError(f"reading {self._settings.topic}: {error}") from None
+        if messages:
+            self._refused = None  # read after all: whatever was refused has passed
         if self._refused is not None:
             raise KafkaRefusedError(
                 f"Kafka refused the scheduler's connection to read {self._settings.topic}: "

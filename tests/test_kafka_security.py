@@ -141,20 +141,36 @@ def test_reports_are_published_over_tls_and_read_over_sasl_ssl(
     assert {report.table for report in reports} == {f"{namespace}.orders_changelog"}
 
 
-def test_a_wrong_sasl_password_is_refused_with_the_brokers_reason(
-    secured_broker: SecuredBroker, unique_name: str
+@pytest.mark.parametrize(
+    ("listener", "wrong", "said"),
+    [
+        ("sasl_ssl", "password", "SASL authentication error: Authentication failed"),
+        ("ssl", "ca", "certificate verify failed"),
+    ],
+)
+def test_a_broker_that_refuses_the_scheduler_stops_it_with_the_reason(
+    listener: str,
+    wrong: str,
+    said: str,
+    secured_broker: SecuredBroker,
+    unique_name: str,
+    tmp_path: Path,
 ) -> None:
     topic = f"reports.{unique_name}"
     admin_config: dict[str, str | int | float | bool] = {**secured_broker.ssl}
     admin = AdminClient(admin_config)  # kept: the topic's future needs the client alive
     admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(60)
-    wrong = {**secured_broker.sasl_ssl, "sasl.password": "not-the-password"}
-    consumer = ReportsConsumer(ConsumerSettings(topic, wrong, unique_name))
+    settings = dict(secured_broker.sasl_ssl if listener == "sasl_ssl" else secured_broker.ssl)
+    if wrong == "password":
+        settings["sasl.password"] = "not-the-password"
+    else:
+        settings["ssl.ca.location"] = str(Authority(tmp_path, "stranger").ca_file)
+    consumer = ReportsConsumer(ConsumerSettings(topic, settings, unique_name))
     try:
         with pytest.raises(KafkaRefusedError) as refused:
             wait_until("the broker's refusal", lambda: consumer.poll().reports, 60)
     finally:
         consumer.close()
 
-    assert "SASL authentication error: Authentication failed" in str(refused.value)
+    assert said in str(refused.value)
     assert "not-the-password" not in str(refused.value)

@@ -50,7 +50,7 @@ def test_the_source_password_is_in_no_log_output_report_or_table_property(
     tmp_path: Path,
     server_id: int,
     caplog: pytest.LogCaptureFixture,
-    capsys: pytest.CaptureFixture[str],
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     with source.admin_source().connect() as admin, admin.cursor() as cursor:
         cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY, v INT)")
@@ -83,11 +83,11 @@ def test_the_source_password_is_in_no_log_output_report_or_table_property(
         for command in (["status"], ["status", "--json"], ["plan"], ["validate"]):
             assert main([*command, str(path)]) == 0
         assert main(["plan", str(wrong)]) == 1
-    shown = capsys.readouterr()
+    shown = capfd.readouterr()  # the reading process's output too
 
     changelog = catalog.load_table(f"{namespace}.orders_changelog")
     places = {
-        "logs": "\n".join(record.getMessage() for record in caplog.records),
+        "logs": caplog.text,  # each record formatted, with its traceback
         "standard output": shown.out,
         "standard error": shown.err,
         "commit reports": "\n".join(_messages(endpoints, reports_topic)),

@@ -4,12 +4,14 @@ here once, with its help text (docs/operations.md#metrics lists them), and serve
 
 Names follow Prometheus' conventions: ``tidemark_<component>_<what>_<unit>``, counters end in
 ``_total``, times are seconds, instants are ``_timestamp_seconds``. Every metric has a
-``pipeline`` label; per-table ones a ``table`` label (the sink table), per-task ones ``task``.
+``pipeline`` label; per-table ones a ``table`` label (the sink table; for the bootstrap's, the
+source table it reads), per-task ones ``task``.
 One registry per process, not the library's global one, so that nothing else lands in it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -230,6 +232,12 @@ class IngestMetrics:
         read_until = self._read_until
         return 0.0 if read_until is None else max(0.0, self._clock() - read_until)
 
+    def starts_from(self, table: str, late_rows: int) -> None:
+        """``table``'s late changes counted before this process, from its progress: only
+        later ones count in ``tidemark_ingest_late_rows_total``."""
+        with self._lock:
+            self._late[table] = late_rows
+
     def committed(
         self, table: str, rows: int, seconds: float, watermark_ms: int, late_rows: int
     ) -> None:
@@ -240,7 +248,7 @@ class IngestMetrics:
         INGEST_COMMITS.labels(*labels).inc()
         INGEST_COMMIT_DURATION.labels(*labels).observe(seconds)
         with self._lock:
-            # the first commit of a process only sets where the table's count stands
+            # a table without a count to start from (``starts_from``) counts from here
             previous = self._late.get(table, late_rows)
             late = max(0, late_rows - previous)
             self._late[table] = late_rows
@@ -253,6 +261,8 @@ class IngestMetrics:
             INGEST_WATERMARK.labels(*labels).set(watermark_ms / 1000)
             if first:
                 INGEST_WATERMARK_LAG.labels(*labels).set_function(lambda: self._lag(table))
+                with _streams_lock:
+                    _streamed_tables.setdefault(self.pipeline, set()).add(table)
 
     def error_rows(self, table: str, rows: int) -> None:
         INGEST_ERROR_ROWS.labels(self.pipeline, table).inc(rows)
@@ -275,6 +285,24 @@ class IngestMetrics:
         with self._lock:
             watermark = self._watermarks.get(table)
         return 0.0 if watermark is None else max(0.0, self._clock() - watermark)
+
+
+#: per pipeline, the tables whose lag this process computes at each scrape
+_streamed_tables: dict[str, set[str]] = {}
+_streams_lock = threading.Lock()
+
+
+def forget_stream(pipeline: str) -> None:
+    """This process no longer streams ``pipeline`` (its term ended; it may wait as a standby):
+    its lag and seconds behind the source go, rather than grow beside the active process's."""
+    with _streams_lock:
+        tables = _streamed_tables.pop(pipeline, set())
+    for table in tables:
+        for metric in (INGEST_WATERMARK_LAG, INGEST_WATERMARK):
+            with contextlib.suppress(KeyError):
+                metric.remove(pipeline, table)
+    with contextlib.suppress(KeyError):
+        INGEST_BEHIND.remove(pipeline)
 
 
 @dataclass(frozen=True)

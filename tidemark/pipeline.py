@@ -173,7 +173,7 @@ class Pipeline:
         from ingest.changelog.fencing import ConcurrentWriterError
         from ingest.lease import LeaseTiming, SourceLease
         from ingest.stream.runner import RunSummary
-        from tidemark.metrics import IngestMetrics
+        from tidemark.metrics import IngestMetrics, forget_stream
 
         requested = stop.requested or threading.Event()
         deadline = None if stop.max_seconds is None else time.monotonic() + stop.max_seconds
@@ -203,6 +203,7 @@ class Pipeline:
             finally:
                 lease.release()
                 metrics.active(False)
+                forget_stream(self.name)
             if not lease.lost.is_set():
                 return summary
 

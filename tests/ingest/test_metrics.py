@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from pyiceberg.catalog import Catalog
 
+from ingest.launch import build_runner
+from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
-from tests.ingest.pipelines import write_pipeline
+from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.metrics import IngestMetrics, MetricsServer, sample, serve
 from tidemark.pipeline import Pipeline
 from tidemark.source import current_position
@@ -52,6 +55,7 @@ def test_a_pipelines_tables_and_process_are_measured(
     admin_connection: Connection,
     source_database: str,
     namespace: str,
+    catalog: Catalog,
     tmp_path: Path,
     server_id: int,
 ) -> None:
@@ -76,7 +80,9 @@ def test_a_pipelines_tables_and_process_are_measured(
         cursor.execute("SET SESSION sql_mode = 'ALLOW_INVALID_DATES'")
         cursor.execute("INSERT INTO orders VALUES (3, '2026-01-03'), (4, '0000-00-00')")
 
-    pipeline.ingest(StopWhen(until_position=current_position(connection)))
+    # the runner alone, as an active process runs it: its stream's metrics stay to be read
+    runner = build_runner(pipeline.config, catalog, reports=None, settings=IngestSettings())
+    run_to_end(runner, source, server_id, max_seconds=60)
 
     samples = scrape(metrics_server)
     name = pipeline.name
@@ -95,9 +101,16 @@ def test_a_pipelines_tables_and_process_are_measured(
     assert watermark is not None and watermark > 0 and lag is not None and 0 <= lag < 3600
     bootstrapped = (("pipeline", name), ("table", f"{source_database}.orders"))
     assert value("tidemark_ingest_bootstrap_rows", bootstrapped) == 2
-    assert value("tidemark_ingest_active", (("pipeline", name),)) == 0  # it has stopped
+    assert value("tidemark_ingest_active", (("pipeline", name),)) == 0  # its term ended
     behind = value("tidemark_ingest_seconds_behind_source", (("pipeline", name),))
     assert behind is not None and 0 <= behind < 600
+
+    # a term that ends takes its stream's lag along: a standby shows none growing
+    pipeline.ingest(StopWhen(until_position=current_position(connection)))
+    after_term = scrape(metrics_server)
+    assert ("tidemark_ingest_watermark_lag_seconds", table) not in after_term
+    assert ("tidemark_ingest_seconds_behind_source", (("pipeline", name),)) not in after_term
+    assert after_term[("tidemark_ingest_rows_total", table)] == 1  # counters stay
 
 
 def test_seconds_behind_the_source_count_from_the_newest_transaction_read_until_caught_up() -> None:
