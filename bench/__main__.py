@@ -46,8 +46,8 @@ BENCHMARKS = (
     Benchmark(
         "bootstrap",
         "bench.bootstrap_bench",
-        ("--rows", "1000000", "--max-rates", "none,40000"),
-        ("--rows", "100000"),
+        ("--rows", "1000000", "--max-rates", "none,150000"),
+        ("--rows", "100000", "--tps-trials", "1"),
     ),
     Benchmark(
         "window",
