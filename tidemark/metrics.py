@@ -21,6 +21,8 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from tidemark.source import BinlogPosition
+
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 _TABLE = ("pipeline", "table")
@@ -100,6 +102,13 @@ INGEST_BEHIND = Gauge(
     "tidemark_ingest_seconds_behind_source",
     "Now minus the commit time of the newest transaction read from the binlog; 0 once the "
     "stream has caught up (Debezium's MilliSecondsBehindSource, in seconds)",
+    _PROCESS,
+    registry=REGISTRY,
+)
+INGEST_BINLOG_BYTES = Counter(
+    "tidemark_ingest_binlog_bytes",
+    "Bytes of binlog read, as the positions of the transactions read advance (events of "
+    "tables not captured included: the server sends them all)",
     _PROCESS,
     registry=REGISTRY,
 )
@@ -216,13 +225,27 @@ class IngestMetrics:
         self._late: dict[str, int] = {}
         #: the commit time of the newest transaction read (Unix seconds); None: caught up
         self._read_until: float | None = None
+        #: where the newest transaction read ended
+        self._position: BinlogPosition | None = None
 
     def stream(self) -> None:
         """This instance measures the pipeline's stream from now on."""
         INGEST_BEHIND.labels(self.pipeline).set_function(self._behind)
 
-    def read_transaction(self, event_time_ms: int) -> None:
+    def reading_from(self, position: BinlogPosition) -> None:
+        """The stream (re)starts at ``position``: binlog bytes count from there."""
+        self._position = position
+
+    def read_transaction(self, event_time_ms: int, position: BinlogPosition) -> None:
+        """A transaction read, committed at ``event_time_ms``, ending at ``position``."""
         self._read_until = event_time_ms / 1000
+        last, self._position = self._position, position
+        if last is None:
+            return  # no start was told: bytes count from here
+        # a new file starts at 4, after its magic number; the old one's tail is not known here
+        read = position.offset - (last.offset if position.file == last.file else 4)
+        if read > 0:
+            INGEST_BINLOG_BYTES.labels(self.pipeline).inc(read)
 
     def caught_up(self) -> None:
         """The server has nothing newer to send (a heartbeat came)."""

@@ -217,6 +217,7 @@ class IngestRunner:
 
     def _stream(self, stop: StopWhen, started: float) -> str:
         start = self._assembler.boundary
+        self._metrics.reading_from(start)
         logger.info(
             "Reading the binlog of %s:%d from %s", self._source.host, self._source.port, start
         )
@@ -231,7 +232,7 @@ class IngestRunner:
             for event in reader:
                 self._events += 1
                 if type(event) is TransactionCommitted:
-                    self._metrics.read_transaction(event.event_time_ms)
+                    self._metrics.read_transaction(event.event_time_ms, event.position)
                 elif type(event) is Heartbeat:
                     self._metrics.caught_up()
                 forced = self._assembler.on_event(event)

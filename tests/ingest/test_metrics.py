@@ -19,7 +19,7 @@ from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tidemark.metrics import IngestMetrics, MetricsServer, sample, serve
 from tidemark.pipeline import Pipeline
-from tidemark.source import current_position
+from tidemark.source import BinlogPosition, current_position
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
@@ -104,6 +104,8 @@ def test_a_pipelines_tables_and_process_are_measured(
     assert value("tidemark_ingest_active", (("pipeline", name),)) == 0  # its term ended
     behind = value("tidemark_ingest_seconds_behind_source", (("pipeline", name),))
     assert behind is not None and 0 <= behind < 600
+    binlog_bytes = value("tidemark_ingest_binlog_bytes_total", (("pipeline", name),))
+    assert binlog_bytes is not None and binlog_bytes > 100  # two INSERTs' events, at least
 
     # a term that ends takes its stream's lag along: a standby shows none growing
     pipeline.ingest(StopWhen(until_position=current_position(connection)))
@@ -118,7 +120,7 @@ def test_seconds_behind_the_source_count_from_the_newest_transaction_read_until_
     metrics = IngestMetrics("behind", clock=lambda: now[0])
     metrics.stream()
 
-    metrics.read_transaction(event_time_ms=990_000)
+    metrics.read_transaction(990_000, BinlogPosition("mariadb-bin.000001", 400))
     first = sample("tidemark_ingest_seconds_behind_source", pipeline="behind")
     now[0] = 1_005.0
     later = sample("tidemark_ingest_seconds_behind_source", pipeline="behind")
@@ -126,3 +128,17 @@ def test_seconds_behind_the_source_count_from_the_newest_transaction_read_until_
     caught_up = sample("tidemark_ingest_seconds_behind_source", pipeline="behind")
 
     assert (first, later, caught_up) == (10.0, 15.0, 0.0)
+
+
+def test_binlog_bytes_follow_the_positions_read_across_files() -> None:
+    metrics = IngestMetrics("bytes")
+
+    metrics.reading_from(BinlogPosition("mysql-bin.000001", 1_000))
+    for position in (
+        BinlogPosition("mysql-bin.000001", 1_100),
+        BinlogPosition("mysql-bin.000001", 1_600),
+        BinlogPosition("mysql-bin.000002", 304),  # a new file: from its first event, at 4
+    ):
+        metrics.read_transaction(0, position)
+
+    assert sample("tidemark_ingest_binlog_bytes_total", pipeline="bytes") == 100 + 500 + 300
