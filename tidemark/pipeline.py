@@ -392,17 +392,17 @@ class Pipeline:
 
     @contextmanager
     def _holding_ingest_lease(self) -> Iterator[None]:
-        """The pipeline's ingest lease, held for the block (``ingest.lease``)."""
-        with self.config.source.connection().connect() as connection:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT GET_LOCK(%s, 0)", (self.ingest_lease,))
-                row = cursor.fetchone()
-            if row is None or row[0] != 1:
+        """The pipeline's ingest lease, held for the block: asked for once."""
+        from ingest.lease import SourceLease
+
+        lease = SourceLease(self.config.source.connection(), self.ingest_lease, self.name)
+        with lease.held(threading.Event(), deadline=time.monotonic()) as held:
+            if not held:
                 raise TerminalError(
                     f"an ingest of pipeline {self.name!r} started since the check: stop it, "
                     "then reset"
                 )
-            yield  # the lock goes with the connection
+            yield
 
     def _scheduler_holders(self, location: StateLocation) -> LeaseHolders:
         with closing(self.state_store(location)) as store:

@@ -46,11 +46,12 @@ from ingest.bootstrap.snapshot_reader import (
     KeyValues,
     ReadView,
     boundary_query,
+    bounds_query,
     range_query,
     server_now,
     snapshot_position,
 )
-from ingest.schema.select_values import quote_identifier, select_column
+from ingest.schema.select_values import select_column
 from tidemark.bulk_reads import BulkConnection, ReadError, error_code, open_bulk_connection
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import TerminalError
@@ -359,7 +360,6 @@ def even_spans(
     column = next((c for c in table.columns if c.name == key[0]), None)
     if len(key) != 1 or column is None or column.data_type not in _INTEGER_TYPES:
         return None
-    name = quote_identifier(key[0])
     with conn.cursor() as cursor:
         if not is_mariadb(conn):  # else MySQL answers from its statistics cache, a day old
             cursor.execute("SET SESSION information_schema_stats_expiry = 0")
@@ -369,10 +369,7 @@ def even_spans(
             (table.database, table.name),
         )
         estimate = cursor.fetchone()
-        cursor.execute(
-            f"SELECT MIN({name}), MAX({name}) FROM {quote_identifier(table.database)}."
-            f"{quote_identifier(table.name)}"
-        )
+        cursor.execute(bounds_query(table, key[0]))
         least, most = cursor.fetchone() or (None, None)
     rows = int(estimate[0] or 0) if estimate else 0
     if least is None or most is None or rows <= 0:

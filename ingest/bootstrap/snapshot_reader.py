@@ -315,6 +315,12 @@ def boundary_query(
     return query, params
 
 
+def bounds_query(table: SourceTable, column: str) -> str:
+    """The least and the largest value of ``column``: the ends of its index."""
+    name = quote_identifier(column)
+    return f"SELECT MIN({name}), MAX({name}) FROM {_table_name(table)}"
+
+
 def key_range(
     key: Sequence[str], after: KeyValues | None, upto: KeyValues | None
 ) -> tuple[str, list[Any]]:
