@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from ingest.stream.runner import StopWhen
 from scheduler.reports_consumer import ConsumerSettings, KafkaRefusedError, ReportsConsumer
-from tests.ingest.pipelines import write_pipeline
+from tests.ingest.pipelines import orders_pipeline, reports_block
 from tests.polling import wait_until
 from tests.stack_helpers import free_ports, second_stack_home
 from tests.tls_certificates import Authority, ServerFiles
@@ -68,6 +68,12 @@ class SecuredBroker:
     ssl: dict[str, str]
     sasl_ssl: dict[str, str]
 
+    def create_topic(self, topic: str) -> None:
+        """A topic of one partition, made over the TLS listener (the broker makes none)."""
+        config: dict[str, str | int | float | bool] = {**self.ssl}
+        admin = AdminClient(config)  # kept: the topic's future needs the client alive
+        admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(60)
+
 
 @pytest.fixture
 def secured_broker(
@@ -105,23 +111,18 @@ def test_reports_are_published_over_tls_and_read_over_sasl_ssl(
     server_id: int,
 ) -> None:
     topic = f"reports.{unique_name}"
-    admin_config: dict[str, str | int | float | bool] = {**secured_broker.ssl}
-    admin = AdminClient(admin_config)
-    admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(60)
+    secured_broker.create_topic(topic)
     with source.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY)")
         cursor.execute(f"INSERT INTO `{source_database}`.orders VALUES (1), (2)")
-    kafka = "".join(f"    kafka.{key}: {value}\n" for key, value in secured_broker.ssl.items())
-    path = write_pipeline(
-        tmp_path / "p.yaml",
+    path = orders_pipeline(
+        tmp_path,
         source,
         endpoints.catalog,
         database=source_database,
-        tables="orders",
         namespace=namespace,
         server_id=server_id,
-        startup="initial",
-        extra=f"tidemark:\n  reports:\n    topic: {topic}\n{kafka}",
+        extra=reports_block(topic, secured_broker.ssl),
     )
     pipeline = Pipeline.open(path)
 
@@ -157,9 +158,7 @@ def test_a_broker_that_refuses_the_scheduler_stops_it_with_the_reason(
     tmp_path: Path,
 ) -> None:
     topic = f"reports.{unique_name}"
-    admin_config: dict[str, str | int | float | bool] = {**secured_broker.ssl}
-    admin = AdminClient(admin_config)  # kept: the topic's future needs the client alive
-    admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(60)
+    secured_broker.create_topic(topic)
     settings = dict(secured_broker.sasl_ssl if listener == "sasl_ssl" else secured_broker.ssl)
     if wrong == "password":
         settings["sasl.password"] = "not-the-password"

@@ -11,18 +11,17 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from tests.end_to_end import one_minute_windows
 from tests.polling import wait_until
+from tests.prometheus import labels, scrape
 from tests.stack_helpers import free_ports
 from tidemark.cli import main
 from tidemark.contracts.mirror import MirrorKey
@@ -47,21 +46,6 @@ def _run(path: Path, log: Path, *options: str) -> subprocess.Popen[bytes]:
 def _stop(run: subprocess.Popen[bytes]) -> None:
     run.send_signal(signal.SIGTERM)
     run.wait(timeout=120)
-
-
-def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample a process serves at ``/metrics``, by name and labels."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    return {
-        (sample.name, _labels(sample.labels)): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def _labels(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(labels.items()))
 
 
 def _mirror_window_end(catalog: Catalog, identifier: str) -> int:
@@ -135,17 +119,17 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
 
         wait_until("a window covering the changes", covered, 240, interval=0.5)
         wait_until("the scheduler maintaining the tables", maintained, 120, interval=0.5)
-        scheduler, ingest = _scrape(metrics_port), _scrape(metrics_port + 1)
+        scheduler, ingest = scrape(metrics_port), scrape(metrics_port + 1)
     finally:
         _stop(run)
 
     # every process serves its metrics: the scheduler's merges, ingest's bootstrap (300 rows,
     # or 251 when the changes came first)
-    merges = {"pipeline": namespace, "task": f"mirror:{namespace}.orders", "outcome": "succeeded"}
-    assert scheduler.get(("tidemark_scheduler_windows_total", _labels(merges)), 0) >= 1
-    read = {"pipeline": namespace, "table": f"{source_database}.orders"}
-    assert ingest.get(("tidemark_ingest_bootstrap_rows", _labels(read)), 0) >= 251
-    assert ingest.get(("tidemark_ingest_active", _labels({"pipeline": namespace}))) == 1
+    merges = labels(pipeline=namespace, task=f"mirror:{namespace}.orders", outcome="succeeded")
+    assert scheduler.get(("tidemark_scheduler_windows_total", merges), 0) >= 1
+    read = labels(pipeline=namespace, table=f"{source_database}.orders")
+    assert ingest.get(("tidemark_ingest_bootstrap_rows", read), 0) >= 251
+    assert ingest.get(("tidemark_ingest_active", labels(pipeline=namespace))) == 1
 
     assert run.returncode == 0, log.read_text()
     assert main(["status", str(path)]) == 0

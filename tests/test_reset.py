@@ -21,7 +21,8 @@ from scheduler.gate import mirror_task
 from scheduler.reports_consumer import GROUP_PREFIX
 from scheduler.state import PipelineLock
 from tests.ingest.changelog_checks import changelog
-from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.ingest.pipelines import orders_pipeline, reports_block, run_to_end
+from tests.kafka_groups import commit_offset, consumer_groups
 from tidemark.cli import main
 from tidemark.errors import TerminalError
 from tidemark.pipeline import Pipeline
@@ -59,17 +60,14 @@ def pipeline(
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(20))")
         cursor.execute("INSERT INTO orders VALUES (1, 'kettle'), (2, 'mug'), (3, 'tray')")
     kafka = endpoints.kafka.bootstrap_servers
-    path = write_pipeline(
-        tmp_path / "p.yaml",
+    path = orders_pipeline(
+        tmp_path,
         source,
         endpoints.catalog,
         database=source_database,
-        tables="orders",
         namespace=namespace,
         server_id=server_id,
-        startup="initial",
-        extra=f"tidemark:\n  reports:\n    topic: {reports_topic}\n"
-        f"    kafka.bootstrap.servers: {kafka}\n",
+        extra=reports_block(reports_topic, {"bootstrap.servers": kafka}),
     )
     opened = Pipeline.open(path)
     runner = build_runner(opened.config, catalog, reports=None, settings=IngestSettings())
@@ -80,7 +78,7 @@ def pipeline(
     window = Window.ending_at(datetime(2026, 11, 27, 10, 0, tzinfo=UTC), timedelta(minutes=5))
     store.mark_pending(opened.name, mirror_task(f"{namespace}.orders"), window, None, window.end)
     store.close()
-    _commit_offset(kafka, GROUP_PREFIX + opened.name, reports_topic)
+    commit_offset(kafka, GROUP_PREFIX + opened.name, reports_topic)
     return opened
 
 
@@ -105,7 +103,7 @@ def test_a_reset_drops_what_the_pipeline_made_and_its_next_run_bootstraps_again(
     assert store.runs(pipeline.name) == []
     store.close()
     admin = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
-    assert GROUP_PREFIX + pipeline.name not in _groups(admin)
+    assert GROUP_PREFIX + pipeline.name not in consumer_groups(admin)
     assert reports_topic not in admin.list_topics(timeout=10).topics
 
     again = Pipeline.open(pipeline.path)
@@ -124,7 +122,7 @@ def test_a_report_topic_another_pipeline_reads_is_kept_and_its_old_reports_skipp
 ) -> None:
     kafka = endpoints.kafka.bootstrap_servers
     other = f"{GROUP_PREFIX}other-{unique_name}"
-    _commit_offset(kafka, other, reports_topic)
+    commit_offset(kafka, other, reports_topic)
     producer = Producer({"bootstrap.servers": kafka})
     for _ in range(3):  # reports of the tables about to be dropped
         producer.produce(reports_topic, b"an old report")
@@ -218,14 +216,3 @@ def test_a_reset_confirmed_with_the_pipelines_name_goes_on(
     assert main(["reset", str(pipeline.path)]) == 0
 
     assert not catalog.table_exists(f"{namespace}.orders_changelog")
-
-
-def _commit_offset(kafka: str, group: str, topic: str) -> None:
-    consumer = Consumer({"bootstrap.servers": kafka, "group.id": group})
-    consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
-    consumer.close()
-
-
-def _groups(admin: AdminClient) -> set[str]:
-    listed = admin.list_consumer_groups(request_timeout=10).result(10)
-    return {group.group_id for group in listed.valid}

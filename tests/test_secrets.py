@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 from pyiceberg.catalog import Catalog
 
 from ingest.stream.runner import StopWhen
-from tests.ingest.pipelines import write_pipeline
+from tests.ingest.pipelines import orders_pipeline, reports_block
 from tests.polling import wait_until
 from tidemark.cli import main
 from tidemark.pipeline import Pipeline
@@ -55,17 +55,16 @@ def test_the_source_password_is_in_no_log_output_report_or_table_property(
     with source.admin_source().connect() as admin, admin.cursor() as cursor:
         cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY, v INT)")
         cursor.execute(f"INSERT INTO `{source_database}`.orders VALUES (1, 1), (2, 2)")
-    path = write_pipeline(
-        tmp_path / "p.yaml",
+    path = orders_pipeline(
+        tmp_path,
         source,
         endpoints.catalog,
         database=source_database,
-        tables="orders",
         namespace=namespace,
         server_id=server_id,
-        startup="initial",
-        extra=f"tidemark:\n  reports:\n    topic: {reports_topic}\n"
-        f"    kafka.bootstrap.servers: {endpoints.kafka.bootstrap_servers}\n",
+        extra=reports_block(
+            reports_topic, {"bootstrap.servers": endpoints.kafka.bootstrap_servers}
+        ),
     )
     text = path.read_text()
     path.write_text(

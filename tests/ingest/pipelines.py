@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from ingest.stream.runner import IngestRunner, StopWhen
@@ -38,6 +39,37 @@ def write_pipeline(
         )
     )
     return path
+
+
+def orders_pipeline(
+    folder: Path,
+    source: SourceEndpoint,
+    catalog: CatalogEndpoint,
+    *,
+    database: str,
+    namespace: str,
+    server_id: int,
+    extra: str = "",
+) -> Path:
+    """``folder``'s pipeline of ``database``'s ``orders`` table, bootstrapped and streamed."""
+    return write_pipeline(
+        folder / "p.yaml",
+        source,
+        catalog,
+        database=database,
+        tables="orders",
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+        extra=extra,
+    )
+
+
+def reports_block(topic: str, kafka: Mapping[str, str]) -> str:
+    """A ``tidemark:`` block publishing commit reports to ``topic`` with these librdkafka
+    properties (``bootstrap.servers`` at least)."""
+    properties = "".join(f"    kafka.{key}: {value}\n" for key, value in kafka.items())
+    return f"tidemark:\n  reports:\n    topic: {topic}\n{properties}"
 
 
 def run_to_end(

@@ -4,19 +4,18 @@ per process whether it is active."""
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from pyiceberg.catalog import Catalog
 
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
-from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.ingest.pipelines import orders_pipeline, run_to_end
+from tests.prometheus import Labels, labels, scrape
 from tidemark.metrics import IngestMetrics, MetricsServer, sample, serve
 from tidemark.pipeline import Pipeline
 from tidemark.source import BinlogPosition, current_position
@@ -27,25 +26,12 @@ if TYPE_CHECKING:
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
 
 @pytest.fixture
 def metrics_server() -> Iterator[MetricsServer]:
     server = serve(0)
     yield server
     server.close()
-
-
-def scrape(server: MetricsServer) -> Samples:
-    """Every sample ``/metrics`` shows, by name and labels."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
 
 
 def test_a_pipelines_tables_and_process_are_measured(
@@ -63,15 +49,13 @@ def test_a_pipelines_tables_and_process_are_measured(
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, made DATE NOT NULL)")
         cursor.execute("INSERT INTO orders VALUES (1, '2026-01-01'), (2, '2026-01-02')")
     pipeline = Pipeline.open(
-        write_pipeline(
-            tmp_path / "p.yaml",
+        orders_pipeline(
+            tmp_path,
             source,
             endpoints.catalog,
             database=source_database,
-            tables="orders",
             namespace=namespace,
             server_id=server_id,
-            startup="initial",
         )
     )
     connection = pipeline.config.source.connection()
@@ -84,12 +68,12 @@ def test_a_pipelines_tables_and_process_are_measured(
     runner = build_runner(pipeline.config, catalog, reports=None, settings=IngestSettings())
     run_to_end(runner, source, server_id, max_seconds=60)
 
-    samples = scrape(metrics_server)
+    samples = scrape(metrics_server.port)
     name = pipeline.name
-    table = (("pipeline", name), ("table", f"{namespace}.orders"))
+    table = labels(pipeline=name, table=f"{namespace}.orders")
 
-    def value(metric: str, labels: tuple[tuple[str, str], ...] = table) -> float | None:
-        return samples.get((metric, labels))
+    def value(metric: str, of: Labels = table) -> float | None:
+        return samples.get((metric, of))
 
     assert value("tidemark_ingest_rows_total") == 1  # streamed; the bootstrap's are below
     assert value("tidemark_ingest_error_rows_total") == 1  # the zero date, refused
@@ -99,19 +83,19 @@ def test_a_pipelines_tables_and_process_are_measured(
     watermark = value("tidemark_ingest_watermark_timestamp_seconds")
     lag = value("tidemark_ingest_watermark_lag_seconds")
     assert watermark is not None and watermark > 0 and lag is not None and 0 <= lag < 3600
-    bootstrapped = (("pipeline", name), ("table", f"{source_database}.orders"))
+    bootstrapped = labels(pipeline=name, table=f"{source_database}.orders")
     assert value("tidemark_ingest_bootstrap_rows", bootstrapped) == 2
-    assert value("tidemark_ingest_active", (("pipeline", name),)) == 0  # its term ended
-    behind = value("tidemark_ingest_seconds_behind_source", (("pipeline", name),))
+    assert value("tidemark_ingest_active", labels(pipeline=name)) == 0  # its term ended
+    behind = value("tidemark_ingest_seconds_behind_source", labels(pipeline=name))
     assert behind is not None and 0 <= behind < 600
-    binlog_bytes = value("tidemark_ingest_binlog_bytes_total", (("pipeline", name),))
+    binlog_bytes = value("tidemark_ingest_binlog_bytes_total", labels(pipeline=name))
     assert binlog_bytes is not None and binlog_bytes > 100  # two INSERTs' events, at least
 
     # a term that ends takes its stream's lag along: a standby shows none growing
     pipeline.ingest(StopWhen(until_position=current_position(connection)))
-    after_term = scrape(metrics_server)
+    after_term = scrape(metrics_server.port)
     assert ("tidemark_ingest_watermark_lag_seconds", table) not in after_term
-    assert ("tidemark_ingest_seconds_behind_source", (("pipeline", name),)) not in after_term
+    assert ("tidemark_ingest_seconds_behind_source", labels(pipeline=name)) not in after_term
     assert after_term[("tidemark_ingest_rows_total", table)] == 1  # counters stay
 
 

@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from scheduler.gate import job_task
 from scheduler.reports_consumer import ConsumerSettings, forget_reports
 from scheduler.state import StateMissingError, StateSettings, StateStore
+from tests.kafka_groups import consumer_groups
 from tests.scheduler.harness import ORDERS, USERS, at, report
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window
@@ -56,14 +57,9 @@ def test_forget_reports_deletes_the_topic_and_the_consumer_group(
     consumer = Consumer({**kafka, "group.id": group})
     consumer.commit(offsets=[TopicPartition(reports_topic, 0, 0)], asynchronous=False)
     consumer.close()
-    assert group in _groups(admin)
+    assert group in consumer_groups(admin)
 
     forget_reports(ConsumerSettings(reports_topic, kafka, group))
 
     assert reports_topic not in admin.list_topics(timeout=10).topics
-    assert group not in _groups(admin)
-
-
-def _groups(admin: AdminClient) -> set[str]:
-    listed = admin.list_consumer_groups(request_timeout=10).result(10)
-    return {group.group_id for group in listed.valid}
+    assert group not in consumer_groups(admin)
