@@ -7,12 +7,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test bench setup client-library stack lint clean-venv
+.PHONY: demo test bench setup client-library browser stack lint clean-venv
 
 demo: setup
 	$(BIN)/tidemark demo
 
-test: setup lint
+test: setup lint browser
 	$(BIN)/pytest
 
 # Benchmarks on the local stack: one table of figures and targets, written to
@@ -39,6 +39,13 @@ client-library:
 	$(SUDO) apt-get update -q
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 		pkg-config libmariadb-dev gcc
+
+# the status page's test drives Debian's Chromium through its driver (tests/browser.py)
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		$(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			chromium chromium-driver; }
 
 stack: $(BIN)/tidemark
 	$(BIN)/tidemark stack up

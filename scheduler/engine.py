@@ -73,6 +73,8 @@ class EngineSettings:
     poll_timeout_seconds: float = 0.2
     #: after a failed replan, how long before a report of an unknown table asks again
     replan_retry: timedelta = timedelta(minutes=1)
+    #: how long the freshness samples of the status page's charts are kept
+    freshness_kept: timedelta = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -311,6 +313,9 @@ class WindowEngine:
         has not moved for ``stall_after``, once per ``stall_after`` while it lasts."""
         self.prune_reports()
         now = self._clock()
+        self._store.prune_freshness(
+            self._schedule.changelogs.values(), now - self._settings.freshness_kept
+        )
         reached = self._store.watermark_reached_at(self._schedule.changelogs.values())
         stalls = []
         for sink, changelog in sorted(self._schedule.changelogs.items()):

@@ -35,6 +35,7 @@ from scheduler.gate import ReportRecord, RunState, TableState, TaskState, Window
 from tidemark.contracts.instance import Instance, LeaseHolders, Role, State, this_process
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import ConfigError, TerminalError, TransientError
+from tidemark.freshness import FreshnessSample
 from tidemark.windows import TaskKind, Window, WindowTask
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,15 @@ CREATE TABLE IF NOT EXISTS {schema}.window_runs (
     retry_at timestamptz,
     updated_at timestamptz NOT NULL,
     PRIMARY KEY (pipeline, task, window_end)
+);
+-- added after version 1 was released: per table and minute, the furthest watermark recorded
+-- and when, for the status page's freshness charts (``freshness``)
+CREATE TABLE IF NOT EXISTS {schema}.freshness (
+    table_name text NOT NULL,
+    minute timestamptz NOT NULL,
+    watermark_ms bigint NOT NULL,
+    seen_at timestamptz NOT NULL,
+    PRIMARY KEY (table_name, minute)
 );
 """
 
@@ -248,22 +258,31 @@ class StateStore:
             cursor.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(self._schema))
 
     def forget(self, pipeline: str, tables: Iterable[str]) -> None:
-        """Start ``pipeline`` over: drop its window runs and the reports of its ``tables``
-        (changelog names), in one transaction. For a pipeline whose tables were recreated; the
-        store creates nothing here, so a store that was never used stays untouched."""
+        """Start ``pipeline`` over: drop its window runs, and the reports and freshness samples
+        of its ``tables`` (changelog names), in one transaction. For a pipeline whose tables
+        were recreated; the store creates nothing here, so a store that was never used stays
+        untouched."""
+        names = list(tables)
         with self._transaction() as cursor:
-            cursor.execute("SELECT to_regclass(%s)", (f"{self.schema}.window_runs",))
-            (exists,) = cursor.fetchone() or (None,)
-            if exists is None:
+            if not self._has_table(cursor, "window_runs"):
                 return
             cursor.execute(
                 sql.SQL("DELETE FROM {}.window_runs WHERE pipeline = %s").format(self._schema),
                 (pipeline,),
             )
-            cursor.execute(
-                sql.SQL("DELETE FROM {}.reports WHERE table_name = ANY(%s)").format(self._schema),
-                (list(tables),),
-            )
+            for table in ("reports", "freshness"):
+                if self._has_table(cursor, table):  # freshness: a state of an older Tidemark
+                    cursor.execute(
+                        sql.SQL("DELETE FROM {}.{} WHERE table_name = ANY(%s)").format(
+                            self._schema, sql.Identifier(table)
+                        ),
+                        (names,),
+                    )
+
+    def _has_table(self, cursor: psycopg2.extensions.cursor, table: str) -> bool:
+        cursor.execute("SELECT to_regclass(%s)", (f"{self.schema}.{table}",))
+        (exists,) = cursor.fetchone() or (None,)
+        return exists is not None
 
     # -- reports -------------------------------------------------------------------------
 
@@ -294,11 +313,13 @@ class StateStore:
             "INSERT INTO {}.reports (table_name, snapshot_id, watermark_ms, last_order, "
             "partial, position, rows_added, committed_at_ms, source, version, recorded_at, "
             "late_from_ms, late_to_ms) VALUES %s "
-            "ON CONFLICT (table_name, snapshot_id) DO NOTHING RETURNING 1"
+            "ON CONFLICT (table_name, snapshot_id) DO NOTHING "
+            "RETURNING table_name, CASE WHEN partial THEN 0 ELSE watermark_ms END"
         ).format(self._schema)
         with self._transaction() as cursor:
             # one statement a page: a flush of a thousand tables is a thousand reports
             inserted = execute_values(cursor, statement.as_string(cursor), rows, fetch=True)
+            self._sample_freshness(cursor, inserted, now)
         return len(inserted)
 
     def record_watermarks(self, reports: Sequence[WatermarkReport], now: datetime) -> int:
@@ -322,7 +343,7 @@ class StateStore:
             "FROM (VALUES %s) AS m (table_name, snapshot_id, first, newest, now) "
             "WHERE r.table_name = m.table_name AND r.snapshot_id = m.snapshot_id "
             "AND NOT r.partial AND GREATEST(r.watermark_ms, r.marked_ms) < m.newest "
-            "RETURNING 1"
+            "RETURNING r.table_name, m.newest"
         ).format(self._schema)
         with self._transaction() as cursor:
             moved = execute_values(
@@ -332,7 +353,62 @@ class StateStore:
                 template="(%s, %s::bigint, %s::bigint, %s::bigint, %s::timestamptz)",
                 fetch=True,
             )
+            self._sample_freshness(cursor, moved, now)
         return len(moved)
+
+    def _sample_freshness(
+        self, cursor: psycopg2.extensions.cursor, reached: Iterable[tuple[str, int]], now: datetime
+    ) -> None:
+        """Keep, per table and minute, the furthest watermark just recorded and when: one row a
+        minute whatever the report rate."""
+        furthest: dict[str, int] = {}
+        for table, watermark_ms in reached:
+            if watermark_ms > furthest.get(table, 0):
+                furthest[table] = watermark_ms
+        if not furthest:
+            return
+        minute = now.replace(second=0, microsecond=0)
+        statement = sql.SQL(
+            "INSERT INTO {}.freshness AS f (table_name, minute, watermark_ms, seen_at) VALUES %s "
+            "ON CONFLICT (table_name, minute) DO UPDATE "
+            "SET watermark_ms = EXCLUDED.watermark_ms, seen_at = EXCLUDED.seen_at "
+            "WHERE f.watermark_ms < EXCLUDED.watermark_ms"
+        ).format(self._schema)
+        samples = [(table, minute, mark, now) for table, mark in sorted(furthest.items())]
+        execute_values(cursor, statement.as_string(cursor), samples)
+
+    def freshness(self, tables: Iterable[str], since: datetime) -> dict[str, list[FreshnessSample]]:
+        """Per changelog table, the samples since ``since``, and the newest one before it
+        (where a chart of ``since`` onwards starts); oldest first."""
+        names = list(tables)
+        with self._transaction() as cursor:
+            if not self._has_table(cursor, "freshness"):  # no scheduler of this version yet
+                return {}
+            cursor.execute(
+                sql.SQL(
+                    "SELECT table_name, seen_at, watermark_ms FROM {schema}.freshness "
+                    "WHERE table_name = ANY(%s) AND minute >= %s "
+                    "UNION ALL (SELECT DISTINCT ON (table_name) table_name, seen_at, watermark_ms "
+                    "FROM {schema}.freshness WHERE table_name = ANY(%s) AND minute < %s "
+                    "ORDER BY table_name, minute DESC) ORDER BY 1, 2"
+                ).format(schema=self._schema),
+                (names, since, names, since),
+            )
+            history: dict[str, list[FreshnessSample]] = defaultdict(list)
+            for table, seen_at, watermark_ms in cursor.fetchall():
+                history[table].append(FreshnessSample(seen_at, int(watermark_ms)))
+        return dict(history)
+
+    def prune_freshness(self, tables: Iterable[str], before: datetime) -> int:
+        """Delete the freshness samples of ``tables`` from before ``before``."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "DELETE FROM {}.freshness WHERE table_name = ANY(%s) AND minute < %s"
+                ).format(self._schema),
+                (list(tables), before),
+            )
+            return int(cursor.rowcount)
 
     def late_changes(
         self, pipeline: str, changelog: str, mirror: WindowTask, after: datetime, upto: datetime
@@ -497,6 +573,20 @@ class StateStore:
                     "ORDER BY task, window_end"
                 ).format(self._schema, condition),
                 params,
+            )
+            return [_run(row) for row in cursor.fetchall()]
+
+    def recent_runs(self, pipeline: str, per_task: int) -> list[WindowRun]:
+        """The newest ``per_task`` recorded windows of each task of ``pipeline``, oldest first."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT " + _RUN_COLUMNS + " FROM (SELECT *, row_number() OVER "
+                    "(PARTITION BY task ORDER BY window_end DESC) AS newest "
+                    "FROM {}.window_runs WHERE pipeline = %s) AS runs WHERE newest <= %s "
+                    "ORDER BY task, window_end"
+                ).format(self._schema),
+                (pipeline, per_task),
             )
             return [_run(row) for row in cursor.fetchall()]
 

@@ -18,6 +18,7 @@ APPLICATION = (
     "tidemark.demo",
     "tidemark.pipeline",
     "tidemark.output",
+    "tidemark.status_pages",
 )
 STAGES = ("ingest", "scheduler", "spark_jobs")
 
@@ -149,6 +150,8 @@ def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
         ),
         # one output layer: the rest prints through it (the demo's view composes its picture)
         ("rich", ("tidemark.output", "tidemark.demo.live_view")),
+        # its template escapes every value; a page built elsewhere might not
+        ("jinja2", ("tidemark.output.status_page",)),
     ],
 )
 def test_a_third_party_sdk_is_imported_by_its_own_modules_only(

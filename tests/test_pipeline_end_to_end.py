@@ -2,8 +2,9 @@
 streams, publishing commit reports to Kafka; the scheduler fires one-minute windows from them;
 Spark merges the mirror; a table created meanwhile is onboarded and gets a mirror of its own
 without a restart; ``tidemark status`` shows the windows and ``tidemark verify`` finds the
-mirrors equal to MariaDB. A job that asks for it runs a window again when a change arrives late
-for it."""
+mirrors equal to MariaDB; the status page, loaded in headless Chromium, shows each table's
+freshness, the windows done and the error rows. A job that asks for it runs a window again when a
+change arrives late for it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +20,9 @@ from typing import TYPE_CHECKING
 import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
+from selenium.webdriver.common.by import By
 
+from tests.browser import chromium
 from tests.end_to_end import one_minute_windows
 from tests.polling import wait_until
 from tests.prometheus import labels, scrape
@@ -30,6 +34,7 @@ from tidemark.stack.pipeline_file import local_pipeline
 
 if TYPE_CHECKING:
     import pymysql
+    from selenium.webdriver.remote.webdriver import WebDriver
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
@@ -46,6 +51,45 @@ def _run(path: Path, log: Path, *options: str) -> subprocess.Popen[bytes]:
 def _stop(run: subprocess.Popen[bytes]) -> None:
     run.send_signal(signal.SIGTERM)
     run.wait(timeout=120)
+
+
+@dataclass(frozen=True)
+class _PageSeen:
+    chart_points: int
+    orders_lag: str
+    error_row: str
+    ingest: list[str | None]
+
+
+def _status_page_shows(
+    browser: WebDriver, url: str, namespace: str, error_table: str, kept: Path
+) -> _PageSeen | None:
+    """What the page shows of the pipeline, once it shows a freshness chart of orders, a
+    mirror window done and the error row; None until then. The page last seen is ``kept``."""
+    browser.get(url)
+    kept.write_text(browser.page_source)
+    [section] = browser.find_elements(By.CSS_SELECTOR, f'section[data-pipeline="{namespace}"]')
+    orders = section.find_elements(By.CSS_SELECTOR, f'figure[data-table="{namespace}.orders"]')
+    lines = [
+        line.get_attribute("points") or ""
+        for figure in orders
+        for line in figure.find_elements(By.TAG_NAME, "polyline")
+    ]
+    done = section.find_elements(
+        By.CSS_SELECTOR, f'tr[data-task="mirror:{namespace}.orders"] [data-state="done"]'
+    )
+    errors = section.find_elements(By.CSS_SELECTOR, f'tr[data-error-table="{error_table}"]')
+    if not (lines and done and errors):
+        return None
+    return _PageSeen(
+        chart_points=len(lines[0].split()),
+        orders_lag=orders[0].find_element(By.CSS_SELECTOR, "[data-lag]").text,
+        error_row=errors[0].text,
+        ingest=[
+            span.get_attribute("data-state")
+            for span in section.find_elements(By.CSS_SELECTOR, '[data-role="ingest"]')
+        ],
+    )
 
 
 def _mirror_window_end(catalog: Catalog, identifier: str) -> int:
@@ -75,6 +119,10 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
         cursor.execute("INSERT INTO orders SELECT seq, CONCAT('item-', seq), 1 FROM seq_1_to_300")
+        # a row the lake cannot hold goes to the error table, which the status page shows
+        cursor.execute("CREATE TABLE orders_shipped (id INT PRIMARY KEY, day DATE NOT NULL)")
+        cursor.execute("SET SESSION sql_mode = ''")
+        cursor.execute("INSERT INTO orders_shipped VALUES (1, '0000-00-00'), (2, '2026-11-27')")
     path = tmp_path / "pipeline.yaml"
     path.write_text(
         local_pipeline(
@@ -90,8 +138,18 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
         )
     )
     log = tmp_path / "run.log"
-    (metrics_port,) = free_ports(1)  # the scheduler's; its ingest child's is the next one
-    run = _run(path, log, "--metrics-port", str(metrics_port))
+    # the scheduler's metrics; its ingest child's are on the next port
+    metrics_port, ui_port = free_ports(2)
+    run = _run(
+        path,
+        log,
+        "--metrics-port",
+        str(metrics_port),
+        "--ui-port",
+        str(ui_port),
+        "--ui-refresh",
+        "2",
+    )
     try:
         with admin_connection.cursor() as cursor:
             cursor.execute("UPDATE orders SET qty = 2 WHERE id <= 100")
@@ -120,8 +178,26 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
         wait_until("a window covering the changes", covered, 240, interval=0.5)
         wait_until("the scheduler maintaining the tables", maintained, 120, interval=0.5)
         scheduler, ingest = scrape(metrics_port), scrape(metrics_port + 1)
+        with chromium() as browser:
+            page = wait_until(
+                "the status page showing freshness, windows done and the error row",
+                lambda: _status_page_shows(
+                    browser,
+                    f"http://127.0.0.1:{ui_port}/",
+                    namespace,
+                    f"{namespace}.orders_shipped",
+                    tmp_path / "status_page.html",
+                ),
+                60,
+                interval=1,
+            )
     finally:
         _stop(run)
+
+    assert page is not None and page.chart_points >= 2
+    assert page.orders_lag.startswith("lag ")
+    assert "0000-00-00" in page.error_row
+    assert page.ingest == ["active"]
 
     # every process serves its metrics: the scheduler's merges, ingest's bootstrap (300 rows,
     # or 251 when the changes came first)
@@ -136,7 +212,8 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     status = capsys.readouterr().out
     assert f"mirror:{namespace}.orders" in status
     assert f"mirror:{namespace}.orders_refunds" in status
-    assert main(["verify", str(path)]) == 0
+    for table in ("orders", "orders_refunds"):  # orders_shipped lacks its error row
+        assert main(["verify", str(path), "--table", f"{namespace}.{table}"]) == 0
 
 
 #: counts each window's orders by when they were placed, as a T+1 report would per day

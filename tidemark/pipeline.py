@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -31,10 +31,12 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyspark.sql import SparkSession
 
+    from ingest.changelog.error_table import ErrorRow
     from ingest.changelog.status import TableStatus
     from ingest.lease import LeaseTiming
     from ingest.stream.runner import RunSummary, StopWhen
     from ingest.verify import TableVerdict
+    from scheduler.gate import WindowRun
     from scheduler.service import PipelineRun
     from scheduler.state import StateSettings, StateStore
     from scheduler.status import TaskStatus
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from tidemark.config.model import ReportsSettings
     from tidemark.config.plan import Plan
     from tidemark.contracts.instance import LeaseHolders
+    from tidemark.freshness import FreshnessSample
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +78,27 @@ class PipelineStatus:
     ingest: LeaseHolders | None = None
     #: the active scheduler and its standbys; None when no scheduler has run
     scheduler: LeaseHolders | None = None
+
+
+#: the error rows a status page shows, newest first
+PAGE_ERROR_ROWS = 20
+
+
+@dataclass(frozen=True)
+class PipelinePage:
+    """What the status page shows of a pipeline (``tidemark ui``)."""
+
+    name: str
+    status: PipelineStatus
+    #: the charts and the error rows start here
+    since: datetime
+    #: per sink table, the watermark it reached, a sample a minute: the changelog's commits and
+    #: the scheduler's reports together
+    freshness: Mapping[str, tuple[FreshnessSample, ...]]
+    #: the newest windows of each task, oldest first
+    runs: Sequence[WindowRun]
+    #: the newest error rows since ``since``, newest first
+    errors: Sequence[ErrorRow]
 
 
 @dataclass(frozen=True)
@@ -305,13 +329,50 @@ class Pipeline:
     # --- reading what the pipeline reached ----------------------------------------------------
 
     def status(self, now: datetime) -> PipelineStatus:
+        return self._status(self.plan, now)
+
+    def page(self, now: datetime, since: datetime, runs_per_task: int = 24) -> PipelinePage:
+        """What the status page shows (``tidemark ui``), from the plan read afresh: freshness
+        from ``since`` on, the newest ``runs_per_task`` windows of each task, the error rows
+        since ``since``."""
+        from ingest.changelog.error_table import latest_errors
+        from tidemark.freshness import per_minute
+
+        plan = self.current_plan()
+        status = self._status(plan, now, history_since=since)
+        sampled: dict[str, list[FreshnessSample]] = {}
+        runs: list[WindowRun] = []
+        if status.windows is not None:  # the scheduler samples what its reports reach
+            with closing(self.state_store()) as store:
+                sampled = store.freshness((sink.changelog for sink in plan.sinks), since)
+                runs = store.recent_runs(self.name, runs_per_task)
+        freshness = {
+            table.sink: per_minute([*table.history, *sampled.get(table.changelog, [])])
+            for table in status.tables
+        }
+        errors = [
+            row
+            for table in status.tables
+            if table.errors
+            for row in latest_errors(self.catalog, table.sink, since, PAGE_ERROR_ROWS)
+        ]
+        errors.sort(key=lambda row: row.event_time, reverse=True)
+        return PipelinePage(
+            self.name, status, since, freshness, tuple(runs), tuple(errors[:PAGE_ERROR_ROWS])
+        )
+
+    def _status(
+        self, plan: Plan, now: datetime, history_since: datetime | None = None
+    ) -> PipelineStatus:
         from ingest.changelog.status import table_status
         from ingest.lease import lease_holders
 
-        sinks = self.plan.sinks
-        tables = [table_status(self.catalog, sink.name, sink.changelog) for sink in sinks]
+        sinks = plan.sinks
+        tables = [
+            table_status(self.catalog, sink.name, sink.changelog, history_since) for sink in sinks
+        ]
         scheduled = self.config.tidemark.reports is not None
-        windows = self.windows(now) if scheduled else None
+        windows = self._windows(plan, now) if scheduled else None
         schedulers = None
         if windows is not None:  # a scheduler has run: it knows the watermark reports
             from scheduler.status import recorded_watermarks
@@ -410,11 +471,14 @@ class Pipeline:
 
     def windows(self, now: datetime) -> Sequence[TaskStatus] | None:
         """Per mirror and job its windows; None when no scheduler has run for the pipeline."""
+        return self._windows(self.plan, now)
+
+    def _windows(self, plan: Plan, now: datetime) -> Sequence[TaskStatus] | None:
         from scheduler.state import StateMissingError
         from scheduler.status import describe_pipeline
 
         try:
-            return describe_pipeline(self.config, self.plan.sinks, now, self.state_settings())
+            return describe_pipeline(self.config, plan.sinks, now, self.state_settings())
         except StateMissingError:
             return None
 

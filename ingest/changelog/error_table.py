@@ -16,16 +16,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.expressions import GreaterThanOrEqual, Reference
+from pyiceberg.expressions.literals import literal
 
 from ingest.changelog.listing import CatalogListing, namespace_of
 from ingest.changelog.table import DEFAULT_PROPERTIES, ChangelogTable
 from ingest.errors import UnconvertibleValueError
-from tidemark.contracts.changelog import METADATA_FIELDS
+from tidemark.contracts.changelog import METADATA_FIELDS, MetadataColumn
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +101,62 @@ def open_error_table(catalog: Catalog, sink: str) -> ChangelogTable:
     )
     catalog.create_table(identifier, schema=ERROR_SCHEMA, properties=dict(DEFAULT_PROPERTIES))
     return ChangelogTable(catalog.load_table(identifier))
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    """What the status page shows of one error row (the payload stays in the table)."""
+
+    sink: str
+    column: str
+    reason: str
+    value: str
+    event_time: datetime
+    source_table: str
+    position: str
+
+
+def latest_errors(catalog: Catalog, sink: str, since: datetime, limit: int) -> list[ErrorRow]:
+    """The newest ``limit`` error rows of ``sink`` whose change happened since ``since``, newest
+    first. The table is partitioned by day of event time, so older days are not read."""
+    try:
+        table = catalog.load_table(error_table_name(sink))
+    except NoSuchTableError:
+        return []
+    fields = (
+        "column_name",
+        "reason",
+        "value",
+        MetadataColumn.EVENT_TIME,
+        MetadataColumn.SOURCE_DATABASE,
+        MetadataColumn.SOURCE_TABLE,
+        MetadataColumn.POSITION,
+        MetadataColumn.ORDER_KEY,
+    )
+    rows = (
+        table.scan(
+            row_filter=GreaterThanOrEqual(
+                term=Reference(MetadataColumn.EVENT_TIME.value), value=literal(since.isoformat())
+            ),
+            selected_fields=fields,
+        )
+        .to_arrow()
+        .sort_by([(MetadataColumn.ORDER_KEY, "descending")])
+        .slice(0, limit)
+        .to_pylist()
+    )
+    return [
+        ErrorRow(
+            sink=sink,
+            column=row["column_name"],
+            reason=row["reason"],
+            value=row["value"],
+            event_time=row[MetadataColumn.EVENT_TIME],
+            source_table=f"{row[MetadataColumn.SOURCE_DATABASE]}.{row[MetadataColumn.SOURCE_TABLE]}",
+            position=row[MetadataColumn.POSITION],
+        )
+        for row in rows
+    ]
 
 
 class ErrorTables:

@@ -12,6 +12,7 @@ from ingest.changelog.error_table import load_error_table
 from ingest.changelog.table import ChangelogTable
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.progress import TableProgress
+from tidemark.freshness import FreshnessSample
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,9 @@ class TableStatus:
     #: the watermark the scheduler recorded, from commit and watermark reports: ahead of the
     #: table's own while it has no changes (``tidemark.contracts.reports.WatermarkReport``)
     recorded_watermark_ms: int | None = None
+    #: the watermark the changelog's commits reached, one a minute (``table_status``'s
+    #: ``history_since``); the scheduler samples what its reports reach on its own
+    history: tuple[FreshnessSample, ...] = ()
 
     @property
     def watermark_ms(self) -> int | None:
@@ -43,8 +47,12 @@ class TableStatus:
         """Why the table has no watermark yet, if that is the case."""
         if self.bootstrap is not None:
             return f"bootstrapping: {self.bootstrap.rows:,} rows read"
-        if self.progress is not None and self.progress.hold_until is not None:
-            return f"bootstrapped; streaming up to {self.progress.hold_until} to be consistent"
+        progress = self.progress
+        if progress is not None and progress.hold_until is not None:
+            # a watermark report marks a table only once the stream has passed its hold
+            # (``Assembler.complete_tables``): a quiet table has no newer commit to say so
+            if (self.recorded_watermark_ms or 0) <= progress.watermark_ms:
+                return f"bootstrapped; streaming up to {progress.hold_until} to be consistent"
         return None
 
     def watermark_lag_seconds(self, now: datetime) -> float | None:
@@ -54,7 +62,9 @@ class TableStatus:
         return now.timestamp() - watermark_ms / 1000
 
 
-def table_status(catalog: Catalog, sink: str, changelog: str) -> TableStatus:
+def table_status(
+    catalog: Catalog, sink: str, changelog: str, history_since: datetime | None = None
+) -> TableStatus:
     try:
         table = catalog.load_table(changelog)
     except NoSuchTableError:
@@ -76,6 +86,7 @@ def table_status(catalog: Catalog, sink: str, changelog: str) -> TableStatus:
         total_rows=int(total) if total is not None else None,
         bootstrap=None if bootstrap is None or bootstrap.done else bootstrap,
         errors=_error_rows(catalog, sink),
+        history=() if history_since is None else changelog_table.watermark_history(history_since),
     )
 
 

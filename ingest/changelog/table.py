@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog, MetastoreCatalog
@@ -34,6 +35,7 @@ from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
 from tidemark.contracts.instance import WRITER_KEY, writer_id
 from tidemark.contracts.progress import TableProgress
+from tidemark.freshness import FreshnessSample, per_minute
 from tidemark.sql_catalog import staged_metadata
 
 logger = logging.getLogger(__name__)
@@ -103,6 +105,29 @@ class ChangelogTable:
         """The bootstrap's state if the newest Tidemark commit is one of the bootstrap's."""
         summary = self._newest_tidemark_summary()
         return None if summary is None else BootstrapState.from_summary(summary)
+
+    def watermark_history(self, since: datetime) -> tuple[FreshnessSample, ...]:
+        """The watermark each commit since ``since`` reached, and the newest one before it (where
+        a chart of ``since`` onwards starts), one a minute; commits while bootstrapping, and
+        snapshots that are not Tidemark's, have none. As far back as snapshots are kept."""
+        since_ms = since.timestamp() * 1000
+        samples, before = [], None
+        for snapshot in self._table.metadata.snapshots:
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            progress = TableProgress.from_summary(summary)
+            if progress is None or progress.hold_until is not None or progress.watermark_ms <= 0:
+                continue
+            bootstrap = BootstrapState.from_summary(summary)
+            if bootstrap is not None and not bootstrap.done:
+                continue
+            sample = FreshnessSample(
+                datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC), progress.watermark_ms
+            )
+            if snapshot.timestamp_ms >= since_ms:
+                samples.append(sample)
+            elif before is None or sample > before:
+                before = sample
+        return per_minute(samples if before is None else [before, *samples])
 
     def commit(
         self, rows: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None = None

@@ -120,6 +120,18 @@ def test_on_a_terminal_the_reason_runs_on_past_the_watermark_column_without_wide
     )
 
 
+def test_a_quiet_table_whose_hold_a_watermark_report_passed_shows_that_watermark() -> None:
+    """Bootstrapped, then no change: its newest commit still holds, but the scheduler recorded
+    a watermark report, which marks a table only once the stream passed its hold."""
+    held = _held("shop.items")
+    assert held.progress is not None
+    reported = replace(held, recorded_watermark_ms=held.progress.watermark_ms + 30_000)
+
+    [row] = plain_text(status_view(PipelineStatus([reported], False, None), NOW)).splitlines()[1:]
+
+    assert row.split()[:3] == ["shop.items", "2026-11-22T15:47:31.000+00:00", "29.0"]
+
+
 def test_a_long_sink_table_name_widens_its_column_for_every_row() -> None:
     status = PipelineStatus(
         [_streaming("shop.orders", 1), _streaming("shop.a_sink_table_name_of_40_characters", 2)],

@@ -22,6 +22,7 @@ from tidemark.commands.command import (
     add_window_arguments,
     stop_on_signals,
 )
+from tidemark.commands.ui import add_page_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +40,19 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="serve the scheduler's Prometheus metrics at http://127.0.0.1:PORT/metrics and "
         "ingest's at PORT+1 (docs/operations.md#metrics)",
     )
+    parser.add_argument(
+        "--ui-port",
+        type=int,
+        metavar="PORT",
+        help="serve the status page at http://127.0.0.1:PORT/ (docs/operations.md#the-status-page)",
+    )
+    add_page_arguments(parser)
     add_spark_arguments(parser)
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tidemark.commands.ui import serve_page
     from tidemark.pipeline import Pipeline, SchedulerOptions, run_scheduler
 
     pipeline = Pipeline.open(args.file)
@@ -59,7 +68,12 @@ def _run(args: argparse.Namespace) -> int:
     stop_on_signals(stop)
     watcher = threading.Thread(target=_stop_when_done, args=(ingest, stop), daemon=True)
     watcher.start()
+    page = None
     try:
+        if args.ui_port is not None:
+            page = serve_page(
+                [Pipeline.open(args.file)], args.ui_port, args.ui_hours, args.ui_refresh
+            )
         options = SchedulerOptions(
             max_workers=args.max_workers,
             merge_processes=args.merge_processes,
@@ -69,6 +83,8 @@ def _run(args: argparse.Namespace) -> int:
         )
         run_scheduler([pipeline], SparkTarget.parse(args.master, args.jars), stop, options)
     finally:
+        if page is not None:
+            page.close()
         if ingest.poll() is None:
             ingest.terminate()
         code = ingest.wait()

@@ -3,6 +3,8 @@ metadata files stay."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -17,6 +19,7 @@ from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import write_pipeline
 from tests.spark_jobs.changelogs import DATA, commit
 from tidemark.config import load_pipeline
+from tidemark.freshness import FreshnessSample
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
@@ -144,3 +147,23 @@ def test_a_changelog_created_since_the_listing_is_opened_as_it_is(
 def _metadata_files(location: str) -> int:
     folder = Path(urlsplit(location).path) / "metadata"
     return len(list(folder.glob("*.metadata.json")))
+
+
+def test_the_watermark_history_is_one_sample_a_minute_of_the_commits_that_have_one(
+    catalog: Catalog, namespace: str
+) -> None:
+    changelog = open_changelog(catalog, f"{namespace}.orders", DATA, {})
+    streamed = [commit(changelog, index) for index in range(3)]
+    # a bootstrap's commit holds its watermark until the stream catches up: no sample
+    held = replace(streamed[-1], watermark_ms=streamed[-1].watermark_ms + 60_000)
+    changelog.commit(changelog.schema.empty_table(), replace(held, hold_until=held.position))
+    table = catalog.load_table(f"{namespace}.orders")
+    third = datetime.fromtimestamp(table.snapshots()[2].timestamp_ms / 1000, UTC)
+
+    history = changelog.watermark_history(since=third - timedelta(minutes=5))
+    later = changelog.watermark_history(since=third + timedelta(minutes=5))
+
+    # the three commits came within a minute or two: the furthest of each minute is kept
+    assert history[-1] == FreshnessSample(third, streamed[-1].watermark_ms)
+    assert {sample.watermark_ms for sample in history} <= {p.watermark_ms for p in streamed}
+    assert later == (history[-1],)  # where a chart starting later begins

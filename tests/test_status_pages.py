@@ -1,0 +1,87 @@
+"""The status page over HTTP: built at most once per half refresh period whoever asks, a
+pipeline that cannot be read shown with why while the others still show, and nothing but the
+page served."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import cast
+
+import pytest
+
+from tests.output.test_status_page import NOW, _page
+from tidemark.errors import TerminalError
+from tidemark.pipeline import Pipeline, PipelinePage
+from tidemark.status_pages import PageServer, StatusPages, serve
+
+
+class _Pipeline:
+    """A pipeline as the page sees it: a name, and what its state says at each read."""
+
+    def __init__(self, name: str, *pages: PipelinePage | Exception) -> None:
+        self.name = name
+        self._pages = list(pages)
+
+    def page(self, now: datetime, since: datetime) -> PipelinePage:
+        found = self._pages.pop(0) if len(self._pages) > 1 else self._pages[0]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _pages(clock: _Clock, *pipelines: _Pipeline) -> StatusPages:
+    return StatusPages(cast(list[Pipeline], list(pipelines)), clock, refresh_seconds=30)
+
+
+def test_the_page_is_built_again_only_after_half_its_refresh_period() -> None:
+    clock = _Clock()
+    shop = _Pipeline("shop", _page(), _page(errors=[]))
+    pages = _pages(clock, shop)
+
+    first = pages.html()
+    clock.now += timedelta(seconds=14)
+    assert pages.html() == first
+    clock.now += timedelta(seconds=1)
+    assert "none in the last" in pages.html() and "none in the last" not in first
+
+
+def test_a_pipeline_that_cannot_be_read_is_shown_with_why_and_the_others_still_are() -> None:
+    down = _Pipeline("billing", TerminalError("the catalog at 127.0.0.1:1 refused the login"))
+    broken = _Pipeline("audit", ValueError("unexpected"))
+
+    html = _pages(_Clock(), down, broken, _Pipeline("shop", _page())).html()
+
+    assert "Cannot read this pipeline's state: the catalog at 127.0.0.1:1 refused" in html
+    assert "Cannot read this pipeline's state: ValueError: unexpected" in html
+    assert 'data-table="shop.orders"' in html
+
+
+@pytest.fixture
+def server() -> Iterator[PageServer]:
+    served = serve(_pages(_Clock(), _Pipeline("shop", _page())), port=0)
+    yield served
+    served.close()
+
+
+def test_the_page_is_served_at_the_root_as_html_never_cached(server: PageServer) -> None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/", timeout=10) as response:
+        assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+        assert response.headers["Cache-Control"] == "no-store"
+        assert 'data-pipeline="shop"' in response.read().decode()
+
+
+def test_any_other_path_is_not_found(server: PageServer) -> None:
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10)
+    assert refused.value.code == 404
