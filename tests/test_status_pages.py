@@ -1,20 +1,32 @@
 """The status page over HTTP: built at most once per half refresh period whoever asks, a
 pipeline that cannot be read shown with why while the others still show, and nothing but the
-page served."""
+page served; ``tidemark ui`` serves the page of a pipeline that only ingests, its freshness
+from its changelog's commits."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import cast
 
 import pytest
 
+from ingest.stream.runner import StopWhen
+from tests.ingest.pipelines import orders_pipeline
 from tests.output.test_status_page import NOW, _page
+from tests.polling import wait_until
+from tests.stack_helpers import free_ports
 from tidemark.errors import TerminalError
 from tidemark.pipeline import Pipeline, PipelinePage
+from tidemark.source import current_position
+from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.status_pages import PageServer, StatusPages, serve
 
 
@@ -85,3 +97,58 @@ def test_any_other_path_is_not_found(server: PageServer) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10)
     assert refused.value.code == 404
+
+
+def test_tidemark_ui_shows_a_pipeline_without_reports_fresh_from_its_commits(
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    with source.admin_source().connect() as admin, admin.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY, v INT)")
+        cursor.execute(f"INSERT INTO `{source_database}`.orders VALUES (1, 1), (2, 2)")
+    path = orders_pipeline(
+        tmp_path,
+        source,
+        endpoints.catalog,
+        database=source_database,
+        namespace=namespace,
+        server_id=server_id,
+    )
+    pipeline = Pipeline.open(path)
+    connection = pipeline.config.source.connection()
+    pipeline.ingest(StopWhen(until_position=current_position(connection)))  # the bootstrap
+    with source.admin_source().connect() as admin, admin.cursor() as cursor:
+        cursor.execute(f"INSERT INTO `{source_database}`.orders VALUES (3, 3)")
+    pipeline.ingest(StopWhen(until_position=current_position(connection)))  # a watermark
+    (port,) = free_ports(1)
+    command = [sys.executable, "-m", "tidemark.cli", "ui", str(path), "--port", str(port)]
+    ui = subprocess.Popen(
+        [*command, "--max-seconds", "120"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stderr=subprocess.PIPE,
+    )
+    try:
+        html = wait_until("the page served", lambda: _fetch(f"http://127.0.0.1:{port}/"), 60)
+    finally:
+        ui.terminate()
+        _, errors = ui.communicate(timeout=60)
+
+    assert f'data-table="{namespace}.orders"' in html
+    # the newest commit's sample, then the present
+    [points] = re.findall(r'<polyline points="([^"]*)"', html)
+    assert len(points.split()) >= 2
+    assert "This pipeline publishes no commit reports, so it has no windows." in html
+    assert ui.returncode == 0, errors.decode()
+
+
+def _fetch(url: str) -> str:
+    """The page, or nothing while the server is not listening yet."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return str(response.read().decode())
+    except urllib.error.URLError:
+        return ""

@@ -180,3 +180,13 @@ def test_a_pipeline_without_reports_says_it_has_no_windows() -> None:
     assert "This pipeline publishes no commit reports, so it has no windows." in (
         _render(unscheduled).text
     )
+
+
+def test_a_table_whose_stream_has_seen_no_event_yet_has_no_lag_to_chart() -> None:
+    unseen = _table("shop.orders", lag_seconds=NOW.timestamp())  # watermark 0
+    page = _page(status=PipelineStatus([unseen], scheduled=False, windows=None), freshness={})
+
+    elements = _render(page)
+
+    assert "lag -" in elements.text
+    assert elements.having("data-no-chart")
