@@ -1,30 +1,39 @@
-"""Secrets stay secret: a pipeline whose source password is distinctive runs, is looked at and
-is misconfigured, and the password is found in no log line, command output, commit report,
-table property or snapshot summary. (The catalog's password is the stack's own, not
-distinctive enough to search for; ``tests/config/test_secrets_and_variables.py`` masks it in
-what the configuration shows.)"""
+"""Secrets stay secret: a pipeline whose source and catalog passwords are distinctive runs, is
+looked at and is misconfigured, and neither password is found in any log line, command output,
+metric, status page, commit report, table property or snapshot summary. (The Kafka password is
+searched for in tests/test_kafka_security.py, whose broker has a SASL listener.)"""
 
 from __future__ import annotations
 
 import logging
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from prometheus_client import generate_latest
+from psycopg2 import sql
+from pydantic import SecretStr
 from pyiceberg.catalog import Catalog
 
 from ingest.stream.runner import StopWhen
+from scheduler.state import DEFAULT_SCHEMA
 from tests.ingest.pipelines import orders_pipeline, reports_block
 from tests.polling import wait_until
 from tidemark.cli import main
+from tidemark.metrics import REGISTRY
 from tidemark.pipeline import Pipeline
 from tidemark.source import current_position
-from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint, StackEndpoints
+from tidemark.stack.postgres import CATALOG_DATABASE, Postgres
+from tidemark.stack.settings import StackSettings
+from tidemark.status_pages import StatusPages
 
-#: a password nothing else contains
+#: passwords nothing else contains: the source account's and the catalog's
 CANARY = f"Canary-{uuid.uuid4().hex}"
+CATALOG_CANARY = f"Catalog-canary-{uuid.uuid4().hex}"
 
 
 @pytest.fixture
@@ -39,8 +48,44 @@ def canary_account(source: SourceEndpoint, unique_name: str, source_database: st
         cursor.execute("DROP USER %s@'%%'", (user,))
 
 
-def test_the_source_password_is_in_no_log_output_report_or_table_property(
+@pytest.fixture
+def canary_catalog(
+    stack_settings: StackSettings, endpoints: StackEndpoints, unique_name: str
+) -> Iterator[CatalogEndpoint]:
+    """The stack's catalog, reached with a role of its own whose password is
+    ``CATALOG_CANARY``: it may read and write the catalog's tables and read the scheduler's
+    state, as a pipeline's role would."""
+    role = sql.Identifier(f"tm_{unique_name}"[:63])
+    grants = [
+        sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(role, sql.Literal(CATALOG_CANARY)),
+        sql.SQL("GRANT USAGE, CREATE ON SCHEMA public TO {}").format(role),
+        sql.SQL("GRANT ALL ON ALL TABLES IN SCHEMA public TO {}").format(role),
+    ]
+    superuser = Postgres(stack_settings).superuser(CATALOG_DATABASE)
+    try:
+        with superuser, superuser.cursor() as cursor:
+            cursor.execute("SELECT to_regnamespace(%s)", (DEFAULT_SCHEMA,))
+            if (cursor.fetchone() or (None,))[0] is not None:  # a scheduler ran on the stack
+                state = sql.Identifier(DEFAULT_SCHEMA)
+                grants.append(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(state, role))
+                grants.append(
+                    sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(state, role)
+                )
+            for grant in grants:
+                cursor.execute(grant)
+        yield endpoints.catalog.model_copy(
+            update={"user": role.strings[0], "password": SecretStr(CATALOG_CANARY)}
+        )
+        with superuser, superuser.cursor() as cursor:
+            cursor.execute(sql.SQL("DROP OWNED BY {}").format(role))
+            cursor.execute(sql.SQL("DROP ROLE {}").format(role))
+    finally:
+        superuser.close()
+
+
+def test_the_passwords_are_in_no_log_output_metric_page_report_or_table_property(
     canary_account: str,
+    canary_catalog: CatalogEndpoint,
     source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
@@ -58,7 +103,7 @@ def test_the_source_password_is_in_no_log_output_report_or_table_property(
     path = orders_pipeline(
         tmp_path,
         source,
-        endpoints.catalog,
+        canary_catalog,
         database=source_database,
         namespace=namespace,
         server_id=server_id,
@@ -74,6 +119,8 @@ def test_the_source_password_is_in_no_log_output_report_or_table_property(
     )
     wrong = tmp_path / "wrong.yaml"  # the account refused: its message names no password
     wrong.write_text(path.read_text().replace(CANARY, f"{CANARY}-wrong"))
+    wrong_catalog = tmp_path / "wrong_catalog.yaml"
+    wrong_catalog.write_text(path.read_text().replace(CATALOG_CANARY, f"{CATALOG_CANARY}-wrong"))
 
     with caplog.at_level(logging.DEBUG):
         pipeline = Pipeline.open(path)
@@ -82,6 +129,11 @@ def test_the_source_password_is_in_no_log_output_report_or_table_property(
         for command in (["status"], ["status", "--json"], ["plan"], ["validate"]):
             assert main([*command, str(path)]) == 0
         assert main(["plan", str(wrong)]) == 1
+        assert main(["status", str(wrong_catalog)]) == 1
+        page = StatusPages(
+            [pipeline, Pipeline.open(wrong), Pipeline.open(wrong_catalog)],
+            lambda: datetime.now(UTC),
+        ).html()
     shown = capfd.readouterr()  # the reading process's output too
 
     changelog = catalog.load_table(f"{namespace}.orders_changelog")
@@ -92,12 +144,18 @@ def test_the_source_password_is_in_no_log_output_report_or_table_property(
         "commit reports": "\n".join(_messages(endpoints, reports_topic)),
         "table properties": repr(changelog.properties),
         "snapshot summaries": repr([s.summary for s in changelog.snapshots()]),
+        "metrics": generate_latest(REGISTRY).decode(),
+        "status page": page,
     }
     assert all(places.values()), (
         f"nothing was captured in {[k for k, v in places.items() if not v]}"
     )
-    assert "refused the account" in shown.err, "the wrong password was tried"
-    assert [place for place, content in places.items() if CANARY in content] == []
+    for password in (CANARY, CATALOG_CANARY):
+        assert [place for place, content in places.items() if password in content] == []
+    assert "refused the account" in shown.err, "the wrong source password was tried"
+    assert "password authentication failed" in shown.err, "the wrong catalog password was tried"
+    assert page.count("Cannot read this pipeline") == 2, "the page shows both refusals"
+    assert 'data-table="' in page, "the page shows the pipeline that works"
 
 
 def _messages(endpoints: StackEndpoints, topic: str) -> list[str]:

@@ -18,7 +18,7 @@ from pyiceberg.catalog import load_catalog as load_pyiceberg_catalog
 from pyiceberg.exceptions import NoSuchNamespaceError
 
 from tidemark.errors import ConfigError
-from tidemark.sql_catalog import TidemarkSqlCatalog
+from tidemark.sql_catalog import open_sql_catalog
 
 #: Every table Tidemark creates keeps only its last few metadata files. A changelog commits every
 #: few seconds and each metadata file holds the table's whole snapshot list, so kept files grow
@@ -35,10 +35,11 @@ _SQLALCHEMY_DIALECTS = {"postgresql": "postgresql+psycopg2", "sqlite": "sqlite"}
 
 def load_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
     """A PyIceberg catalog named ``name`` from Java-style catalog ``properties``; a JDBC
-    catalog is ``TidemarkSqlCatalog``, which commits without re-reading each table first."""
+    catalog is ``TidemarkSqlCatalog`` (``open_sql_catalog``), which commits without re-reading
+    each table first."""
     translated = pyiceberg_properties(properties)
     if translated.get("type") == "sql":
-        return TidemarkSqlCatalog(name, **translated)
+        return open_sql_catalog(name, **translated)
     return load_pyiceberg_catalog(name, **translated)
 
 

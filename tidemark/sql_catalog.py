@@ -34,8 +34,39 @@ from pyiceberg.table.update import (
 )
 from pyiceberg.utils.datetime import datetime_to_millis
 from sqlalchemy import CursorResult, insert, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
+
+from tidemark.errors import TerminalError, TransientError
+
+#: what the database says when it will refuse again until the configuration changes
+_REFUSALS = ("password authentication failed", "no pg_hba.conf entry", "does not exist")
+
+
+class CatalogRefusedError(TerminalError):
+    """The catalog's database refused the connection: its user, password or database."""
+
+
+class CatalogUnavailableError(TransientError):
+    """The catalog's database could not be reached (yet)."""
+
+
+def open_sql_catalog(name: str, **properties: str) -> TidemarkSqlCatalog:
+    """``TidemarkSqlCatalog``, connected: a refusal or an unreachable database becomes an error
+    that says which, without the driver's traceback (nor the password, which it never names)."""
+    try:
+        return TidemarkSqlCatalog(name, **properties)
+    except OperationalError as error:
+        said = str(error.orig or error).strip().splitlines()[0]
+        if any(refusal in said for refusal in _REFUSALS):
+            raise CatalogRefusedError(
+                f"the catalog's database refused the connection ({said}): check "
+                "catalog.properties.uri, jdbc.user and jdbc.password"
+            ) from None
+        raise CatalogUnavailableError(
+            f"the catalog's database cannot be reached ({said}): is it running at "
+            "catalog.properties.uri?"
+        ) from None
 
 
 def staged_metadata(

@@ -102,14 +102,14 @@ class Postgres(Service):
 
     def is_healthy(self) -> bool:
         try:
-            conn = self._superuser()
+            conn = self.superuser()
         except psycopg2.Error:
             return False
         conn.close()
         return True
 
     def _after_first_health(self) -> None:
-        conn = self._superuser()
+        conn = self.superuser()
         conn.autocommit = True  # CREATE DATABASE refuses to run inside a transaction
         try:
             cursor = conn.cursor()
@@ -149,12 +149,14 @@ class Postgres(Service):
             "jdbc_uri": f"jdbc:postgresql://{host}:{port}/{CATALOG_DATABASE}",
         }
 
-    def _superuser(self) -> Any:
+    def superuser(self, database: str = "postgres") -> Any:
+        """A connection as the cluster's superuser, over the socket in the data folder (tests
+        make roles with it)."""
         return psycopg2.connect(
             host=str(self.cluster_dir),
             port=self.port,
             user="postgres",
-            dbname="postgres",
+            dbname=database,
             connect_timeout=2,
         )
 
