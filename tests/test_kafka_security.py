@@ -1,9 +1,12 @@
 """Commit reports over Kafka's TLS and SASL_SSL listeners: ingest publishes and the scheduler's
 consumer reads with nothing but librdkafka properties under ``tidemark.reports.kafka.*``, on a
-broker of the test's own with the listeners the test adds and a certificate it makes."""
+broker of the test's own with the listeners the test adds and a certificate it makes. The SASL
+password is a canary, found in no log line or command output."""
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,7 @@ from tests.ingest.pipelines import orders_pipeline, reports_block
 from tests.polling import wait_until
 from tests.stack_helpers import free_ports, second_stack_home
 from tests.tls_certificates import Authority, ServerFiles
+from tidemark.cli import main
 from tidemark.contracts.reports import CommitReport
 from tidemark.pipeline import Pipeline
 from tidemark.source import current_position
@@ -24,7 +28,7 @@ from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.settings import StackSettings
 
-SASL_USER, SASL_PASSWORD = "scheduler", "sasl-password-for-tests"
+SASL_USER, SASL_PASSWORD = "scheduler", f"Kafka-canary-{uuid.uuid4().hex}"
 
 
 class _SecuredKafka(Kafka):
@@ -100,7 +104,7 @@ def secured_broker(
         )
 
 
-def test_reports_are_published_over_tls_and_read_over_sasl_ssl(
+def test_reports_are_published_over_sasl_ssl_and_read_over_tls_and_the_password_shows_nowhere(
     secured_broker: SecuredBroker,
     source: SourceEndpoint,
     endpoints: StackEndpoints,
@@ -109,6 +113,8 @@ def test_reports_are_published_over_tls_and_read_over_sasl_ssl(
     unique_name: str,
     tmp_path: Path,
     server_id: int,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     topic = f"reports.{unique_name}"
     secured_broker.create_topic(topic)
@@ -122,13 +128,19 @@ def test_reports_are_published_over_tls_and_read_over_sasl_ssl(
         database=source_database,
         namespace=namespace,
         server_id=server_id,
-        extra=reports_block(topic, secured_broker.ssl),
+        extra=reports_block(topic, secured_broker.sasl_ssl),
     )
-    pipeline = Pipeline.open(path)
+    assert SASL_PASSWORD in path.read_text()
 
-    pipeline.ingest(StopWhen(until_position=current_position(pipeline.config.source.connection())))
+    with caplog.at_level(logging.DEBUG):
+        pipeline = Pipeline.open(path)
+        end = current_position(pipeline.config.source.connection())
+        pipeline.ingest(StopWhen(until_position=end))
+        for command in (["status"], ["status", "--json"], ["plan"], ["validate"]):
+            assert main([*command, str(path)]) == 0
+    shown = capfd.readouterr()
 
-    consumer = ReportsConsumer(ConsumerSettings(topic, secured_broker.sasl_ssl, unique_name))
+    consumer = ReportsConsumer(ConsumerSettings(topic, secured_broker.ssl, unique_name))
     reports: list[CommitReport] = []
     try:
 
@@ -136,10 +148,13 @@ def test_reports_are_published_over_tls_and_read_over_sasl_ssl(
             reports.extend(consumer.poll().reports)
             return bool(reports)
 
-        wait_until("a commit report read over SASL_SSL", read, 60)
+        wait_until("a commit report published over SASL_SSL, read over TLS", read, 60)
     finally:
         consumer.close()
     assert {report.table for report in reports} == {f"{namespace}.orders_changelog"}
+    places = {"logs": caplog.text, "standard output": shown.out, "standard error": shown.err}
+    assert places["logs"] and places["standard output"], "the run and the commands were captured"
+    assert [place for place, content in places.items() if SASL_PASSWORD in content] == []
 
 
 @pytest.mark.parametrize(

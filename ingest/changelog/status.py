@@ -48,6 +48,8 @@ class TableStatus:
         if self.bootstrap is not None:
             return f"bootstrapping: {self.bootstrap.rows:,} rows read"
         progress = self.progress
+        if progress is not None and (self.watermark_ms or 0) <= 0:
+            return "waiting for the stream's first binlog event"
         if progress is not None and progress.hold_until is not None:
             # a watermark report marks a table only once the stream has passed its hold
             # (``Assembler.complete_tables``): a quiet table has no newer commit to say so

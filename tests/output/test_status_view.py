@@ -132,6 +132,16 @@ def test_a_quiet_table_whose_hold_a_watermark_report_passed_shows_that_watermark
     assert row.split()[:3] == ["shop.items", "2026-11-22T15:47:31.000+00:00", "29.0"]
 
 
+def test_a_table_whose_stream_has_seen_no_event_yet_says_so_instead_of_1970() -> None:
+    streaming = _streaming("shop.orders", 2)
+    assert streaming.progress is not None
+    unseen = replace(streaming, progress=replace(streaming.progress, watermark_ms=0))
+
+    [row] = plain_text(status_view(PipelineStatus([unseen], False, None), NOW)).splitlines()[1:]
+
+    assert row.split(None, 1) == ["shop.orders", "waiting for the stream's first binlog event"]
+
+
 def test_a_long_sink_table_name_widens_its_column_for_every_row() -> None:
     status = PipelineStatus(
         [_streaming("shop.orders", 1), _streaming("shop.a_sink_table_name_of_40_characters", 2)],

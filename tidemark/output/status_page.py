@@ -129,8 +129,6 @@ def _table(table: TableStatus, page: PipelinePage, now: datetime) -> TableView:
     if table.progress is None:
         waiting = "no changelog table yet" if not table.exists else "no commits yet"
     watermark = table.watermark_ms if waiting is None else None
-    if not watermark or watermark <= 0:  # a stream that has seen no event yet promises nothing
-        watermark = None
     lag = table.watermark_lag_seconds(now) if watermark is not None else None
     curve = lag_curve(page.freshness.get(table.sink, ()), page.since, now, watermark)
     return TableView(
