@@ -26,7 +26,7 @@ from ingest.changelog.table import ChangelogTable, open_changelog
 from spark_jobs.maintenance import MaintenanceSettings, TableMaintainer
 from spark_jobs.session import SparkSettings, build_session
 from tests.spark_jobs.changelogs import DATA, commit
-from tidemark.catalog import load_catalog
+from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.config.plan import SinkTable
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
@@ -81,9 +81,7 @@ def main() -> int:
         table = ChangelogTable(catalog.load_table(name))
         after = timed_commits(table, args.commits, args.sample)
     finally:
-        for identifier in catalog.list_tables(namespace):
-            catalog.purge_table(identifier)
-        catalog.drop_namespace(namespace)
+        purge_namespace(catalog, namespace, drop=True)
 
     assert result.files_before and result.files_after
     lines = [

@@ -313,9 +313,7 @@ class WindowEngine:
         has not moved for ``stall_after``, once per ``stall_after`` while it lasts."""
         self.prune_reports()
         now = self._clock()
-        self._store.prune_freshness(
-            self._schedule.changelogs.values(), now - self._settings.freshness_kept
-        )
+        self._store.prune_freshness(now - self._settings.freshness_kept)
         reached = self._store.watermark_reached_at(self._schedule.changelogs.values())
         stalls = []
         for sink, changelog in sorted(self._schedule.changelogs.items()):

@@ -34,7 +34,7 @@ from scheduler.errors import SchedulerError
 from scheduler.gate import ReportRecord, RunState, TableState, TaskState, WindowRun
 from tidemark.contracts.instance import Instance, LeaseHolders, Role, State, this_process
 from tidemark.contracts.reports import CommitReport, WatermarkReport
-from tidemark.errors import ConfigError, TerminalError, TransientError
+from tidemark.errors import ConfigError, TerminalError, TransientError, first_line
 from tidemark.freshness import FreshnessSample
 from tidemark.windows import TaskKind, Window, WindowTask
 
@@ -188,6 +188,8 @@ class StateStore:
         self._settings = settings
         self._schema = sql.Identifier(settings.schema)
         self._local = threading.local()
+        #: a freshness sample was refused once: said, then not again
+        self._sampling_refused = False
 
     @property
     def schema(self) -> str:
@@ -375,7 +377,23 @@ class StateStore:
             "WHERE f.watermark_ms < EXCLUDED.watermark_ms"
         ).format(self._schema)
         samples = [(table, minute, mark, now) for table, mark in sorted(furthest.items())]
-        execute_values(cursor, statement.as_string(cursor), samples)
+        # the status page's charts must never cost the reports they ride with
+        cursor.execute("SAVEPOINT freshness")
+        try:
+            execute_values(cursor, statement.as_string(cursor), samples)
+        except (psycopg2.ProgrammingError, psycopg2.DataError, psycopg2.IntegrityError) as error:
+            cursor.execute("ROLLBACK TO SAVEPOINT freshness")
+            if not self._sampling_refused:
+                self._sampling_refused = True
+                logger.warning(
+                    "Freshness samples for the status page cannot be written to %s.freshness "
+                    "(%s); the reports are recorded, the page's charts have only the "
+                    "changelogs' commits. Grant the scheduler's role INSERT and UPDATE on it.",
+                    self.schema,
+                    first_line(error),
+                )
+        else:
+            cursor.execute("RELEASE SAVEPOINT freshness")
 
     def freshness(self, tables: Iterable[str], since: datetime) -> dict[str, list[FreshnessSample]]:
         """Per changelog table, the samples since ``since``, and the newest one before it
@@ -388,9 +406,12 @@ class StateStore:
                 sql.SQL(
                     "SELECT table_name, seen_at, watermark_ms FROM {schema}.freshness "
                     "WHERE table_name = ANY(%s) AND minute >= %s "
-                    "UNION ALL (SELECT DISTINCT ON (table_name) table_name, seen_at, watermark_ms "
-                    "FROM {schema}.freshness WHERE table_name = ANY(%s) AND minute < %s "
-                    "ORDER BY table_name, minute DESC) ORDER BY 1, 2"
+                    # the newest before, per table: one step down its primary key
+                    "UNION ALL SELECT t.name, b.seen_at, b.watermark_ms "
+                    "FROM unnest(%s::text[]) AS t (name) CROSS JOIN LATERAL ("
+                    "SELECT seen_at, watermark_ms FROM {schema}.freshness "
+                    "WHERE table_name = t.name AND minute < %s ORDER BY minute DESC LIMIT 1) AS b "
+                    "ORDER BY 1, 2"
                 ).format(schema=self._schema),
                 (names, since, names, since),
             )
@@ -399,14 +420,13 @@ class StateStore:
                 history[table].append(FreshnessSample(seen_at, int(watermark_ms)))
         return dict(history)
 
-    def prune_freshness(self, tables: Iterable[str], before: datetime) -> int:
-        """Delete the freshness samples of ``tables`` from before ``before``."""
+    def prune_freshness(self, before: datetime) -> int:
+        """Delete the freshness samples from before ``before``, of every table: those of tables
+        no pipeline has any more too."""
         with self._transaction() as cursor:
             cursor.execute(
-                sql.SQL(
-                    "DELETE FROM {}.freshness WHERE table_name = ANY(%s) AND minute < %s"
-                ).format(self._schema),
-                (list(tables), before),
+                sql.SQL("DELETE FROM {}.freshness WHERE minute < %s").format(self._schema),
+                (before,),
             )
             return int(cursor.rowcount)
 
@@ -576,17 +596,20 @@ class StateStore:
             )
             return [_run(row) for row in cursor.fetchall()]
 
-    def recent_runs(self, pipeline: str, per_task: int) -> list[WindowRun]:
-        """The newest ``per_task`` recorded windows of each task of ``pipeline``, oldest first."""
+    def recent_runs(
+        self, pipeline: str, tasks: Iterable[WindowTask], per_task: int
+    ) -> list[WindowRun]:
+        """The newest ``per_task`` recorded windows of each of ``tasks``, oldest first: each
+        task's a few steps down the primary key, however long the history."""
         with self._transaction() as cursor:
             cursor.execute(
                 sql.SQL(
-                    "SELECT " + _RUN_COLUMNS + " FROM (SELECT *, row_number() OVER "
-                    "(PARTITION BY task ORDER BY window_end DESC) AS newest "
-                    "FROM {}.window_runs WHERE pipeline = %s) AS runs WHERE newest <= %s "
-                    "ORDER BY task, window_end"
+                    "SELECT r.* FROM unnest(%s::text[]) AS t (task) CROSS JOIN LATERAL ("
+                    "SELECT " + _RUN_COLUMNS + " FROM {}.window_runs "
+                    "WHERE pipeline = %s AND task = t.task ORDER BY window_end DESC LIMIT %s) AS r "
+                    "ORDER BY r.task, r.window_end"
                 ).format(self._schema),
-                (pipeline, per_task),
+                ([str(task) for task in tasks], pipeline, per_task),
             )
             return [_run(row) for row in cursor.fetchall()]
 

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.session import SparkSettings, build_session
 from tests.server_ids import ServerIds
 from tests.stack_helpers import free_ports, second_stack_home
-from tidemark.catalog import load_catalog
+from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, SourceFlavor, StackEndpoints
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.settings import StackSettings
@@ -131,9 +131,7 @@ def namespace(catalog: Catalog, unique_name: str) -> Iterator[str]:
     """A fresh Iceberg namespace for one test, with its tables dropped afterwards."""
     catalog.create_namespace(unique_name)
     yield unique_name
-    for identifier in catalog.list_tables(unique_name):
-        catalog.purge_table(identifier)
-    catalog.drop_namespace(unique_name)
+    purge_namespace(catalog, unique_name, drop=True)
 
 
 @pytest.fixture

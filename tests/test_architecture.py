@@ -18,7 +18,7 @@ APPLICATION = (
     "tidemark.demo",
     "tidemark.pipeline",
     "tidemark.output",
-    "tidemark.status_pages",
+    "tidemark.page_server",
 )
 STAGES = ("ingest", "scheduler", "spark_jobs")
 

@@ -72,3 +72,11 @@ def test_per_minute_keeps_the_furthest_watermark_of_each_minute() -> None:
     commits = [_sample(0.1, 9), _sample(0.5, 1), _sample(0.9, 3), _sample(1.2, 4)]
 
     assert per_minute(commits) == (commits[2], commits[3])
+
+
+def test_a_sample_from_a_clock_ahead_of_this_one_is_drawn_at_the_present_not_past_it() -> None:
+    ahead = _sample(5, 2)  # recorded "five minutes from now" by a host whose clock is ahead
+
+    curve = lag_curve([ahead], since=_at(0), now=_at(1), watermark_ms=None)
+
+    assert [point.at for point in curve] == [_at(1)]

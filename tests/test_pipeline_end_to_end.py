@@ -148,7 +148,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
         "--ui-port",
         str(ui_port),
         "--ui-refresh",
-        "2",
+        "5",
     )
     try:
         with admin_connection.cursor() as cursor:

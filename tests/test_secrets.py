@@ -24,12 +24,12 @@ from tests.ingest.pipelines import orders_pipeline, reports_block
 from tests.polling import wait_until
 from tidemark.cli import main
 from tidemark.metrics import REGISTRY
+from tidemark.page_server import StatusPages
 from tidemark.pipeline import Pipeline
 from tidemark.source import current_position
 from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint, StackEndpoints
 from tidemark.stack.postgres import CATALOG_DATABASE, Postgres
 from tidemark.stack.settings import StackSettings
-from tidemark.status_pages import StatusPages
 
 #: passwords nothing else contains: the source account's and the catalog's
 CANARY = f"Canary-{uuid.uuid4().hex}"
@@ -77,6 +77,9 @@ def canary_catalog(
             update={"user": role.strings[0], "password": SecretStr(CATALOG_CANARY)}
         )
         with superuser, superuser.cursor() as cursor:
+            # the catalog's own tables, had the role been the first to make them, stay
+            owner = sql.Identifier(endpoints.catalog.user)
+            cursor.execute(sql.SQL("REASSIGN OWNED BY {} TO {}").format(role, owner))
             cursor.execute(sql.SQL("DROP OWNED BY {}").format(role))
             cursor.execute(sql.SQL("DROP ROLE {}").format(role))
     finally:

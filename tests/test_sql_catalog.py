@@ -4,6 +4,8 @@ lose a concurrent writer's commit (``tidemark.sql_catalog``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pytest
@@ -11,7 +13,7 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table
 
-from tidemark.catalog import load_catalog
+from tidemark.catalog import load_catalog, purge_table
 from tidemark.sql_catalog import TidemarkSqlCatalog
 from tidemark.stack.endpoints import StackEndpoints
 
@@ -76,3 +78,18 @@ def test_a_commit_keeps_the_metadata_log_and_the_tables_history(
     assert [entry.metadata_file for entry in current.metadata.metadata_log][0] == created_at
     history = [snapshot.snapshot_id for snapshot in table.snapshots()]
     assert [snapshot.snapshot_id for snapshot in current.snapshots()] == history
+
+
+def test_a_purged_table_of_a_local_warehouse_is_gone_from_the_catalog_and_the_disk(
+    catalog: Catalog, namespace: str
+) -> None:
+    table = catalog.create_table(f"{namespace}.purged", schema=ROWS)
+    for index in range(3):
+        table.append(rows(index))
+    folder = Path(urlsplit(table.location()).path)
+    assert any(folder.rglob("*.parquet"))
+
+    purge_table(catalog, f"{namespace}.purged")
+
+    assert not catalog.table_exists(f"{namespace}.purged")
+    assert not folder.exists()

@@ -21,3 +21,10 @@ class TerminalError(TidemarkError):
 
 class ConfigError(TerminalError):
     """The user's configuration is wrong; the message says where and how to fix it."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message (drivers add hints and SQL below it), or its
+    class's name when it has none."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__

@@ -37,13 +37,13 @@ class LagPoint:
 def per_minute(samples: Iterable[FreshnessSample]) -> tuple[FreshnessSample, ...]:
     """Per minute, the sample with the furthest watermark, oldest first: a changelog that
     commits every second has 3,600 commits an hour, and a chart needs 60."""
-    newest: dict[datetime, FreshnessSample] = {}
+    furthest: dict[datetime, FreshnessSample] = {}
     for sample in samples:
         minute = sample.at.replace(second=0, microsecond=0)
-        kept = newest.get(minute)
+        kept = furthest.get(minute)
         if kept is None or (sample.watermark_ms, sample.at) > (kept.watermark_ms, kept.at):
-            newest[minute] = sample
-    return tuple(newest[minute] for minute in sorted(newest))
+            furthest[minute] = sample
+    return tuple(furthest[minute] for minute in sorted(furthest))
 
 
 def lag_curve(
@@ -55,7 +55,8 @@ def lag_curve(
 
     A watermark never goes back: a sample behind an earlier one (a commit that a watermark
     report had already passed) changes nothing."""
-    ordered = sorted(samples)
+    # a clock ahead of this one (ingest's host, the scheduler's) must not draw past the present
+    ordered = sorted(s if s.at <= now else FreshnessSample(now, s.watermark_ms) for s in samples)
     if watermark_ms is not None:
         ordered.append(FreshnessSample(now, watermark_ms))
     points: list[LagPoint] = []

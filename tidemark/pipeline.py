@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyspark.sql import SparkSession
 
-    from ingest.changelog.error_table import ErrorRow
+    from ingest.changelog.error_table import ErrorRow, ErrorTables
     from ingest.changelog.status import TableStatus
     from ingest.lease import LeaseTiming
     from ingest.stream.runner import RunSummary, StopWhen
@@ -99,6 +99,8 @@ class PipelinePage:
     runs: Sequence[WindowRun]
     #: the newest error rows since ``since``, newest first
     errors: Sequence[ErrorRow]
+    #: why the source could not say who runs the pipeline, when it could not
+    ingest_unknown: str | None = None
 
 
 @dataclass(frozen=True)
@@ -331,21 +333,43 @@ class Pipeline:
     def status(self, now: datetime) -> PipelineStatus:
         return self._status(self.plan, now)
 
-    def page(self, now: datetime, since: datetime, runs_per_task: int = 24) -> PipelinePage:
-        """What the status page shows (``tidemark ui``), from the plan read afresh: freshness
-        from ``since`` on, the newest ``runs_per_task`` windows of each task, the error rows
-        since ``since``."""
-        from ingest.changelog.error_table import latest_errors
+    def page(
+        self,
+        now: datetime,
+        since: datetime,
+        plan: Plan,
+        location: StateLocation | None = None,
+        runs_per_task: int = 24,
+    ) -> PipelinePage:
+        """What the status page shows (``tidemark ui``) for the sink tables of ``plan``:
+        freshness from ``since`` on, the newest ``runs_per_task`` windows of each task, the
+        error rows since ``since``. A source that cannot be asked who runs the pipeline
+        leaves that unknown, not the page."""
+        from ingest.changelog.error_table import ErrorTables, latest_errors
+        from ingest.lease import lease_holders
         from tidemark.freshness import per_minute
 
-        plan = self.current_plan()
-        status = self._status(plan, now, history_since=since)
+        error_tables = ErrorTables(self.catalog, [sink.name for sink in plan.sinks])
+        status = self._status(
+            plan, now, history_since=since, location=location, error_tables=error_tables
+        )
+        unknown = None
+        try:
+            status = replace(
+                status, ingest=lease_holders(self.config.source.connection(), self.ingest_lease)
+            )
+        except Exception as error:  # the source is down or refuses: the rest still shows
+            unknown = f"{type(error).__name__}: {str(error).strip().splitlines()[0]}"
+            logger.warning(
+                "The status page could not ask %s's source who runs it: %s", self.name, unknown
+            )
         sampled: dict[str, list[FreshnessSample]] = {}
         runs: list[WindowRun] = []
         if status.windows is not None:  # the scheduler samples what its reports reach
-            with closing(self.state_store()) as store:
-                sampled = store.freshness((sink.changelog for sink in plan.sinks), since)
-                runs = store.recent_runs(self.name, runs_per_task)
+            with closing(self.state_store(location or StateLocation())) as store:
+                sampled = store.freshness([sink.changelog for sink in plan.sinks], since)
+                tasks = [task.task for task in status.windows]
+                runs = store.recent_runs(self.name, tasks, runs_per_task)
         freshness = {
             table.sink: per_minute([*table.history, *sampled.get(table.changelog, [])])
             for table in status.tables
@@ -354,36 +378,51 @@ class Pipeline:
             row
             for table in status.tables
             if table.errors
-            for row in latest_errors(self.catalog, table.sink, since, PAGE_ERROR_ROWS)
+            for row in latest_errors(error_tables, table.sink, since, PAGE_ERROR_ROWS)
         ]
         errors.sort(key=lambda row: row.event_time, reverse=True)
         return PipelinePage(
-            self.name, status, since, freshness, tuple(runs), tuple(errors[:PAGE_ERROR_ROWS])
+            self.name,
+            status,
+            since,
+            freshness,
+            tuple(runs),
+            tuple(errors[:PAGE_ERROR_ROWS]),
+            ingest_unknown=unknown,
         )
 
     def _status(
-        self, plan: Plan, now: datetime, history_since: datetime | None = None
+        self,
+        plan: Plan,
+        now: datetime,
+        history_since: datetime | None = None,
+        location: StateLocation | None = None,
+        error_tables: ErrorTables | None = None,
     ) -> PipelineStatus:
         from ingest.changelog.status import table_status
         from ingest.lease import lease_holders
 
         sinks = plan.sinks
         tables = [
-            table_status(self.catalog, sink.name, sink.changelog, history_since) for sink in sinks
+            table_status(self.catalog, sink.name, sink.changelog, history_since, error_tables)
+            for sink in sinks
         ]
         scheduled = self.config.tidemark.reports is not None
-        windows = self._windows(plan, now) if scheduled else None
+        windows = self._windows(plan, now, location) if scheduled else None
         schedulers = None
         if windows is not None:  # a scheduler has run: it knows the watermark reports
             from scheduler.status import recorded_watermarks
 
-            recorded = recorded_watermarks(sinks, self.state_settings())
+            settings = self.state_settings(location or StateLocation())
+            recorded = recorded_watermarks(sinks, settings)
             tables = [
                 replace(table, recorded_watermark_ms=recorded.get(table.sink)) for table in tables
             ]
-            with closing(self.state_store()) as store:
+            with closing(self.state_store(location or StateLocation())) as store:
                 schedulers = store.holders(self.name)
-        ingest = lease_holders(self.config.source.connection(), self.ingest_lease)
+        ingest = None
+        if error_tables is None:  # not for the page, which asks on its own (``page``)
+            ingest = lease_holders(self.config.source.connection(), self.ingest_lease)
         return PipelineStatus(tables, scheduled, windows, ingest, schedulers)
 
     # --- starting over ------------------------------------------------------------------------
@@ -433,6 +472,7 @@ class Pipeline:
         ``reset_targets`` waits as a standby until the reset is done, then starts over."""
         from scheduler.reports_consumer import ConsumerSettings, forget_reports
         from scheduler.state import PipelineLock
+        from tidemark.catalog import purge_table
 
         with closing(self.state_store(location)) as store, self._holding_ingest_lease():
             lock = PipelineLock(store, self.name)
@@ -440,7 +480,7 @@ class Pipeline:
             try:
                 dropped = []
                 for table in targets.tables:
-                    self.catalog.purge_table(table)
+                    purge_table(self.catalog, table)
                     dropped.append(table)
                 store.forget(self.name, targets.changelogs)
                 kept_for: tuple[str, ...] = ()
@@ -473,12 +513,15 @@ class Pipeline:
         """Per mirror and job its windows; None when no scheduler has run for the pipeline."""
         return self._windows(self.plan, now)
 
-    def _windows(self, plan: Plan, now: datetime) -> Sequence[TaskStatus] | None:
+    def _windows(
+        self, plan: Plan, now: datetime, location: StateLocation | None = None
+    ) -> Sequence[TaskStatus] | None:
         from scheduler.state import StateMissingError
         from scheduler.status import describe_pipeline
 
+        settings = self.state_settings(location or StateLocation())
         try:
-            return describe_pipeline(self.config, plan.sinks, now, self.state_settings())
+            return describe_pipeline(self.config, plan.sinks, now, settings)
         except StateMissingError:
             return None
 

@@ -37,7 +37,7 @@ from sqlalchemy import CursorResult, insert, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from tidemark.errors import TerminalError, TransientError
+from tidemark.errors import TerminalError, TransientError, first_line
 
 #: what the database says when it will refuse again until the configuration changes
 _REFUSALS = ("password authentication failed", "no pg_hba.conf entry", "does not exist")
@@ -57,7 +57,7 @@ def open_sql_catalog(name: str, **properties: str) -> TidemarkSqlCatalog:
     try:
         return TidemarkSqlCatalog(name, **properties)
     except OperationalError as error:
-        said = str(error.orig or error).strip().splitlines()[0]
+        said = first_line(error.orig or error)
         if any(refusal in said for refusal in _REFUSALS):
             raise CatalogRefusedError(
                 f"the catalog's database refused the connection ({said}): check "

@@ -23,8 +23,6 @@ from typing import Any
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
-from pyiceberg.expressions import GreaterThanOrEqual, Reference
-from pyiceberg.expressions.literals import literal
 
 from ingest.changelog.listing import CatalogListing, namespace_of
 from ingest.changelog.table import DEFAULT_PROPERTIES, ChangelogTable
@@ -108,54 +106,42 @@ class ErrorRow:
     """What the status page shows of one error row (the payload stays in the table)."""
 
     sink: str
+    source_table: str
     column: str
     reason: str
     value: str
     event_time: datetime
-    source_table: str
     position: str
 
 
-def latest_errors(catalog: Catalog, sink: str, since: datetime, limit: int) -> list[ErrorRow]:
+_SHOWN = (
+    "column_name",
+    "reason",
+    "value",
+    MetadataColumn.EVENT_TIME,
+    MetadataColumn.SOURCE_DATABASE,
+    MetadataColumn.SOURCE_TABLE,
+    MetadataColumn.POSITION,
+)
+
+
+def latest_errors(tables: ErrorTables, sink: str, since: datetime, limit: int) -> list[ErrorRow]:
     """The newest ``limit`` error rows of ``sink`` whose change happened since ``since``, newest
-    first. The table is partitioned by day of event time, so older days are not read."""
-    try:
-        table = catalog.load_table(error_table_name(sink))
-    except NoSuchTableError:
+    first; a few of the error table's files are read, however many rows it has."""
+    table = tables.find(sink)
+    if table is None:
         return []
-    fields = (
-        "column_name",
-        "reason",
-        "value",
-        MetadataColumn.EVENT_TIME,
-        MetadataColumn.SOURCE_DATABASE,
-        MetadataColumn.SOURCE_TABLE,
-        MetadataColumn.POSITION,
-        MetadataColumn.ORDER_KEY,
-    )
-    rows = (
-        table.scan(
-            row_filter=GreaterThanOrEqual(
-                term=Reference(MetadataColumn.EVENT_TIME.value), value=literal(since.isoformat())
-            ),
-            selected_fields=fields,
-        )
-        .to_arrow()
-        .sort_by([(MetadataColumn.ORDER_KEY, "descending")])
-        .slice(0, limit)
-        .to_pylist()
-    )
     return [
         ErrorRow(
             sink=sink,
+            source_table=f"{row[MetadataColumn.SOURCE_DATABASE]}.{row[MetadataColumn.SOURCE_TABLE]}",
             column=row["column_name"],
             reason=row["reason"],
             value=row["value"],
             event_time=row[MetadataColumn.EVENT_TIME],
-            source_table=f"{row[MetadataColumn.SOURCE_DATABASE]}.{row[MetadataColumn.SOURCE_TABLE]}",
             position=row[MetadataColumn.POSITION],
         )
-        for row in rows
+        for row in table.newest_rows(since, _SHOWN, limit).to_pylist()
     ]
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
-from ingest.changelog.error_table import load_error_table
+from ingest.changelog.error_table import ErrorTables, load_error_table
 from ingest.changelog.table import ChangelogTable
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.progress import TableProgress
@@ -48,13 +48,15 @@ class TableStatus:
         if self.bootstrap is not None:
             return f"bootstrapping: {self.bootstrap.rows:,} rows read"
         progress = self.progress
-        if progress is not None and (self.watermark_ms or 0) <= 0:
+        if progress is None:
+            return None
+        # a watermark report marks a table only once the stream has passed its hold
+        # (``Assembler.complete_tables``): a quiet table has no newer commit to say so
+        reported = (self.recorded_watermark_ms or 0) > progress.watermark_ms
+        if progress.hold_until is not None and not reported:
+            return f"bootstrapped; streaming up to {progress.hold_until} to be consistent"
+        if (self.watermark_ms or 0) <= 0:
             return "waiting for the stream's first binlog event"
-        if progress is not None and progress.hold_until is not None:
-            # a watermark report marks a table only once the stream has passed its hold
-            # (``Assembler.complete_tables``): a quiet table has no newer commit to say so
-            if (self.recorded_watermark_ms or 0) <= progress.watermark_ms:
-                return f"bootstrapped; streaming up to {progress.hold_until} to be consistent"
         return None
 
     def watermark_lag_seconds(self, now: datetime) -> float | None:
@@ -65,8 +67,15 @@ class TableStatus:
 
 
 def table_status(
-    catalog: Catalog, sink: str, changelog: str, history_since: datetime | None = None
+    catalog: Catalog,
+    sink: str,
+    changelog: str,
+    history_since: datetime | None = None,
+    error_tables: ErrorTables | None = None,
 ) -> TableStatus:
+    """``sink``'s changelog as it stands; with ``history_since``, its watermark since then;
+    ``error_tables``, listed once for many sink tables, spares a failed load of each one that
+    has none."""
     try:
         table = catalog.load_table(changelog)
     except NoSuchTableError:
@@ -87,13 +96,13 @@ def table_status(
         committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
         total_rows=int(total) if total is not None else None,
         bootstrap=None if bootstrap is None or bootstrap.done else bootstrap,
-        errors=_error_rows(catalog, sink),
+        errors=_error_rows(catalog, sink, error_tables),
         history=() if history_since is None else changelog_table.watermark_history(history_since),
     )
 
 
-def _error_rows(catalog: Catalog, sink: str) -> int:
-    table = load_error_table(catalog, sink)
+def _error_rows(catalog: Catalog, sink: str, listed: ErrorTables | None) -> int:
+    table = load_error_table(catalog, sink) if listed is None else listed.find(sink)
     snapshot = table.current_snapshot() if table is not None else None
     if snapshot is None or snapshot.summary is None:
         return 0

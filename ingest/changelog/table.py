@@ -15,12 +15,15 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog, MetastoreCatalog
+from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
-from pyiceberg.expressions import BooleanExpression
+from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, Reference
+from pyiceberg.expressions.literals import literal
 from pyiceberg.table import CreateTableTransaction, Table, TableMetadata, Transaction
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import TableUpdate
 from pyiceberg.transforms import DayTransform
+from pyiceberg.types import LongType
 
 from ingest.changelog.append import Appender
 from ingest.changelog.fencing import (
@@ -45,6 +48,16 @@ DEFAULT_PROPERTIES = {
     "write.parquet.compression-codec": "zstd",
     **METADATA_RETENTION,
 }
+
+
+def _bound(bounds: Mapping[int, bytes] | None, field_id: int, unknown: int) -> int:
+    """A data file's bound of a long column, from its manifest; ``unknown`` for a file
+    without one, so that it is read, never skipped."""
+    raw = (bounds or {}).get(field_id)
+    return unknown if raw is None else int(from_bytes(LongType(), raw))
+
+
+_LONGEST, _SHORTEST = 2**63 - 1, -(2**63)
 
 
 def changelog_schema(data: pa.Schema) -> pa.Schema:
@@ -109,10 +122,13 @@ class ChangelogTable:
     def watermark_history(self, since: datetime) -> tuple[FreshnessSample, ...]:
         """The watermark each commit since ``since`` reached, and the newest one before it (where
         a chart of ``since`` onwards starts), one a minute; commits while bootstrapping, and
-        snapshots that are not Tidemark's, have none. As far back as snapshots are kept."""
+        snapshots that are not Tidemark's, have none. As far back as snapshots are kept; read
+        newest first, so a long history costs only the hours asked for."""
         since_ms = since.timestamp() * 1000
-        samples, before = [], None
-        for snapshot in self._table.metadata.snapshots:
+        samples = []
+        for snapshot in sorted(
+            self._table.metadata.snapshots, key=lambda s: s.timestamp_ms, reverse=True
+        ):
             summary = snapshot.summary.additional_properties if snapshot.summary else {}
             progress = TableProgress.from_summary(summary)
             if progress is None or progress.hold_until is not None or progress.watermark_ms <= 0:
@@ -120,14 +136,42 @@ class ChangelogTable:
             bootstrap = BootstrapState.from_summary(summary)
             if bootstrap is not None and not bootstrap.done:
                 continue
-            sample = FreshnessSample(
-                datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC), progress.watermark_ms
-            )
-            if snapshot.timestamp_ms >= since_ms:
-                samples.append(sample)
-            elif before is None or sample > before:
-                before = sample
-        return per_minute(samples if before is None else [before, *samples])
+            at = datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC)
+            samples.append(FreshnessSample(at, progress.watermark_ms))
+            if snapshot.timestamp_ms < since_ms:  # where the chart starts: far enough
+                break
+        return per_minute(samples)
+
+    def newest_rows(self, since: datetime, columns: Sequence[str], limit: int) -> pa.Table:
+        """``columns`` of the ``limit`` newest rows (by order) whose change happened since
+        ``since``, newest first. Only the data files that can hold them are read, chosen by
+        their bounds of the order column: a table of millions of rows costs a few files."""
+        order = MetadataColumn.ORDER_KEY.value
+        recent = GreaterThanOrEqual(
+            term=Reference(MetadataColumn.EVENT_TIME.value), value=literal(since.isoformat())
+        )
+        field_id = self._table.schema().find_field(order).field_id
+        files = [task.file for task in self._table.scan(row_filter=recent).plan_files()]
+        files.sort(key=lambda file: _bound(file.upper_bounds, field_id, _LONGEST), reverse=True)
+        floor, rows_in = None, 0
+        for file in files:
+            lower = _bound(file.lower_bounds, field_id, _SHORTEST)
+            floor = lower if floor is None else min(floor, lower)
+            rows_in += file.record_count
+            if rows_in >= limit:
+                break
+        selected = (*columns, order)
+        if floor is None:
+            return self.schema.empty_table().select(list(columns))
+        read = self._table.scan(
+            row_filter=And(recent, GreaterThanOrEqual(term=Reference(order), value=literal(floor))),
+            selected_fields=selected,
+        ).to_arrow()
+        if read.num_rows < limit and rows_in < sum(file.record_count for file in files):
+            # some rows of the chosen files were older than ``since``: read them all
+            read = self._table.scan(row_filter=recent, selected_fields=selected).to_arrow()
+        newest = read.sort_by([(order, "descending")]).slice(0, limit)
+        return newest.select(list(columns))
 
     def commit(
         self, rows: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None = None

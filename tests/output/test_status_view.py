@@ -142,6 +142,20 @@ def test_a_table_whose_stream_has_seen_no_event_yet_says_so_instead_of_1970() ->
     assert row.split(None, 1) == ["shop.orders", "waiting for the stream's first binlog event"]
 
 
+def test_a_table_held_at_its_first_watermark_says_where_its_stream_must_reach() -> None:
+    """A bootstrap's first commit holds watermark 0 until the stream passes the hold."""
+    held = _held("shop.items")
+    assert held.progress is not None
+    at_zero = replace(held, progress=replace(held.progress, watermark_ms=0))
+
+    [row] = plain_text(status_view(PipelineStatus([at_zero], False, None), NOW)).splitlines()[1:]
+
+    assert row.split(None, 1) == [
+        "shop.items",
+        "bootstrapped; streaming up to mariadb-bin.000002:99999 to be consistent",
+    ]
+
+
 def test_a_long_sink_table_name_widens_its_column_for_every_row() -> None:
     status = PipelineStatus(
         [_streaming("shop.orders", 1), _streaming("shop.a_sink_table_name_of_40_characters", 2)],

@@ -23,7 +23,8 @@ def add_file_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_state_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where the scheduler's state lives: read back with ``state_location``."""
+    """Where the scheduler's state lives: read back as ``StateLocation(args.state_dsn,
+    args.state_schema)``."""
     parser.add_argument(
         "--state-dsn",
         help="libpq connection string of the state database "

@@ -9,33 +9,57 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tidemark.commands.command import Command, stop_on_signals
+from tidemark.commands.command import Command, add_state_arguments, stop_on_signals
 
 if TYPE_CHECKING:
-    from tidemark.pipeline import Pipeline
-    from tidemark.status_pages import PageServer
+    from tidemark.page_server import PageServer
+    from tidemark.pipeline import Pipeline, StateLocation
 
 
 def add_page_arguments(parser: argparse.ArgumentParser) -> None:
     """What the page shows and how often it reloads (``tidemark ui``, ``tidemark run``)."""
-    from tidemark.status_pages import DEFAULT_HOURS, DEFAULT_REFRESH_SECONDS
+    from tidemark.page_server import (
+        DEFAULT_HOURS,
+        DEFAULT_REFRESH_SECONDS,
+        MAX_HOURS,
+        MIN_REFRESH_SECONDS,
+    )
+
+    def hours(text: str) -> float:
+        value = float(text)
+        if not 0 < value <= MAX_HOURS:
+            raise argparse.ArgumentTypeError(
+                f"must be more than 0 and at most {MAX_HOURS:g} hours (the scheduler keeps a "
+                f"day of samples), got: {text}"
+            )
+        return value
+
+    def refresh(text: str) -> int:
+        value = int(text)
+        if value < MIN_REFRESH_SECONDS:
+            raise argparse.ArgumentTypeError(
+                f"must be {MIN_REFRESH_SECONDS} seconds or more, got: {text}"
+            )
+        return value
 
     parser.add_argument(
         "--ui-hours",
-        type=float,
+        type=hours,
         default=DEFAULT_HOURS,
-        help=f"hours of freshness and error rows the page shows (default {DEFAULT_HOURS:g})",
+        help=f"hours of freshness and error rows the page shows, at most {MAX_HOURS:g} "
+        f"(default {DEFAULT_HOURS:g})",
     )
     parser.add_argument(
         "--ui-refresh",
-        type=int,
+        type=refresh,
         default=DEFAULT_REFRESH_SECONDS,
-        help=f"seconds between the page's reloads (default {DEFAULT_REFRESH_SECONDS})",
+        help=f"seconds between the page's reloads, {MIN_REFRESH_SECONDS} or more "
+        f"(default {DEFAULT_REFRESH_SECONDS})",
     )
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    from tidemark.status_pages import DEFAULT_PORT
+    from tidemark.page_server import DEFAULT_PORT
 
     parser.add_argument("files", type=Path, nargs="+", metavar="FILE", help="pipeline YAML files")
     parser.add_argument(
@@ -44,9 +68,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host",
         default="127.0.0.1",
-        help="the address to listen on (default 127.0.0.1; 0.0.0.0: every interface)",
+        help="the address to listen on (default 127.0.0.1; 0.0.0.0: every interface, for a "
+        "proxy of your own: the page has no login)",
     )
     add_page_arguments(parser)
+    add_state_arguments(parser)
     parser.add_argument(
         "--max-seconds", type=float, help="stop after this many seconds (for scripts and tests)"
     )
@@ -54,10 +80,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from tidemark.pipeline import open_pipelines
+    from tidemark.pipeline import StateLocation, open_pipelines
 
+    location = StateLocation(args.state_dsn, args.state_schema)
     server = serve_page(
-        open_pipelines(args.files), args.port, args.ui_hours, args.ui_refresh, args.host
+        open_pipelines(args.files), args.port, args.ui_hours, args.ui_refresh, args.host, location
     )
     stop = threading.Event()
     stop_on_signals(stop)
@@ -74,10 +101,11 @@ def serve_page(
     hours: float,
     refresh_seconds: int,
     host: str = "127.0.0.1",
+    location: StateLocation | None = None,
 ) -> PageServer:
-    from tidemark.status_pages import StatusPages, serve
+    from tidemark.page_server import StatusPages, serve
 
-    pages = StatusPages(pipelines, _utc_now, hours=hours, refresh_seconds=refresh_seconds)
+    pages = StatusPages(pipelines, _utc_now, hours, refresh_seconds, location)
     return serve(pages, port, host)
 
 

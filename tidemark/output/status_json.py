@@ -42,7 +42,8 @@ class TableEntry(_Document):
     #: how far the table is complete; null before its first commit or while it bootstraps
     watermark: datetime | None
     lag_seconds: float | None
-    #: why there is no watermark yet ("bootstrapping: ...", "bootstrapped; streaming up to ...")
+    #: why there is no watermark yet ("bootstrapping: ...", "bootstrapped; streaming up to ...",
+    #: "waiting for the stream's first binlog event")
     state: str | None
     position: Position | None
     rows: int | None

@@ -9,6 +9,7 @@ the source).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from scheduler.gate import RunState
 from tidemark.contracts.instance import Instance, LeaseHolders
 from tidemark.freshness import lag_curve
 from tidemark.output.freshness_chart import Chart, duration, freshness_chart
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from scheduler.gate import WindowRun
     from scheduler.status import TaskStatus
     from tidemark.pipeline import PipelinePage
-    from tidemark.windows import Window
+    from tidemark.windows import Window, WindowTask
 
 _TEMPLATES = Environment(
     loader=PackageLoader("tidemark.output", "templates"),
@@ -61,6 +63,13 @@ class TaskView:
     cells: tuple[Cell, ...]
     condition: str
     reason: str
+
+    @property
+    def now(self) -> str:
+        """``waiting for ...`` rather than ``waiting: waiting for ...``."""
+        if self.reason.startswith(self.condition):
+            return self.reason
+        return f"{self.condition}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -117,7 +126,7 @@ def pipeline_view(page: PipelinePage, now: datetime) -> PipelineView:
         errors=tuple(page.errors),
         error_rows=sum(table.errors for table in status.tables),
         processes=(
-            *_processes("ingest", status.ingest),
+            *_ingest(status.ingest, page.ingest_unknown),
             *_processes("scheduler", status.scheduler),
         ),
         hours=round((now - page.since).total_seconds() / 3600, 1),
@@ -140,9 +149,12 @@ def _table(table: TableStatus, page: PipelinePage, now: datetime) -> TableView:
 
 
 def _tasks(tasks: Sequence[TaskStatus], runs: Sequence[WindowRun]) -> list[TaskView]:
+    by_task: dict[WindowTask, list[WindowRun]] = defaultdict(list)
+    for run in runs:
+        by_task[run.task].append(run)
     views = []
     for task in tasks:
-        recorded = [run for run in runs if run.task == task.task]
+        recorded = by_task.get(task.task, [])
         cells = [_run_cell(run) for run in recorded]
         upcoming = task.next_window
         if upcoming is not None and all(run.window != upcoming for run in recorded):
@@ -155,21 +167,29 @@ def _tasks(tasks: Sequence[TaskStatus], runs: Sequence[WindowRun]) -> list[TaskV
 
 def _run_cell(run: WindowRun) -> Cell:
     span = _span(run.window)
-    attempts = f"attempt {run.attempts}" if run.attempts else ""
+    tries = f"{run.attempts} attempt{'s' if run.attempts != 1 else ''}"
     if run.held:
-        state, detail = "held", f"held after {attempts}: {run.last_error or 'no error recorded'}"
-    elif run.state == "failed":
-        retry = f"{run.retry_at:%H:%M:%S}" if run.retry_at else "later"
-        state, detail = "failed", f"failed ({attempts}), retries at {retry}: {run.last_error}"
-    elif run.state == "succeeded":
+        state, detail = "held", f"held after {tries}: {run.last_error or 'no error recorded'}"
+    elif run.state is RunState.FAILED:
+        retry = f"{run.retry_at:%H:%M:%S} UTC" if run.retry_at else "later"
+        state, detail = "failed", f"failed ({tries}), tried again at {retry}: {run.last_error}"
+    elif run.state is RunState.SUCCEEDED:
         state, detail = "done", "done"
+    elif run.state is RunState.PENDING:  # submitted, about to run: coloured as running
+        state, detail = "running", "pending"
     else:
-        state, detail = "running", f"{run.state}, {attempts}".rstrip(", ")
+        state, detail = "running", f"running, {tries}"
     return Cell(state, span, f"{span}: {detail}")
 
 
 def _span(window: Window) -> str:
     return f"{window.start:%Y-%m-%d %H:%M}–{window.end:%H:%M} UTC"
+
+
+def _ingest(holders: LeaseHolders | None, unknown: str | None) -> list[ProcessView]:
+    if unknown is not None:
+        return [ProcessView("ingest", "unknown", f"(the source could not be asked: {unknown})")]
+    return _processes("ingest", holders)
 
 
 def _processes(role: str, holders: LeaseHolders | None) -> list[ProcessView]:

@@ -17,7 +17,7 @@ from ingest.changelog.table import _Transaction, changelog_schema, open_changelo
 from ingest.launch import onboard
 from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import write_pipeline
-from tests.spark_jobs.changelogs import DATA, commit
+from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.config import load_pipeline
 from tidemark.freshness import FreshnessSample
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
@@ -167,3 +167,18 @@ def test_the_watermark_history_is_one_sample_a_minute_of_the_commits_that_have_o
     assert history[-1] == FreshnessSample(third, streamed[-1].watermark_ms)
     assert {sample.watermark_ms for sample in history} <= {p.watermark_ms for p in streamed}
     assert later == (history[-1],)  # where a chart starting later begins
+
+
+def test_the_newest_rows_since_a_time_are_read_newest_first(
+    catalog: Catalog, namespace: str
+) -> None:
+    changelog = open_changelog(catalog, f"{namespace}.orders", DATA, {})
+    for index in range(40):  # a file each, the row of commit i changed at T0 + 2 s * i
+        commit(changelog, index)
+    start = datetime.fromtimestamp(T0 / 1000, UTC)
+
+    newest = changelog.newest_rows(start + timedelta(seconds=60), ["qty"], limit=3)
+    since_74 = changelog.newest_rows(start + timedelta(seconds=74), ["qty"], limit=5)
+
+    assert newest.to_pydict() == {"qty": [39, 38, 37]}
+    assert since_74.to_pydict() == {"qty": [39, 38, 37]}  # fewer than asked: no older one

@@ -1,7 +1,8 @@
-"""The status page over HTTP: built at most once per half refresh period whoever asks, a
-pipeline that cannot be read shown with why while the others still show, and nothing but the
-page served; ``tidemark ui`` serves the page of a pipeline that only ingests, its freshness
-from its changelog's commits."""
+"""The status page over HTTP: built at most once per half refresh period whoever asks, its
+tables read from the source every few minutes (the last ones kept while it cannot be read), a
+pipeline that cannot be read shown with why while the others still show, nothing but the page
+served and only to loopback names; ``tidemark ui`` serves the page of a pipeline that only
+ingests, its freshness from its changelog's commits."""
 
 from __future__ import annotations
 
@@ -20,24 +21,41 @@ import pytest
 
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import orders_pipeline
-from tests.output.test_status_page import NOW, _page
+from tests.output.pages import NOW, pipeline_page
 from tests.polling import wait_until
 from tests.stack_helpers import free_ports
+from tidemark.cli import main
+from tidemark.config.plan import Plan
 from tidemark.errors import TerminalError
-from tidemark.pipeline import Pipeline, PipelinePage
+from tidemark.page_server import REPLAN, PageServer, StatusPages, serve
+from tidemark.pipeline import Pipeline, PipelinePage, StateLocation
 from tidemark.source import current_position
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
-from tidemark.status_pages import PageServer, StatusPages, serve
 
 
 class _Pipeline:
-    """A pipeline as the page sees it: a name, and what its state says at each read."""
+    """A pipeline as the page sees it: a name, its plans as the source gives them at each
+    read (or refuses), and what its state says at each read."""
 
-    def __init__(self, name: str, *pages: PipelinePage | Exception) -> None:
+    def __init__(
+        self, name: str, *pages: PipelinePage | Exception, plans: list[object] | None = None
+    ) -> None:
         self.name = name
         self._pages = list(pages)
+        self._plans = plans or ["plan"]
+        #: the plan each page was read with
+        self.read_with: list[object] = []
 
-    def page(self, now: datetime, since: datetime) -> PipelinePage:
+    def current_plan(self) -> object:
+        found = self._plans.pop(0) if len(self._plans) > 1 else self._plans[0]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def page(
+        self, now: datetime, since: datetime, plan: Plan, location: StateLocation | None
+    ) -> PipelinePage:
+        self.read_with.append(plan)
         found = self._pages.pop(0) if len(self._pages) > 1 else self._pages[0]
         if isinstance(found, Exception):
             raise found
@@ -58,7 +76,7 @@ def _pages(clock: _Clock, *pipelines: _Pipeline) -> StatusPages:
 
 def test_the_page_is_built_again_only_after_half_its_refresh_period() -> None:
     clock = _Clock()
-    shop = _Pipeline("shop", _page(), _page(errors=[]))
+    shop = _Pipeline("shop", pipeline_page(), pipeline_page(errors=[]))
     pages = _pages(clock, shop)
 
     first = pages.html()
@@ -72,16 +90,32 @@ def test_a_pipeline_that_cannot_be_read_is_shown_with_why_and_the_others_still_a
     down = _Pipeline("billing", TerminalError("the catalog at 127.0.0.1:1 refused the login"))
     broken = _Pipeline("audit", ValueError("unexpected"))
 
-    html = _pages(_Clock(), down, broken, _Pipeline("shop", _page())).html()
+    html = _pages(_Clock(), down, broken, _Pipeline("shop", pipeline_page())).html()
 
     assert "Cannot read this pipeline's state: the catalog at 127.0.0.1:1 refused" in html
-    assert "Cannot read this pipeline's state: ValueError: unexpected" in html
+    # another error's text is for the log: it may say anything
+    assert "Cannot read this pipeline's state: ValueError (see the log)" in html
+    assert "unexpected" not in html
     assert 'data-table="shop.orders"' in html
+
+
+def test_the_tables_are_read_from_the_source_every_few_minutes_and_kept_while_it_is_down() -> None:
+    clock = _Clock()
+    shop = _Pipeline(
+        "shop", pipeline_page(), plans=["first", ConnectionError("source down"), "second"]
+    )
+    pages = _pages(clock, shop)
+
+    for elapsed in (timedelta(0), REPLAN / 2, REPLAN, REPLAN * 2):
+        clock.now = NOW + elapsed
+        pages.html()
+
+    assert shop.read_with == ["first", "first", "first", "second"]
 
 
 @pytest.fixture
 def server() -> Iterator[PageServer]:
-    served = serve(_pages(_Clock(), _Pipeline("shop", _page())), port=0)
+    served = serve(_pages(_Clock(), _Pipeline("shop", pipeline_page())), port=0)
     yield served
     served.close()
 
@@ -90,7 +124,17 @@ def test_the_page_is_served_at_the_root_as_html_never_cached(server: PageServer)
     with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/", timeout=10) as response:
         assert response.headers["Content-Type"] == "text/html; charset=utf-8"
         assert response.headers["Cache-Control"] == "no-store"
+        assert response.headers["Content-Security-Policy"].startswith("default-src 'none'")
         assert 'data-pipeline="shop"' in response.read().decode()
+
+
+def test_another_site_s_name_for_loopback_is_refused(server: PageServer) -> None:
+    asked = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/", headers={"Host": f"evil.example:{server.port}"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(asked, timeout=10)
+    assert refused.value.code == 421
 
 
 def test_any_other_path_is_not_found(server: PageServer) -> None:
@@ -152,3 +196,21 @@ def _fetch(url: str) -> str:
             return str(response.read().decode())
     except urllib.error.URLError:
         return ""
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--ui-refresh", "2"], "must be 5 seconds or more"),
+        (["--ui-hours", "30"], "at most 24 hours"),
+        (["--ui-hours", "0"], "more than 0"),
+    ],
+)
+def test_a_page_that_would_reload_too_often_or_outlast_its_samples_is_refused(
+    option: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["ui", "pipeline.yaml", *option])
+
+    assert refused.value.code == 2
+    assert said in capsys.readouterr().err
