@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +191,13 @@ def main() -> int:
         default=5,
         help="sysbench rounds alone and during bootstraps, in turn; the loss is their median",
     )
+    parser.add_argument(
+        "--source-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a source option for every round (scan.incremental.snapshot.chunk.size=65536)",
+    )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
     caps = [None if cap == "none" else int(cap) for cap in args.max_rates.split(",")]
@@ -236,6 +243,7 @@ def on_source(
                     cap,
                     cores,
                     *round_,
+                    extra_options=args.source_option,
                 )
                 for round_ in _rounds(algorithms, args.readers)
                 for cap in caps
@@ -324,11 +332,17 @@ def run(
     cores: Cores,
     algorithm: str,
     readers: int = 1,
+    extra_options: Sequence[str] = (),
 ) -> Result:
     select_rate = plain_select(source, database)
     peak_before = _peak_rss_mb()
     name = f"{database}_{{}}{algorithm[0]}{readers}_{max_rate or 0}"
-    options = f"scan.incremental.snapshot.enabled: {ALGORITHMS[algorithm]}"
+    options = "\n".join(
+        [
+            f"scan.incremental.snapshot.enabled: {ALGORITHMS[algorithm]}",
+            *(": ".join(option.split("=", 1)) for option in extra_options),
+        ]
+    )
     namespaces: list[str] = []
 
     def bootstrap_once(folder: Path) -> None:
