@@ -171,7 +171,7 @@ def _run_cell(run: WindowRun) -> Cell:
     if run.held:
         state, detail = "held", f"held after {tries}: {run.last_error or 'no error recorded'}"
     elif run.state is RunState.FAILED:
-        retry = f"{run.retry_at:%H:%M:%S} UTC" if run.retry_at else "later"
+        retry = f"{run.retry_at.astimezone(UTC):%H:%M:%S} UTC" if run.retry_at else "later"
         state, detail = "failed", f"failed ({tries}), tried again at {retry}: {run.last_error}"
     elif run.state is RunState.SUCCEEDED:
         state, detail = "done", "done"
@@ -183,7 +183,9 @@ def _run_cell(run: WindowRun) -> Cell:
 
 
 def _span(window: Window) -> str:
-    return f"{window.start:%Y-%m-%d %H:%M}–{window.end:%H:%M} UTC"
+    # PostgreSQL gives times in its session's zone: the page says UTC throughout
+    start, end = window.start.astimezone(UTC), window.end.astimezone(UTC)
+    return f"{start:%Y-%m-%d %H:%M}–{end:%H:%M} UTC"
 
 
 def _ingest(holders: LeaseHolders | None, unknown: str | None) -> list[ProcessView]:
