@@ -9,10 +9,13 @@ import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client import generate_latest
+from pyiceberg.catalog import Catalog
 
 from ingest.stream.runner import StopWhen
 from scheduler.reports_consumer import ConsumerSettings, KafkaRefusedError, ReportsConsumer
@@ -22,6 +25,8 @@ from tests.stack_helpers import free_ports, second_stack_home
 from tests.tls_certificates import Authority, ServerFiles
 from tidemark.cli import main
 from tidemark.contracts.reports import CommitReport
+from tidemark.metrics import REGISTRY
+from tidemark.page_server import StatusPages
 from tidemark.pipeline import Pipeline
 from tidemark.source import current_position
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
@@ -113,6 +118,7 @@ def test_reports_are_published_over_sasl_ssl_and_read_over_tls_and_the_password_
     unique_name: str,
     tmp_path: Path,
     server_id: int,
+    catalog: Catalog,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
@@ -138,6 +144,7 @@ def test_reports_are_published_over_sasl_ssl_and_read_over_tls_and_the_password_
         pipeline.ingest(StopWhen(until_position=end))
         for command in (["status"], ["status", "--json"], ["plan"], ["validate"]):
             assert main([*command, str(path)]) == 0
+        page = StatusPages([pipeline], lambda: datetime.now(UTC)).html()
     shown = capfd.readouterr()
 
     consumer = ReportsConsumer(ConsumerSettings(topic, secured_broker.ssl, unique_name))
@@ -152,8 +159,19 @@ def test_reports_are_published_over_sasl_ssl_and_read_over_tls_and_the_password_
     finally:
         consumer.close()
     assert {report.table for report in reports} == {f"{namespace}.orders_changelog"}
-    places = {"logs": caplog.text, "standard output": shown.out, "standard error": shown.err}
+    changelog = catalog.load_table(f"{namespace}.orders_changelog")
+    places = {
+        "logs": caplog.text,
+        "standard output": shown.out,
+        "standard error": shown.err,
+        "commit reports": "\n".join(report.model_dump_json() for report in reports),
+        "metrics": generate_latest(REGISTRY).decode(),
+        "status page": page,
+        "table properties": repr(changelog.properties),
+        "snapshot summaries": repr([s.summary for s in changelog.snapshots()]),
+    }
     assert places["logs"] and places["standard output"], "the run and the commands were captured"
+    assert 'data-table="' in page, "the page shows the pipeline"
     assert [place for place, content in places.items() if SASL_PASSWORD in content] == []
 
 

@@ -1,7 +1,8 @@
 """Secrets stay secret: a pipeline whose source and catalog passwords are distinctive runs, is
 looked at and is misconfigured, and neither password is found in any log line, command output,
 metric, status page, commit report, table property or snapshot summary. (The Kafka password is
-searched for in tests/test_kafka_security.py, whose broker has a SASL listener.)"""
+searched for in the same places by tests/test_kafka_security.py, whose broker has a SASL
+listener.)"""
 
 from __future__ import annotations
 
