@@ -98,6 +98,8 @@ CREATE TABLE IF NOT EXISTS {schema}.freshness (
     seen_at timestamptz NOT NULL,
     PRIMARY KEY (table_name, minute)
 );
+-- what housekeeping prunes by, every minute
+CREATE INDEX IF NOT EXISTS freshness_by_minute ON {schema}.freshness (minute);
 """
 
 

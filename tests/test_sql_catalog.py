@@ -93,3 +93,18 @@ def test_a_purged_table_of_a_local_warehouse_is_gone_from_the_catalog_and_the_di
 
     assert not catalog.table_exists(f"{namespace}.purged")
     assert not folder.exists()
+
+
+def test_a_table_located_in_a_shared_folder_is_purged_file_by_file_leaving_the_rest(
+    catalog: Catalog, namespace: str, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    table = catalog.create_table(f"{namespace}.elsewhere", schema=ROWS, location=shared.as_uri())
+    table.append(rows(1))
+    neighbour = shared / "someone_elses.txt"
+    neighbour.write_text("kept")
+
+    purge_table(catalog, f"{namespace}.elsewhere")
+
+    assert not catalog.table_exists(f"{namespace}.elsewhere")
+    assert neighbour.read_text() == "kept"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from pyiceberg.catalog import Catalog
@@ -51,12 +52,16 @@ def purge_table(catalog: Catalog, identifier: str) -> None:
     files are under its location, has that folder removed instead."""
     table = catalog.load_table(identifier)
     folder = urlsplit(table.location())
+    path = Path(unquote(folder.path))
     inside = not any(key in table.properties for key in _ELSEWHERE)
-    if folder.scheme != "file" or not inside:
+    # a location of the table's own (``<namespace>.db/<table>``, Spark's ``<table>-<uuid>``),
+    # never one a user pointed at a folder that holds more than this table
+    own = path.name.startswith(identifier.rsplit(".", 1)[-1])
+    if folder.scheme != "file" or not inside or not own:
         catalog.purge_table(identifier)
         return
     catalog.drop_table(identifier)  # first: no reader finds a table whose files are going
-    shutil.rmtree(unquote(folder.path), ignore_errors=True)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 #: table properties that put some of a table's files outside its location
