@@ -40,6 +40,13 @@ INGEST_ROWS = Counter(
     _TABLE,
     registry=REGISTRY,
 )
+INGEST_ROW_EVENTS = Counter(
+    "tidemark_ingest_row_events",
+    "Binlog row events (an insert, update or delete of one or more rows) whose rows were "
+    "committed to the changelog table",
+    _TABLE,
+    registry=REGISTRY,
+)
 INGEST_COMMITS = Counter(
     "tidemark_ingest_commits",
     "Changelog commits of streamed changes that landed (empty ones, that move the watermark, too)",
@@ -262,12 +269,20 @@ class IngestMetrics:
             self._late[table] = late_rows
 
     def committed(
-        self, table: str, rows: int, seconds: float, watermark_ms: int, late_rows: int
+        self,
+        table: str,
+        rows: int,
+        row_events: int,
+        seconds: float,
+        watermark_ms: int,
+        late_rows: int,
     ) -> None:
-        """A changelog commit of ``rows`` rows landed after ``seconds``; ``late_rows`` is the
-        table's count of late changes so far (its progress keeps it)."""
+        """A changelog commit of ``rows`` rows, from ``row_events`` binlog row events, landed
+        after ``seconds``; ``late_rows`` is the table's count of late changes so far (its
+        progress keeps it)."""
         labels = (self.pipeline, table)
         INGEST_ROWS.labels(*labels).inc(rows)
+        INGEST_ROW_EVENTS.labels(*labels).inc(row_events)
         INGEST_COMMITS.labels(*labels).inc()
         INGEST_COMMIT_DURATION.labels(*labels).observe(seconds)
         with self._lock:

@@ -73,6 +73,12 @@ class ChangeRows:
     def __len__(self) -> int:
         return len(self.values)
 
+    @property
+    def row_events(self) -> int:
+        """How many binlog row events the rows came from: each has a position of its own (an
+        update that moves a row to another key makes two runs of one event)."""
+        return len({run[2] for run in self.runs})
+
     def append(self, values: Values, run: Run) -> None:
         """One row; the run continues if ``run`` is the last one's (the same object)."""
         self.values.append(values)

@@ -449,7 +449,12 @@ class IngestRunner:
             self._summary.rows += len(changes)
             seconds = self._clock() - self._commit_started.get(sink, self._clock())
             self._metrics.committed(
-                sink, len(changes), seconds, progress.watermark_ms, progress.late_rows
+                sink,
+                len(changes),
+                changes.row_events,
+                seconds,
+                progress.watermark_ms,
+                progress.late_rows,
             )
         self._summary.commits += 1
         self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id

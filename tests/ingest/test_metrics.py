@@ -63,6 +63,7 @@ def test_a_pipelines_tables_and_process_are_measured(
     with admin_connection.cursor() as cursor:
         cursor.execute("SET SESSION sql_mode = 'ALLOW_INVALID_DATES'")
         cursor.execute("INSERT INTO orders VALUES (3, '2026-01-03'), (4, '0000-00-00')")
+        cursor.execute("INSERT INTO orders VALUES (5, '2026-01-05'), (6, '2026-01-06')")
 
     # the runner alone, as an active process runs it: its stream's metrics stay to be read
     runner = build_runner(pipeline.config, catalog, reports=None, settings=IngestSettings())
@@ -75,7 +76,8 @@ def test_a_pipelines_tables_and_process_are_measured(
     def value(metric: str, of: Labels = table) -> float | None:
         return samples.get((metric, of))
 
-    assert value("tidemark_ingest_rows_total") == 1  # streamed; the bootstrap's are below
+    assert value("tidemark_ingest_rows_total") == 3  # streamed; the bootstrap's are below
+    assert value("tidemark_ingest_row_events_total") == 2  # an INSERT of two rows is one event
     assert value("tidemark_ingest_error_rows_total") == 1  # the zero date, refused
     commits = value("tidemark_ingest_commits_total")
     assert commits is not None and commits >= 1
@@ -96,7 +98,7 @@ def test_a_pipelines_tables_and_process_are_measured(
     after_term = scrape(metrics_server.port)
     assert ("tidemark_ingest_watermark_lag_seconds", table) not in after_term
     assert ("tidemark_ingest_seconds_behind_source", labels(pipeline=name)) not in after_term
-    assert after_term[("tidemark_ingest_rows_total", table)] == 1  # counters stay
+    assert after_term[("tidemark_ingest_rows_total", table)] == 3  # counters stay
 
 
 def test_seconds_behind_the_source_count_from_the_newest_transaction_read_until_caught_up() -> None:
