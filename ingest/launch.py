@@ -238,6 +238,7 @@ def build_runner(
             resume_server_uuid=_server_of(known),
             bootstrap=True,
             incremental_snapshot=config.source.incremental_snapshot,
+            resource_group=settings.snapshot_resource_group,
         ).server_uuid
         bootstrapper = Bootstrapper(
             source,
@@ -392,6 +393,7 @@ def _bootstrap_settings(config: PipelineConfig, settings: IngestSettings) -> Boo
         even_distribution=EvenDistribution(
             config.source.even_distribution_lower, config.source.even_distribution_upper
         ),
+        resource_group=settings.snapshot_resource_group,
     )
 
 

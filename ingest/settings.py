@@ -43,6 +43,8 @@ class IngestSettings:
     decode_in_process: bool = True
     #: tidemark.ingest.snapshot-max-rows-per-second
     snapshot_max_rows_per_second: int | None = _FILE_DEFAULTS.snapshot_max_rows_per_second
+    #: tidemark.ingest.snapshot-resource-group
+    snapshot_resource_group: str | None = _FILE_DEFAULTS.snapshot_resource_group
 
     @classmethod
     def from_options(cls, options: IngestOptions) -> IngestSettings:
@@ -56,4 +58,5 @@ class IngestSettings:
             # heartbeats are how an idle stream hands control back for timed flushes
             heartbeat_seconds=min(1.0, flush_interval),
             snapshot_max_rows_per_second=options.snapshot_max_rows_per_second,
+            snapshot_resource_group=options.snapshot_resource_group,
         )

@@ -93,6 +93,9 @@ class BootstrapSettings:
     chunk_key_column: Callable[[str, str], str | None] = lambda database, table: None
     #: when an integer key is cut into spans of values (``chunk-key.even-distribution.*``)
     even_distribution: EvenDistribution = EvenDistribution()
+    #: the MySQL resource group the bootstrap's reads run in (``tidemark.ingest.
+    #: snapshot-resource-group``); None: the account's default
+    resource_group: str | None = None
 
 
 class TableChangedDuringBootstrapError(TransientError):
@@ -201,9 +204,14 @@ class Bootstrapper:
     def _lender(self) -> SnapshotLender | ChunkReadsLender:
         if self.settings.incremental:
             return ChunkReadsLender(
-                self.source, self.settings.parallelism, self.settings.even_distribution
+                self.source,
+                self.settings.parallelism,
+                self.settings.even_distribution,
+                self.settings.resource_group,
             )
-        return SnapshotLender(self.source, self.settings.snapshot_max_age, self.clock)
+        return SnapshotLender(
+            self.source, self.settings.snapshot_max_age, self.clock, self.settings.resource_group
+        )
 
     def bootstrap(
         self,

@@ -80,8 +80,9 @@ class ChunkReads(ReadView):
         source: SourceConnection,
         readers: RangeReaders | None = None,
         even: EvenDistribution | None = None,
+        resource_group: str | None = None,
     ) -> None:
-        super().__init__(source)
+        super().__init__(source, resource_group)
         self._readers = readers
         self._even = even or EvenDistribution()
         #: the low watermark: every transaction before it is visible to the chunks read
@@ -90,7 +91,9 @@ class ChunkReads(ReadView):
         self.high_watermark = BinlogPosition("", 0)
 
     def __enter__(self) -> Self:
-        self._conn = open_bulk_connection(self._source, autocommit=True)
+        self._conn = open_bulk_connection(
+            self._source, autocommit=True, resource_group=self._resource_group
+        )
         try:
             self.begin_table()
         except BaseException:
@@ -228,9 +231,12 @@ class RangeReaders:
     shared by every table of a bootstrap (``pipeline.parallelism``). A range read is one
     autocommit ``SELECT``; the binlog's end after it is its high watermark."""
 
-    def __init__(self, source: SourceConnection, size: int) -> None:
+    def __init__(
+        self, source: SourceConnection, size: int, resource_group: str | None = None
+    ) -> None:
         self.size = size
         self._source = source
+        self._resource_group = resource_group
         self._pool = ThreadPoolExecutor(size, "chunk-reader")
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -260,7 +266,9 @@ class RangeReaders:
     def _connection(self) -> BulkConnection:
         conn: BulkConnection | None = getattr(self._local, "conn", None)
         if conn is None or not conn.open:
-            conn = open_bulk_connection(self._source, autocommit=True)
+            conn = open_bulk_connection(
+                self._source, autocommit=True, resource_group=self._resource_group
+            )
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -271,19 +279,24 @@ class ChunkReadsLender:
     """``SnapshotLender``'s part for the incremental snapshot: a reader's connection is lent to
     its next table with a new low watermark. Nothing is held between statements, so a
     connection is kept for as long as the bootstrap runs. With ``parallelism`` > 1 the chunks
-    of each table are read ahead by that many ``RangeReaders``, shared by all tables."""
+    of each table are read ahead by that many ``RangeReaders``, shared by all tables. Every
+    connection runs in ``resource_group`` when one is given (``tidemark.bulk_reads``)."""
 
     def __init__(
         self,
         source: SourceConnection,
         parallelism: int = 1,
         even: EvenDistribution | None = None,
+        resource_group: str | None = None,
     ) -> None:
         self._source = source
         self._even = even
+        self._resource_group = resource_group
         self._lock = threading.Lock()
         self._idle: list[ChunkReads] = []
-        self._readers = RangeReaders(source, parallelism) if parallelism > 1 else None
+        self._readers = (
+            RangeReaders(source, parallelism, resource_group) if parallelism > 1 else None
+        )
 
     @contextmanager
     def lend(self, *, own: bool = False) -> Iterator[ChunkReads]:
@@ -291,7 +304,9 @@ class ChunkReadsLender:
         with self._lock:
             reads = self._idle.pop() if self._idle else None
         if reads is None:
-            reads = ChunkReads(self._source, self._readers, self._even).__enter__()
+            reads = ChunkReads(
+                self._source, self._readers, self._even, self._resource_group
+            ).__enter__()
         else:
             try:
                 reads.begin_table()

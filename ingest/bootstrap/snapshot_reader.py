@@ -57,17 +57,22 @@ class Chunk:
 
 class ReadView:
     """One connection and one InnoDB read view, read a table at a time: what every server
-    gives. ``tidemark verify`` needs no more; a bootstrap needs ``ConsistentSnapshot``."""
+    gives. ``tidemark verify`` needs no more; a bootstrap needs ``ConsistentSnapshot``. Its
+    connection runs in the MySQL ``resource_group`` when one is given (``tidemark.bulk_reads``).
+    """
 
-    def __init__(self, source: SourceConnection) -> None:
+    def __init__(self, source: SourceConnection, resource_group: str | None = None) -> None:
         self._source = source
+        self._resource_group = resource_group
         self._conn: BulkConnection | None = None
         self.read_at = datetime.fromtimestamp(0, UTC)
         #: the tables lent it so far (``SnapshotLender``), the one being read included
         self.tables = 0
 
     def __enter__(self) -> Self:
-        conn = open_bulk_connection(self._source, autocommit=False)
+        conn = open_bulk_connection(
+            self._source, autocommit=False, resource_group=self._resource_group
+        )
         self._conn = conn
         try:
             with conn.cursor() as cursor:
@@ -145,8 +150,8 @@ class ReadView:
 class ConsistentSnapshot(ReadView):
     """A read view and the binlog position it matches: MariaDB's and Percona Server's."""
 
-    def __init__(self, source: SourceConnection) -> None:
-        super().__init__(source)
+    def __init__(self, source: SourceConnection, resource_group: str | None = None) -> None:
+        super().__init__(source, resource_group)
         self.position = BinlogPosition("", 0)
 
     def _opened(self, cursor: Any) -> None:
@@ -201,9 +206,14 @@ class SnapshotLender:
     gone."""
 
     def __init__(
-        self, source: SourceConnection, max_age: float, clock: Callable[[], float]
+        self,
+        source: SourceConnection,
+        max_age: float,
+        clock: Callable[[], float],
+        resource_group: str | None = None,
     ) -> None:
         self._source = source
+        self._resource_group = resource_group
         self._max_age = max_age
         self._clock = clock
         self._lock = threading.Lock()
@@ -245,7 +255,7 @@ class SnapshotLender:
 
     def _open(self) -> tuple[float, ConsistentSnapshot]:
         opened = self._clock()
-        return opened, ConsistentSnapshot(self._source).__enter__()
+        return opened, ConsistentSnapshot(self._source, self._resource_group).__enter__()
 
     def _give_back(self, opened: float, snapshot: ConsistentSnapshot) -> None:
         if not self._young(opened):

@@ -122,6 +122,15 @@ class BinaryLog:
 
 
 @dataclass(frozen=True)
+class ResourceGroup:
+    """A MySQL resource group of type USER, as ``information_schema.RESOURCE_GROUPS`` shows it
+    to an account with RESOURCE_GROUP_USER or RESOURCE_GROUP_ADMIN (to others, none)."""
+
+    name: str
+    enabled: bool
+
+
+@dataclass(frozen=True)
 class ServerFacts:
     """What the start-up checks need to know about a source, as one account sees it."""
 
@@ -139,6 +148,8 @@ class ServerFacts:
     #: GTIDs no longer in any binlog: MySQL ``gtid_purged``; MariaDB the GTID state at the start
     #: of the oldest binlog. None when unknown.
     purged_gtids: str | None = None
+    #: MySQL's resource groups of type USER that this account can see (MariaDB has none)
+    resource_groups: tuple[ResourceGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,9 @@ class Requirements:
     #: each table in one consistent snapshot (``ingest.bootstrap.bootstrapper``)
     bootstrap: bool = False
     incremental_snapshot: bool = True
+    #: the resource group the bootstrap's reads run in (``tidemark.ingest.
+    #: snapshot-resource-group``)
+    resource_group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +209,7 @@ def gather_facts(connection: pymysql.connections.Connection[Any]) -> ServerFacts
             dump_threads=_dump_threads(cursor),
             binary_logs=binary_logs,
             purged_gtids=_purged_gtids(cursor, version, variables, binary_logs),
+            resource_groups=_resource_groups(cursor, version),
         )
 
 
@@ -223,6 +238,17 @@ def _variables(cursor: Any) -> dict[str, str]:
     placeholders = ", ".join(["%s"] * len(_VARIABLES))
     sql = f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})"
     return {str(name): str(value) for name, value in _rows(cursor, sql, _VARIABLES)}
+
+
+def _resource_groups(cursor: Any, version: ServerVersion) -> tuple[ResourceGroup, ...]:
+    if version.flavor is not Flavor.MYSQL:
+        return ()
+    rows = _rows(
+        cursor,
+        "SELECT RESOURCE_GROUP_NAME, RESOURCE_GROUP_ENABLED "
+        "FROM information_schema.RESOURCE_GROUPS WHERE RESOURCE_GROUP_TYPE = 'USER'",
+    )
+    return tuple(ResourceGroup(str(name), bool(enabled)) for name, enabled in rows)
 
 
 def _replicas(cursor: Any, version: ServerVersion) -> tuple[Replica, ...] | Refused:
@@ -526,6 +552,46 @@ def _check_bootstrap(facts: ServerFacts, requirements: Requirements) -> Iterator
         )
 
 
+def _check_resource_group(facts: ServerFacts, requirements: Requirements) -> Iterator[_Finding]:
+    """The group ``tidemark.ingest.snapshot-resource-group`` names must be one the account may
+    put its own sessions in (``tidemark.bulk_reads``)."""
+    group = requirements.resource_group
+    if group is None or not requirements.bootstrap:
+        return
+    option = "tidemark.ingest.snapshot-resource-group"
+    if facts.version.flavor is not Flavor.MYSQL:
+        yield _Finding(
+            f"{option} names resource group {group}, but resource groups are MySQL's (8.0+) "
+            f"and {facts.version} has none: remove the option (snapshot-max-rows-per-second "
+            "caps what the bootstrap takes from the source)"
+        )
+        return
+    account = _account_sql(facts.account)
+    if not any(
+        grant.allows("RESOURCE_GROUP_USER", "RESOURCE_GROUP_ADMIN")
+        for grant in _grants(facts)
+        if grant.is_global
+    ):
+        yield _Finding(
+            f"the account {account} lacks RESOURCE_GROUP_USER, which running the bootstrap's "
+            f"reads in resource group {group} ({option}) needs: run GRANT RESOURCE_GROUP_USER "
+            f"ON *.* TO {account}"
+        )
+        return
+    found = [g for g in facts.resource_groups if g.name.lower() == group.lower()]
+    if not found:
+        yield _Finding(
+            f"resource group {group} ({option}) does not exist, or is not of type USER: "
+            f"create it (CREATE RESOURCE GROUP {group} TYPE = USER THREAD_PRIORITY = 19) or "
+            "remove the option"
+        )
+    elif not found[0].enabled:
+        yield _Finding(
+            f"resource group {group} ({option}) is disabled: run ALTER RESOURCE GROUP {group} "
+            "ENABLE, or remove the option"
+        )
+
+
 def _check_select(facts: ServerFacts, requirements: Requirements) -> Iterator[_Finding]:
     grants = [grant for grant in _grants(facts) if grant.allows("SELECT")]
     unreadable = [
@@ -733,6 +799,7 @@ _CHECKS: tuple[_Check, ...] = (
     _check_privileges,
     _check_select,
     _check_bootstrap,
+    _check_resource_group,
     _check_server_id,
     _check_resume_file,
     _check_resume_gtids,
@@ -765,6 +832,7 @@ def run_startup_checks(
     resume_server_uuid: str | None = None,
     bootstrap: bool = False,
     incremental_snapshot: bool = True,
+    resource_group: str | None = None,
 ) -> CheckResult:
     """Check ``source`` for this pipeline; raise ``StartupCheckError`` naming every problem.
 
@@ -781,6 +849,7 @@ def run_startup_checks(
         resume_server_uuid=resume_server_uuid,
         bootstrap=bootstrap,
         incremental_snapshot=incremental_snapshot,
+        resource_group=resource_group,
     )
     result = evaluate(facts, requirements)
     for note in result.unchecked:

@@ -52,3 +52,13 @@ def private_source(
             server = MySQL(StackSettings(home=home, mysql_port=port))
         server.up()
         yield SourceEndpoint.model_validate(server.endpoint())
+
+
+@pytest.fixture
+def resource_group(source: SourceEndpoint, unique_name: str) -> Iterator[str]:
+    """A MySQL resource group at the lowest thread priority, dropped afterwards."""
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE RESOURCE GROUP {unique_name} TYPE = USER THREAD_PRIORITY = 19")
+    yield unique_name
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"DROP RESOURCE GROUP {unique_name} FORCE")

@@ -638,6 +638,16 @@ class IngestOptions(_Frozen):
         doc="rows per second the bootstrap reads at most, all its readers together, to protect "
         "the source",
     )
+    snapshot_resource_group: str | None = option(
+        None,
+        parse=identifier,
+        default_text="none",
+        doc="MySQL 8.0+: the resource group the bootstrap's reads run in, created by the DBA "
+        "(`CREATE RESOURCE GROUP tidemark_snapshot TYPE = USER THREAD_PRIORITY = 19`; the "
+        "account needs RESOURCE_GROUP_USER). At priority 19 the server gives the reads only "
+        "the CPU its own work leaves: full speed on an idle server, out of the way of a busy "
+        "one",
+    )
 
 
 class MaintenanceOptions(_Frozen):

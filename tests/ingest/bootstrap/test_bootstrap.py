@@ -25,6 +25,7 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from ingest.bootstrap.bootstrapper import TableChangedDuringBootstrapError
+from ingest.bootstrap.display import LogDisplay
 from ingest.changelog.table import ChangelogTable
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
@@ -60,9 +61,12 @@ def _orders(connection: Connection, rows: int, name: str = "orders") -> None:
         )
 
 
-def _ingest_block(flush_rows: int, max_rate: int | None = None) -> str:
+def _ingest_block(
+    flush_rows: int, max_rate: int | None = None, resource_group: str | None = None
+) -> str:
     rate = f"    snapshot-max-rows-per-second: {max_rate}\n" if max_rate else ""
-    return f"tidemark:\n  ingest:\n    flush-rows: {flush_rows}\n{rate}"
+    group = f"    snapshot-resource-group: {resource_group}\n" if resource_group else ""
+    return f"tidemark:\n  ingest:\n    flush-rows: {flush_rows}\n{rate}{group}"
 
 
 def _pipeline(
@@ -265,6 +269,79 @@ def test_chunks_read_by_two_readers_while_every_row_of_one_keeps_changing_equal_
     snapshot_reads = [row["id"] for row in rows if row["_tm_op"] == "r"]
     assert len(snapshot_reads) == len(set(snapshot_reads)), "a row was read twice"
     assert merged(rows) == source_rows(admin_connection)
+
+
+@pytest.fixture
+def cdc_resource_group(source: SourceEndpoint, resource_group: str) -> Iterator[str]:
+    """``resource_group``, which the stack's CDC account may join for the test."""
+    account = f"'{source.cdc_user}'@'%'"
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"GRANT RESOURCE_GROUP_USER ON *.* TO {account}")
+    yield resource_group
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"REVOKE RESOURCE_GROUP_USER ON *.* FROM {account}")
+
+
+class _ResourceGroupWatch(LogDisplay):
+    """A bootstrap display that, at each chunk, notes the server threads in ``group``: their
+    connection ids and accounts."""
+
+    def __init__(self, source: SourceEndpoint, group: str) -> None:
+        super().__init__()
+        self.threads: set[tuple[int, str]] = set()
+        self._group = group
+        self._query_lock = threading.Lock()  # the base class has a _lock of its own
+        self._conn = source.admin_source().connect()
+
+    def advance(self, table: str, rows: int) -> None:
+        super().advance(table, rows)
+        with self._query_lock, self._conn.cursor() as cursor:
+            cursor.execute(
+                "SELECT PROCESSLIST_ID, PROCESSLIST_USER FROM performance_schema.threads "
+                "WHERE RESOURCE_GROUP = %s",
+                (self._group,),
+            )
+            self.threads.update((int(id_), str(user)) for id_, user in cursor.fetchall())
+
+    def close(self) -> None:
+        super().close()
+        self._conn.close()
+
+
+@pytest.mark.every_source
+@pytest.mark.mysql_only("resource groups are MySQL's")
+def test_every_connection_the_bootstrap_reads_with_runs_in_the_resource_group_it_is_given(
+    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+    cdc_resource_group: str,
+) -> None:
+    _orders(admin_connection, 3000)
+    path = _pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        source_database,
+        namespace,
+        server_id,
+        extra=_ingest_block(flush_rows=300, max_rate=2000, resource_group=cdc_resource_group),
+        source=source,
+        parallelism=2,
+    )
+    config = load_pipeline(path)
+    watch = _ResourceGroupWatch(source, cdc_resource_group)
+
+    runner = build_runner(config, catalog, reports=None, settings=_settings(config), display=watch)
+    run_to_end(runner, source, server_id, max_seconds=120)
+
+    # the table's own connection and one per reader, each the CDC account's
+    assert len(watch.threads) == 3
+    assert {user for _, user in watch.threads} == {source.cdc_user}
+    assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ from ingest.startup.checks import (
     Refused,
     Replica,
     Requirements,
+    ResourceGroup,
     ServerFacts,
     ServerVersion,
     evaluate,
@@ -333,6 +334,51 @@ def test_all_privileges_and_database_patterns_count_as_select(
     assert result.problems == ()
 
 
+@pytest.mark.mysql_only("resource groups are MySQL's")
+def test_a_resource_group_for_the_bootstrap_must_exist_and_be_the_accounts_to_join(
+    make_account: MakeAccount, source_database: str, server_id: int, resource_group: str
+) -> None:
+    source = make_account(
+        "SELECT, REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN, RESOURCE_GROUP_USER ON *.*",
+        server_id=server_id,
+    )
+
+    def problems(group: str) -> tuple[str, ...]:
+        try:
+            run_startup_checks(source, bootstrap=True, resource_group=group)
+        except StartupCheckError as refused:
+            return refused.problems
+        return ()
+
+    assert problems(resource_group) == ()
+    assert problems(resource_group.upper()) == (), "MySQL compares the names without case"
+    assert problems(f"{resource_group}_absent") == (
+        f"resource group {resource_group}_absent (tidemark.ingest.snapshot-resource-group) "
+        "does not exist, or is not of type USER: create it (CREATE RESOURCE GROUP "
+        f"{resource_group}_absent TYPE = USER THREAD_PRIORITY = 19) or remove the option",
+    )
+
+
+@pytest.mark.mariadb_only("MySQL has resource groups")
+def test_a_resource_group_for_the_bootstrap_is_refused_on_mariadb(
+    source: SourceEndpoint, server_id: int
+) -> None:
+    with pytest.raises(StartupCheckError) as refused:
+        run_startup_checks(
+            source.cdc_source(server_id), bootstrap=True, resource_group="tidemark_snapshot"
+        )
+
+    (problem,) = refused.value.problems
+    assert problem.startswith(
+        "tidemark.ingest.snapshot-resource-group names resource group tidemark_snapshot, but "
+        "resource groups are MySQL's (8.0+) and MariaDB"
+    )
+    assert problem.endswith(
+        "has none: remove the option (snapshot-max-rows-per-second caps what the bootstrap "
+        "takes from the source)"
+    )
+
+
 def test_a_purged_resume_position_says_how_to_rebootstrap(
     source: SourceEndpoint, admin_connection: Connection, server_id: int
 ) -> None:
@@ -497,6 +543,12 @@ NEEDS = Requirements(
     databases=("shop", "shop_eu"),
     resume=BinlogPosition("binlog.000008", 1200),
     resume_gtids=f"{UUID}:1-120",
+)
+#: MYSQL with a resource group the account may join
+WITH_GROUP = replace(
+    MYSQL,
+    grants=(*MYSQL.grants, "GRANT RESOURCE_GROUP_USER ON *.* TO `cdc`@`%`"),
+    resource_groups=(ResourceGroup("tidemark_snapshot", enabled=True),),
 )
 FIX_PREFIX = "choose another source server-id in the pipeline file, unique among its replicas"
 
@@ -689,6 +741,33 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
         ],
     ),
     "no bootstrap due, no BACKUP_ADMIN needed": (with_grants(MYSQL.grants[0]), NEEDS, []),
+    "a bootstrap in a resource group the account may join": (
+        replace(WITH_GROUP, resource_groups=(ResourceGroup("Tidemark_Snapshot", enabled=True),)),
+        replace(NEEDS, bootstrap=True, resource_group="tidemark_snapshot"),
+        [],
+    ),
+    "a resource group without RESOURCE_GROUP_USER": (
+        replace(MYSQL, resource_groups=WITH_GROUP.resource_groups),
+        replace(NEEDS, bootstrap=True, resource_group="tidemark_snapshot"),
+        [
+            "the account 'cdc'@'%' lacks RESOURCE_GROUP_USER, which running the bootstrap's "
+            "reads in resource group tidemark_snapshot (tidemark.ingest.snapshot-resource-group) "
+            "needs: run GRANT RESOURCE_GROUP_USER ON *.* TO 'cdc'@'%'"
+        ],
+    ),
+    "a disabled resource group": (
+        replace(WITH_GROUP, resource_groups=(ResourceGroup("tidemark_snapshot", enabled=False),)),
+        replace(NEEDS, bootstrap=True, resource_group="tidemark_snapshot"),
+        [
+            "resource group tidemark_snapshot (tidemark.ingest.snapshot-resource-group) is "
+            "disabled: run ALTER RESOURCE GROUP tidemark_snapshot ENABLE, or remove the option"
+        ],
+    ),
+    "no bootstrap due, the resource group is not checked": (
+        MYSQL,
+        replace(NEEDS, resource_group="tidemark_snapshot"),
+        [],
+    ),
     "a bootstrap in one consistent snapshot needs no BACKUP_ADMIN (Percona's)": (
         with_grants(MYSQL.grants[0]),
         replace(NEEDS, bootstrap=True, incremental_snapshot=False),
