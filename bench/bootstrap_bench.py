@@ -16,7 +16,15 @@ Run by ``make bench`` against the local stack, on a sysbench table of ``--rows``
 
 Each round runs on each server of ``--sources`` with each algorithm of ``--algorithms``: the
 table in one consistent snapshot (MariaDB's) and a chunk at a time (the incremental snapshot,
-``scan.incremental.snapshot.enabled``; MySQL's only one).
+``scan.incremental.snapshot.enabled``; MySQL's only one). On MySQL, ``--priorities`` adds rounds
+whose reads run in a resource group of that thread priority (``tidemark.ingest.
+snapshot-resource-group``; 19 is the lowest): the bench creates the group and lets the CDC
+account join it for the run.
+
+Next to TPS, two figures that do not depend on how busy the machine is: the server's CPU time
+per million rows of the first bootstrap (from ``/proc``: the TPS loss a bootstrap at R rows/s
+costs a server saturated on one core is about R times that, before any priority), and the
+bootstrap's own rows/s while sysbench runs (what a priority trades for the TPS it keeps).
 
 The TPS loss is the cost of the bootstrap *to the source*. In production Tidemark runs on its
 own host, never on the database's; on one machine, the database and sysbench would otherwise
@@ -42,7 +50,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymysql
@@ -134,6 +142,12 @@ class Result:
     history_max: int = 0
     #: pipeline.parallelism: the readers of the table's chunks
     readers: int = 1
+    #: the thread priority of the resource group the reads ran in; None: not in one
+    priority: int | None = None
+    #: the server's CPU seconds per million rows, in the first (unloaded) bootstrap
+    server_cpu_per_million: float = 0.0
+    #: the bootstrap's rows/s during each trial's load
+    rows_per_s_during: list[float] = field(default_factory=list)
 
     @property
     def tps_alone(self) -> float:
@@ -198,6 +212,13 @@ def main() -> int:
         metavar="KEY=VALUE",
         help="a source option for every round (scan.incremental.snapshot.chunk.size=65536)",
     )
+    parser.add_argument(
+        "--priorities",
+        nargs="+",
+        default=["default"],
+        help="MySQL: also read in a resource group of each thread priority (0-19) given; "
+        "'default': in none",
+    )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
     caps = [None if cap == "none" else int(cap) for cap in args.max_rates.split(",")]
@@ -231,6 +252,9 @@ def on_source(
             arg.replace("--table-size=100000", f"--table-size={args.rows}") for arg in prepare
         ]
         subprocess.run(prepare, check=True, capture_output=True)
+        priorities = [None if p == "default" else int(p) for p in args.priorities]
+        if source.flavor != "mysql":
+            priorities = [None]
         with cores_apart(source, split=args.cores == "split") as cores:
             return [
                 run(
@@ -244,13 +268,42 @@ def on_source(
                     cores,
                     *round_,
                     extra_options=args.source_option,
+                    priority=priority,
                 )
                 for round_ in _rounds(algorithms, args.readers)
                 for cap in caps
+                for priority in priorities
             ]
     finally:
         with admin.connect() as conn, conn.cursor() as cursor:
             cursor.execute(f"DROP DATABASE {database}")
+
+
+@contextmanager
+def resource_group(source: SourceEndpoint, priority: int | None) -> Iterator[str | None]:
+    """A resource group of thread ``priority`` that the CDC account may join, for the block;
+    None without a priority."""
+    if priority is None:
+        yield None
+        return
+    group, account = f"tidemark_bench_p{priority}", f"'{source.cdc_user}'@'%'"
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.RESOURCE_GROUPS "
+            "WHERE RESOURCE_GROUP_NAME = %s",
+            (group,),
+        )
+        (left_behind,) = cursor.fetchone()
+        verb = "ALTER" if left_behind else "CREATE"  # by a bench run that was killed
+        kind = "" if left_behind else "TYPE = USER "
+        cursor.execute(f"{verb} RESOURCE GROUP {group} {kind}THREAD_PRIORITY = {priority}")
+        cursor.execute(f"GRANT RESOURCE_GROUP_USER ON *.* TO {account}")
+    try:
+        yield group
+    finally:
+        with source.admin_source().connect() as conn, conn.cursor() as cursor:
+            cursor.execute(f"REVOKE RESOURCE_GROUP_USER ON *.* FROM {account}")
+            cursor.execute(f"DROP RESOURCE GROUP {group} FORCE")
 
 
 def _rounds(algorithms: list[str], readers: list[int]) -> list[tuple[str, int]]:
@@ -284,6 +337,12 @@ def figures(result: Result) -> list[Figure]:
             "rows/s",
             _rate_target(result),
         ),
+        Figure(
+            "bootstrap",
+            f"{cap}: server CPU per million rows",
+            result.server_cpu_per_million,
+            "s",
+        ),
         Figure("bootstrap", f"{cap}: peak RSS after", result.peak_rss_mb_after, "MB"),
         Figure("bootstrap", f"{cap}: sysbench TPS alone", result.tps_alone, "TPS"),
         Figure("bootstrap", f"{cap}: sysbench TPS during bootstraps", result.tps_during, "TPS"),
@@ -293,6 +352,12 @@ def figures(result: Result) -> list[Figure]:
             100 * statistics.median(result.tps_losses),
             "%",
             Target("<", 10, 5),
+        ),
+        Figure(
+            "bootstrap",
+            f"{cap}: bootstrap during the load",
+            statistics.median(result.rows_per_s_during),
+            "rows/s",
         ),
         Figure(
             "bootstrap",
@@ -318,7 +383,8 @@ def _rate_target(result: Result) -> Target | None:
 
 def _round(result: Result) -> str:
     readers = f", {result.readers} readers" if result.readers > 1 else ""
-    return f"{result.source}, {result.algorithm}{readers}"
+    priority = f", priority {result.priority}" if result.priority is not None else ""
+    return f"{result.source}, {result.algorithm}{readers}{priority}"
 
 
 def run(
@@ -333,10 +399,11 @@ def run(
     algorithm: str,
     readers: int = 1,
     extra_options: Sequence[str] = (),
+    priority: int | None = None,
 ) -> Result:
     select_rate = plain_select(source, database)
     peak_before = _peak_rss_mb()
-    name = f"{database}_{{}}{algorithm[0]}{readers}_{max_rate or 0}"
+    name = f"{database}_{{}}{algorithm[0]}{readers}_{max_rate or 0}_{priority or 0}"
     options = "\n".join(
         [
             f"scan.incremental.snapshot.enabled: {ALGORITHMS[algorithm]}",
@@ -344,29 +411,40 @@ def run(
         ]
     )
     namespaces: list[str] = []
+    server = _server_pid(source)
 
-    def bootstrap_once(folder: Path) -> None:
-        namespaces.append(name.format(f"{len(namespaces)}_"))
-        bootstrap(endpoints, source, database, folder, namespaces[-1], max_rate, options, readers)
+    with tempfile.TemporaryDirectory() as folder, resource_group(source, priority) as group:
 
-    with tempfile.TemporaryDirectory() as folder:
-        began = time.perf_counter()
-        bootstrap_once(Path(folder))
+        def bootstrap_once() -> None:
+            namespaces.append(name.format(f"{len(namespaces)}_"))
+            bootstrap(
+                endpoints,
+                source,
+                database,
+                Path(folder),
+                namespaces[-1],
+                max_rate,
+                options,
+                readers,
+                group,
+            )
+
+        began, cpu_before = time.perf_counter(), _cpu_seconds(server)
+        bootstrap_once()
         took = time.perf_counter() - began
+        server_cpu = _cpu_seconds(server) - cpu_before
         peak_after = _peak_rss_mb()
         window = max(seconds, round(took))
-        pairs = []
+        pairs, rates_during = [], []
         with HistoryLength(source) as history:
             for _ in range(trials):
                 alone = _tps(source, database, window, cores)
-                pairs.append(
-                    (
-                        alone,
-                        _tps_while(
-                            lambda: bootstrap_once(Path(folder)), source, database, window, cores
-                        ),
-                    )
+                done_before, began = len(namespaces), time.perf_counter()
+                during = _tps_while(bootstrap_once, source, database, window, cores)
+                rates_during.append(
+                    (len(namespaces) - done_before) * rows / (time.perf_counter() - began)
                 )
+                pairs.append((alone, during))
     catalog = stack_catalog(endpoints)
     for namespace in namespaces:
         drop_namespace(catalog, namespace)
@@ -384,6 +462,9 @@ def run(
         history.start,
         history.most,
         readers,
+        priority,
+        server_cpu / rows * 1_000_000,
+        rates_during,
     )
 
 
@@ -458,6 +539,7 @@ def bootstrap(
     max_rate: int | None = None,
     source_options: str = "",
     readers: int = 1,
+    group: str | None = None,
 ) -> None:
     path = folder / f"{namespace}.yaml"
     text = local_pipeline(  # one table: pipeline.parallelism is its chunks' readers
@@ -470,10 +552,9 @@ def bootstrap(
         startup="snapshot",
         source_options=source_options,
         parallelism=readers,
-        extra=(
-            f"tidemark:\n  ingest:\n    snapshot-max-rows-per-second: {max_rate}\n"
-            if max_rate
-            else ""
+        extra=_ingest_block(
+            [f"snapshot-max-rows-per-second: {max_rate}"] * bool(max_rate)
+            + [f"snapshot-resource-group: {group}"] * bool(group)
         ),
     )
     path.write_text(text)
@@ -483,11 +564,21 @@ def bootstrap(
     build_runner(config, catalog, reports=None, settings=settings)
 
 
+def _ingest_block(options: list[str]) -> str:
+    return "".join(["tidemark:\n  ingest:\n", *(f"    {o}\n" for o in options)]) if options else ""
+
+
 def _tps(source: SourceEndpoint, database: str, seconds: int, cores: Cores) -> float:
     load = sysbench_async(
         source, database, threads=THREADS, seconds=seconds, prefix=cores.sysbench()
     )
     return parse_transactions(load.communicate()[0]) / seconds
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time ``pid`` has used, all its threads, user and system."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _peak_rss_mb() -> float:
@@ -499,19 +590,22 @@ def table(result: Result) -> str:
         [
             "| server, algorithm | rows | cap (rows/s) | source's CPUs | plain SELECT rows/s "
             "| bootstrap rows/s (snapshot + Iceberg) | bootstrap / SELECT "
+            "| server CPU s per 1M rows "
             "| peak RSS before → after | sysbench TPS alone | TPS during bootstraps "
-            "| TPS loss, median (least to most) "
+            "| TPS loss, median (least to most) | bootstrap rows/s during the load "
             "| history list length, start → most |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
             f"| {_round(result)} | {result.rows:,} | {result.max_rate or 'none'} "
             f"| {result.cores.source or 'all'} "
             f"| {result.select_rows_per_s:,.0f} "
             f"| {result.bootstrap_rows_per_s:,.0f} "
             f"| {result.bootstrap_rows_per_s / result.select_rows_per_s:.0%} "
+            f"| {result.server_cpu_per_million:.2f} "
             f"| {result.peak_rss_mb_before:,.0f} → {result.peak_rss_mb_after:,.0f} MB "
             f"| {result.tps_alone:,.0f} | {result.tps_during:,.0f} "
             f"| {statistics.median(result.tps_losses):.0%} "
             f"({min(result.tps_losses):.0%} to {max(result.tps_losses):.0%}) "
+            f"| {statistics.median(result.rows_per_s_during):,.0f} "
             f"| {result.history_start:,} → {result.history_max:,} |",
         ]
     )

@@ -47,6 +47,9 @@ _SYSTEM_CA_PATH = ssl.get_default_verify_paths().capath or "/etc/ssl/certs"
 #: CR_SSL_CONNECTION_ERROR, as libmariadb reports a TLS failure
 _SSL_CONNECTION_ERROR = 2026
 
+#: the client library's error numbers (CR_*): the connection failed, not a statement
+_CLIENT_ERRORS = range(2000, 3000)
+
 #: what ``except`` catches from these connections
 ReadError = MySQLdb.MySQLError
 
@@ -132,6 +135,9 @@ def _join_resource_group(cursor: Any, source: SourceConnection, group: str) -> N
     try:
         cursor.execute(f"SET RESOURCE GROUP `{group}`")
     except MySQLdb.MySQLError as error:
+        code = error_code(error)
+        if code is None or code in _CLIENT_ERRORS:
+            raise  # retried as any connection that failed is
         raise TerminalError(
             f"{source.host}:{source.port} refused to run the bootstrap's reads in resource "
             f"group {group} (tidemark.ingest.snapshot-resource-group): {error.args[-1]}; "

@@ -128,6 +128,8 @@ class ResourceGroup:
 
     name: str
     enabled: bool
+    #: 0 also when it was created with another on a server that cannot apply priorities
+    thread_priority: int
 
 
 @dataclass(frozen=True)
@@ -245,10 +247,12 @@ def _resource_groups(cursor: Any, version: ServerVersion) -> tuple[ResourceGroup
         return ()
     rows = _rows(
         cursor,
-        "SELECT RESOURCE_GROUP_NAME, RESOURCE_GROUP_ENABLED "
+        "SELECT RESOURCE_GROUP_NAME, RESOURCE_GROUP_ENABLED, THREAD_PRIORITY "
         "FROM information_schema.RESOURCE_GROUPS WHERE RESOURCE_GROUP_TYPE = 'USER'",
     )
-    return tuple(ResourceGroup(str(name), bool(enabled)) for name, enabled in rows)
+    return tuple(
+        ResourceGroup(str(name), bool(enabled), int(priority)) for name, enabled, priority in rows
+    )
 
 
 def _replicas(cursor: Any, version: ServerVersion) -> tuple[Replica, ...] | Refused:
@@ -589,6 +593,17 @@ def _check_resource_group(facts: ServerFacts, requirements: Requirements) -> Ite
         yield _Finding(
             f"resource group {group} ({option}) is disabled: run ALTER RESOURCE GROUP {group} "
             "ENABLE, or remove the option"
+        )
+    elif found[0].thread_priority == 0:
+        # MySQL stores 0 for any priority asked of a server without CAP_SYS_NICE, with a
+        # warning to whoever ran CREATE RESOURCE GROUP (sql_resource_group.cc)
+        yield _Finding(
+            f"resource group {group} ({option}) has THREAD_PRIORITY 0, so the bootstrap's "
+            "reads compete with the server's own work as without it; if it was created with "
+            "another priority, mysqld lacks the CAP_SYS_NICE capability, without which MySQL "
+            "stores 0: give it that capability (systemd: AmbientCapabilities=CAP_SYS_NICE), "
+            f"then ALTER RESOURCE GROUP {group} THREAD_PRIORITY = 19",
+            kind=_Kind.WARNING,
         )
 
 

@@ -14,8 +14,9 @@ from ingest.bootstrap.chunk_reads import ChunkReads, EvenDistribution, RangeRead
 from ingest.schema.source_tables import read_source_tables
 from tests.polling import wait_until
 from tests.server_variables import global_variables
+from tidemark.bulk_reads import open_bulk_connection
 from tidemark.contracts.source_tables import SourceTable
-from tidemark.errors import ConfigError
+from tidemark.errors import ConfigError, TerminalError
 from tidemark.source import binlog_end
 from tidemark.stack.endpoints import SourceEndpoint
 
@@ -202,3 +203,30 @@ def test_a_chunk_key_column_that_cannot_cut_chunks_is_refused_with_the_fix(
     with pytest.raises(ConfigError, match=re.escape(refusal)):
         chunk_key(table, column)
     assert chunk_key(table, "ID") == (("id",), True)  # MySQL's column names ignore case
+
+
+@pytest.mark.mysql_only("resource groups are MySQL's")
+def test_a_reading_connection_joins_its_resource_group_and_a_missing_one_stops_it_with_the_fix(
+    source: SourceEndpoint, resource_group: str
+) -> None:
+    """The start checks refuse a missing group; this is a group dropped while ingest runs."""
+    admin = source.admin_source()  # may join any group: only the group can be missing
+
+    joined = open_bulk_connection(admin, autocommit=True, resource_group=resource_group)
+    with joined.cursor() as cursor:
+        cursor.execute(
+            "SELECT RESOURCE_GROUP FROM performance_schema.threads "
+            "WHERE PROCESSLIST_ID = CONNECTION_ID()"
+        )
+        assert cursor.fetchone() == (resource_group,)
+    joined.close()
+    with pytest.raises(TerminalError) as refused:
+        open_bulk_connection(admin, autocommit=True, resource_group=f"{resource_group}_gone")
+
+    assert str(refused.value) == (
+        f"{source.host}:{source.port} refused to run the bootstrap's reads in resource group "
+        f"{resource_group}_gone (tidemark.ingest.snapshot-resource-group): Resource Group "
+        f"'{resource_group}_gone' does not exist.; create or enable it (CREATE RESOURCE GROUP "
+        f"{resource_group}_gone TYPE = USER THREAD_PRIORITY = 19), grant RESOURCE_GROUP_USER "
+        f"to {admin.user}, or remove the option"
+    )

@@ -548,7 +548,7 @@ NEEDS = Requirements(
 WITH_GROUP = replace(
     MYSQL,
     grants=(*MYSQL.grants, "GRANT RESOURCE_GROUP_USER ON *.* TO `cdc`@`%`"),
-    resource_groups=(ResourceGroup("tidemark_snapshot", enabled=True),),
+    resource_groups=(ResourceGroup("tidemark_snapshot", enabled=True, thread_priority=19),),
 )
 FIX_PREFIX = "choose another source server-id in the pipeline file, unique among its replicas"
 
@@ -742,7 +742,7 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
     ),
     "no bootstrap due, no BACKUP_ADMIN needed": (with_grants(MYSQL.grants[0]), NEEDS, []),
     "a bootstrap in a resource group the account may join": (
-        replace(WITH_GROUP, resource_groups=(ResourceGroup("Tidemark_Snapshot", enabled=True),)),
+        replace(WITH_GROUP, resource_groups=(ResourceGroup("Tidemark_Snapshot", True, 19),)),
         replace(NEEDS, bootstrap=True, resource_group="tidemark_snapshot"),
         [],
     ),
@@ -756,7 +756,7 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
         ],
     ),
     "a disabled resource group": (
-        replace(WITH_GROUP, resource_groups=(ResourceGroup("tidemark_snapshot", enabled=False),)),
+        replace(WITH_GROUP, resource_groups=(ResourceGroup("tidemark_snapshot", False, 19),)),
         replace(NEEDS, bootstrap=True, resource_group="tidemark_snapshot"),
         [
             "resource group tidemark_snapshot (tidemark.ingest.snapshot-resource-group) is "
@@ -781,6 +781,25 @@ MYSQL_CASES: dict[str, tuple[ServerFacts, Requirements, list[str]]] = {
 )
 def test_mysql_8_facts(facts: ServerFacts, needs: Requirements, problems: list[str]) -> None:
     assert list(evaluate(facts, needs).problems) == problems
+
+
+def test_a_resource_group_at_priority_0_is_warned_of_with_the_capability_it_may_lack() -> None:
+    facts = replace(
+        WITH_GROUP,
+        resource_groups=(ResourceGroup("tidemark_snapshot", enabled=True, thread_priority=0),),
+    )
+
+    result = evaluate(facts, replace(NEEDS, bootstrap=True, resource_group="tidemark_snapshot"))
+
+    assert result.problems == ()
+    assert result.warnings == (
+        "resource group tidemark_snapshot (tidemark.ingest.snapshot-resource-group) has "
+        "THREAD_PRIORITY 0, so the bootstrap's reads compete with the server's own work as "
+        "without it; if it was created with another priority, mysqld lacks the CAP_SYS_NICE "
+        "capability, without which MySQL stores 0: give it that capability (systemd: "
+        "AmbientCapabilities=CAP_SYS_NICE), then ALTER RESOURCE GROUP tidemark_snapshot "
+        "THREAD_PRIORITY = 19",
+    )
 
 
 def test_mysql_readers_that_did_not_register_are_named() -> None:
