@@ -24,7 +24,9 @@ account join it for the run.
 Next to TPS, two figures that do not depend on how busy the machine is: the server's CPU time
 per million rows of the first bootstrap (from ``/proc``: the TPS loss a bootstrap at R rows/s
 costs a server saturated on one core is about R times that, before any priority), and the
-bootstrap's own rows/s while sysbench runs (what a priority trades for the TPS it keeps).
+bootstrap's own rows/s while sysbench runs (what a priority or a gate trades for the TPS it
+keeps): the rows of the bootstraps run back to back from the load's start over the time until
+the last of them ends, after the load, so an upper bound of what was read under the load.
 
 The TPS loss is the cost of the bootstrap *to the source*. In production Tidemark runs on its
 own host, never on the database's; on one machine, the database and sysbench would otherwise
@@ -148,6 +150,8 @@ class Result:
     server_cpu_per_million: float = 0.0
     #: the bootstrap's rows/s during each trial's load
     rows_per_s_during: list[float] = field(default_factory=list)
+    #: tidemark.ingest options of the round, KEY=VALUE
+    ingest_options: tuple[str, ...] = ()
 
     @property
     def tps_alone(self) -> float:
@@ -219,6 +223,13 @@ def main() -> int:
         help="MySQL: also read in a resource group of each thread priority (0-19) given; "
         "'default': in none",
     )
+    parser.add_argument(
+        "--ingest-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a tidemark.ingest option for every round (snapshot-max-threads-running=3)",
+    )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args()
     caps = [None if cap == "none" else int(cap) for cap in args.max_rates.split(",")]
@@ -269,6 +280,7 @@ def on_source(
                     *round_,
                     extra_options=args.source_option,
                     priority=priority,
+                    ingest_options=args.ingest_option,
                 )
                 for round_ in _rounds(algorithms, args.readers)
                 for cap in caps
@@ -297,12 +309,16 @@ def resource_group(source: SourceEndpoint, priority: int | None) -> Iterator[str
         verb = "ALTER" if left_behind else "CREATE"  # by a bench run that was killed
         kind = "" if left_behind else "TYPE = USER "
         cursor.execute(f"{verb} RESOURCE GROUP {group} {kind}THREAD_PRIORITY = {priority}")
-        cursor.execute(f"GRANT RESOURCE_GROUP_USER ON *.* TO {account}")
+        cursor.execute(f"SHOW GRANTS FOR {account}")
+        granted = any("RESOURCE_GROUP_USER" in str(row[0]) for row in cursor.fetchall())
+        if not granted:
+            cursor.execute(f"GRANT RESOURCE_GROUP_USER ON *.* TO {account}")
     try:
         yield group
     finally:
         with source.admin_source().connect() as conn, conn.cursor() as cursor:
-            cursor.execute(f"REVOKE RESOURCE_GROUP_USER ON *.* FROM {account}")
+            if not granted:
+                cursor.execute(f"REVOKE RESOURCE_GROUP_USER ON *.* FROM {account}")
             cursor.execute(f"DROP RESOURCE GROUP {group} FORCE")
 
 
@@ -384,7 +400,8 @@ def _rate_target(result: Result) -> Target | None:
 def _round(result: Result) -> str:
     readers = f", {result.readers} readers" if result.readers > 1 else ""
     priority = f", priority {result.priority}" if result.priority is not None else ""
-    return f"{result.source}, {result.algorithm}{readers}{priority}"
+    options = "".join(f", {option}" for option in result.ingest_options)
+    return f"{result.source}, {result.algorithm}{readers}{priority}{options}"
 
 
 def run(
@@ -400,10 +417,12 @@ def run(
     readers: int = 1,
     extra_options: Sequence[str] = (),
     priority: int | None = None,
+    ingest_options: Sequence[str] = (),
 ) -> Result:
     select_rate = plain_select(source, database)
     peak_before = _peak_rss_mb()
-    name = f"{database}_{{}}{algorithm[0]}{readers}_{max_rate or 0}_{priority or 0}"
+    level = "d" if priority is None else priority
+    name = f"{database}_{{}}{algorithm[0]}{readers}_{max_rate or 0}_{level}"
     options = "\n".join(
         [
             f"scan.incremental.snapshot.enabled: {ALGORITHMS[algorithm]}",
@@ -427,6 +446,7 @@ def run(
                 options,
                 readers,
                 group,
+                ingest_options,
             )
 
         began, cpu_before = time.perf_counter(), _cpu_seconds(server)
@@ -465,6 +485,7 @@ def run(
         priority,
         server_cpu / rows * 1_000_000,
         rates_during,
+        tuple(ingest_options),
     )
 
 
@@ -540,6 +561,7 @@ def bootstrap(
     source_options: str = "",
     readers: int = 1,
     group: str | None = None,
+    ingest_options: Sequence[str] = (),
 ) -> None:
     path = folder / f"{namespace}.yaml"
     text = local_pipeline(  # one table: pipeline.parallelism is its chunks' readers
@@ -555,6 +577,7 @@ def bootstrap(
         extra=_ingest_block(
             [f"snapshot-max-rows-per-second: {max_rate}"] * bool(max_rate)
             + [f"snapshot-resource-group: {group}"] * bool(group)
+            + [": ".join(option.split("=", 1)) for option in ingest_options]
         ),
     )
     path.write_text(text)

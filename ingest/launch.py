@@ -385,6 +385,7 @@ def _bootstrap_settings(config: PipelineConfig, settings: IngestSettings) -> Boo
         chunk_size=config.source.snapshot_chunk_size,
         commit_rows=settings.flush_rows,
         max_rows_per_second=settings.snapshot_max_rows_per_second,
+        max_threads_running=settings.snapshot_max_threads_running,
         parallelism=config.pipeline.parallelism,
         server_time_zone=config.source.server_time_zone,
         tinyint1_as_boolean=config.source.treat_tinyint1_as_boolean,

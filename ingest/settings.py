@@ -43,6 +43,8 @@ class IngestSettings:
     decode_in_process: bool = True
     #: tidemark.ingest.snapshot-max-rows-per-second
     snapshot_max_rows_per_second: int | None = _FILE_DEFAULTS.snapshot_max_rows_per_second
+    #: tidemark.ingest.snapshot-max-threads-running
+    snapshot_max_threads_running: int | None = _FILE_DEFAULTS.snapshot_max_threads_running
     #: tidemark.ingest.snapshot-resource-group
     snapshot_resource_group: str | None = _FILE_DEFAULTS.snapshot_resource_group
 
@@ -58,5 +60,6 @@ class IngestSettings:
             # heartbeats are how an idle stream hands control back for timed flushes
             heartbeat_seconds=min(1.0, flush_interval),
             snapshot_max_rows_per_second=options.snapshot_max_rows_per_second,
+            snapshot_max_threads_running=options.snapshot_max_threads_running,
             snapshot_resource_group=options.snapshot_resource_group,
         )

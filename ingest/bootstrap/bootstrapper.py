@@ -38,7 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -48,9 +48,11 @@ from pyiceberg.expressions.literals import literal
 
 from ingest.bootstrap.chunk_reads import ChunkReads, ChunkReadsLender, EvenDistribution
 from ingest.bootstrap.display import BootstrapDisplay
+from ingest.bootstrap.load_gate import LoadGate, LoadReading, ThreadsRunning
 from ingest.bootstrap.snapshot_reader import (
     Chunk,
     ConsistentSnapshot,
+    KeyValues,
     SnapshotLender,
     changed_since_opened,
     column_gone,
@@ -80,6 +82,9 @@ class BootstrapSettings:
     commit_rows: int = 50_000
     #: cap on rows read per second by all readers together, to protect the source; None: no cap
     max_rows_per_second: float | None = None
+    #: chunks wait while the source runs more statements than this (``ingest.bootstrap.
+    #: load_gate``); None: never
+    max_threads_running: int | None = None
     parallelism: int = 1
     #: seconds after it opened that a snapshot is still lent to a next table (``SnapshotLender``)
     snapshot_max_age: float = 5.0
@@ -173,6 +178,9 @@ class Bootstrapper:
     stop: threading.Event = field(default_factory=threading.Event)
     #: the rate cap of the run under way, shared by its readers
     _pacer: Pacer | None = field(default=None, init=False, repr=False)
+    #: how the source's load is read (``load_gate.ThreadsRunning`` of ``source`` if None)
+    read_running: LoadReading | None = None
+    _gate: LoadGate | None = field(default=None, init=False, repr=False)
 
     def run(self, sinks: Sequence[SinkBootstrap]) -> dict[str, TableProgress]:
         """Bootstrap every sink table; returns each one's progress after its last commit. The
@@ -182,6 +190,7 @@ class Bootstrapper:
             self._chunk_key(member)
         snapshots = self._lender()
         self._pacer = self._new_pacer()
+        self._gate = gate = self._new_gate()
         try:
             bootstrap = functools.partial(
                 self.bootstrap, snapshots=snapshots, estimates=estimated_rows(self.source, members)
@@ -192,11 +201,28 @@ class Bootstrapper:
                 futures = {sink.sink: pool.submit(bootstrap, sink) for sink in sinks}
                 return {name: future.result() for name, future in futures.items()}
         finally:
-            snapshots.close()
-            self.display.close()
+            self._gate = None
+            with ExitStack() as closing_all:  # each closed whatever the others raise
+                closing_all.callback(self.display.close)
+                closing_all.callback(gate.close)
+                closing_all.callback(snapshots.close)
 
     def _new_pacer(self) -> Pacer:
         return Pacer(self.settings.max_rows_per_second, self.clock, self.sleep)
+
+    def _hold_while_busy(self, name: str, after: KeyValues | None) -> None:
+        """Waits while the source is busier than the limit (``load_gate``); a stop meanwhile
+        stops the bootstrap, nothing more read."""
+        if self._gate is not None and not self._gate.wait():  # set by run
+            raise BootstrapStopped(f"the bootstrap of {name} stopped after {after}")
+
+    def _new_gate(self) -> LoadGate:
+        return LoadGate(
+            self.settings.max_threads_running,
+            self.read_running or ThreadsRunning(self.source),
+            self.stop,
+            self.clock,
+        )
 
     def _chunk_key(self, member: SourceTable) -> tuple[tuple[str, ...] | None, bool]:
         return chunk_key(member, self.settings.chunk_key_column(member.database, member.name))
@@ -325,6 +351,7 @@ class Bootstrapper:
         names = [column.name for column in member.columns]
         batches: list[pa.RecordBatch] = []
         pending, after = 0, done.after
+        self._hold_while_busy(name, after)
         # closed at once on an error: queued range reads stop, not when collected
         with closing(_chunks(snapshot, member, key, unique, done.after, self.settings)) as chunks:
             for chunk in chunks:
@@ -357,6 +384,7 @@ class Bootstrapper:
                     rows = pa.Table.from_batches(batches, sink.table.schema)
                     sink.table.commit(rows, progress, state)
                     batches, pending = [], 0
+                self._hold_while_busy(name, after)  # before the next chunk is read
         done = SourceTableBootstrap(True, after, done.rows + pending, key)
         state = state.with_table(name, done)
         progress = _held_until(progress, snapshot.high_watermark)

@@ -243,8 +243,8 @@ def _variables(cursor: Any) -> dict[str, str]:
 
 
 def _resource_groups(cursor: Any, version: ServerVersion) -> tuple[ResourceGroup, ...]:
-    if version.flavor is not Flavor.MYSQL:
-        return ()
+    if version.flavor is not Flavor.MYSQL or not version.at_least(8, 0):
+        return ()  # resource groups came with MySQL 8.0
     rows = _rows(
         cursor,
         "SELECT RESOURCE_GROUP_NAME, RESOURCE_GROUP_ENABLED, THREAD_PRIORITY "
@@ -566,8 +566,9 @@ def _check_resource_group(facts: ServerFacts, requirements: Requirements) -> Ite
     if facts.version.flavor is not Flavor.MYSQL:
         yield _Finding(
             f"{option} names resource group {group}, but resource groups are MySQL's (8.0+) "
-            f"and {facts.version} has none: remove the option (snapshot-max-rows-per-second "
-            "caps what the bootstrap takes from the source)"
+            f"and {facts.version} has none: remove the option (snapshot-max-threads-running "
+            "holds the bootstrap while the source is busy, snapshot-max-rows-per-second caps "
+            "it)"
         )
         return
     account = _account_sql(facts.account)

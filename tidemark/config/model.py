@@ -638,6 +638,14 @@ class IngestOptions(_Frozen):
         doc="rows per second the bootstrap reads at most, all its readers together, to protect "
         "the source",
     )
+    snapshot_max_threads_running: int | None = option(
+        None,
+        parse=at_least_one,
+        default_text="no limit",
+        doc="before each chunk the bootstrap waits while the source runs more statements than "
+        "this (its `Threads_running`, Tidemark's sampling query left out), as gh-ost's "
+        "`--max-load`: full speed on a quiet source, nothing taken from a busy one",
+    )
     snapshot_resource_group: str | None = option(
         None,
         parse=identifier,

@@ -62,11 +62,19 @@ def _orders(connection: Connection, rows: int, name: str = "orders") -> None:
 
 
 def _ingest_block(
-    flush_rows: int, max_rate: int | None = None, resource_group: str | None = None
+    flush_rows: int,
+    max_rate: int | None = None,
+    resource_group: str | None = None,
+    max_threads_running: int | None = None,
 ) -> str:
-    rate = f"    snapshot-max-rows-per-second: {max_rate}\n" if max_rate else ""
-    group = f"    snapshot-resource-group: {resource_group}\n" if resource_group else ""
-    return f"tidemark:\n  ingest:\n    flush-rows: {flush_rows}\n{rate}{group}"
+    options = {
+        "flush-rows": flush_rows,
+        "snapshot-max-rows-per-second": max_rate,
+        "snapshot-resource-group": resource_group,
+        "snapshot-max-threads-running": max_threads_running,
+    }
+    lines = "".join(f"    {key}: {value}\n" for key, value in options.items() if value)
+    return f"tidemark:\n  ingest:\n{lines}"
 
 
 def _pipeline(
@@ -338,9 +346,90 @@ def test_every_connection_the_bootstrap_reads_with_runs_in_the_resource_group_it
     runner = build_runner(config, catalog, reports=None, settings=_settings(config), display=watch)
     run_to_end(runner, source, server_id, max_seconds=120)
 
-    # the table's own connection and one per reader, each the CDC account's
+    # the table's own connection and one per reader (30 chunks at 2,000 rows/s: both readers
+    # have read by the second chunk), each the CDC account's
     assert len(watch.threads) == 3
     assert {user for _, user in watch.threads} == {source.cdc_user}
+    assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
+
+
+class _ChunkTimes(LogDisplay):
+    """A bootstrap display that notes when each chunk was read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def advance(self, table: str, rows: int) -> None:
+        super().advance(table, rows)
+        self.times.append(time.monotonic())
+
+
+def _threads_running(source: SourceEndpoint) -> int:
+    """The source's ``Threads_running``, this statement included."""
+    with source.admin_source().connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'Threads_running'")
+        row = cursor.fetchone()
+    return int(row[1])
+
+
+@contextlib.contextmanager
+def _busy(source: SourceEndpoint, statements: int, seconds: int) -> Iterator[list[float]]:
+    """``statements`` connections each running ``SELECT SLEEP(seconds)``, all of them running
+    when the block starts; yields the list of the times they end."""
+    returned: list[float] = []
+
+    def sleep() -> None:
+        with source.admin_source().connect() as conn, conn.cursor() as cursor:
+            cursor.execute(f"SELECT SLEEP({seconds})")
+            returned.append(time.monotonic())
+
+    threads = [threading.Thread(target=sleep) for _ in range(statements)]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_until("the sleeps running", lambda: _threads_running(source) > statements, 10)
+        yield returned
+    finally:
+        for thread in threads:
+            thread.join()
+
+
+@pytest.mark.every_source
+def test_a_bootstrap_reads_nothing_while_the_source_runs_more_than_its_limit_then_is_exact(
+    endpoints: StackEndpoints,
+    source: SourceEndpoint,
+    source_database: str,
+    namespace: str,
+    catalog: Catalog,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    _orders(admin_connection, 1000)
+    path = _pipeline(
+        tmp_path / "p.yaml",
+        endpoints,
+        source_database,
+        namespace,
+        server_id,
+        extra=_ingest_block(flush_rows=300, max_threads_running=2),
+        source=source,
+    )
+    config = load_pipeline(path)
+    chunks = _ChunkTimes()
+    assert _threads_running(source) - 1 <= 2, "the quiet source is under the limit"
+
+    with _busy(source, statements=4, seconds=5) as returned:
+        runner = build_runner(
+            config, catalog, reports=None, settings=_settings(config), display=chunks
+        )
+    run_to_end(runner, source, server_id, max_seconds=120)
+
+    assert chunks.times, "the bootstrap read its chunks"
+    # at most 2 besides the gate's sample once 2 of the 4 have ended
+    gate_may_open = sorted(returned)[1]
+    assert min(chunks.times) >= gate_may_open, "a chunk was read while the source was busy"
     assert merged(changelog(catalog, namespace)) == source_rows(admin_connection)
 
 

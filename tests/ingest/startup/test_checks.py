@@ -374,8 +374,8 @@ def test_a_resource_group_for_the_bootstrap_is_refused_on_mariadb(
         "resource groups are MySQL's (8.0+) and MariaDB"
     )
     assert problem.endswith(
-        "has none: remove the option (snapshot-max-rows-per-second caps what the bootstrap "
-        "takes from the source)"
+        "has none: remove the option (snapshot-max-threads-running holds the bootstrap while "
+        "the source is busy, snapshot-max-rows-per-second caps it)"
     )
 
 
