@@ -59,6 +59,7 @@ import pymysql
 
 from bench.ingest_bench import parse_transactions, sysbench_args, sysbench_async
 from bench.report import Figure, Target, write_figures
+from bench.scale_bench import parse_stat
 from bench.scratch import drop_namespace, stack_catalog
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
@@ -600,8 +601,7 @@ def _tps(source: SourceEndpoint, database: str, seconds: int, cores: Cores) -> f
 
 def _cpu_seconds(pid: int) -> float:
     """The CPU time ``pid`` has used, all its threads, user and system."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return parse_stat(Path(f"/proc/{pid}/stat").read_text(), os.sysconf("SC_CLK_TCK")).cpu_seconds
 
 
 def _peak_rss_mb() -> float:

@@ -26,6 +26,7 @@ from pyiceberg.exceptions import NoSuchTableError
 
 from ingest.bootstrap.bootstrapper import TableChangedDuringBootstrapError
 from ingest.bootstrap.display import LogDisplay
+from ingest.bootstrap.load_gate import ThreadsRunning
 from ingest.changelog.table import ChangelogTable
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
@@ -367,10 +368,11 @@ class _ChunkTimes(LogDisplay):
 
 def _threads_running(source: SourceEndpoint) -> int:
     """The source's ``Threads_running``, this statement included."""
-    with source.admin_source().connect() as conn, conn.cursor() as cursor:
-        cursor.execute("SHOW GLOBAL STATUS LIKE 'Threads_running'")
-        row = cursor.fetchone()
-    return int(row[1])
+    reading = ThreadsRunning(source.admin_source())
+    try:
+        return reading()
+    finally:
+        reading.close()
 
 
 @contextlib.contextmanager
