@@ -92,7 +92,7 @@ def measure(minutes: float, tps: int) -> list[WindowTimes]:
         with tempfile.TemporaryDirectory() as folder:
             path = _pipeline(Path(folder), endpoints, name)
             run = subprocess.Popen(
-                [sys.executable, "-m", "tidemark.cli", "run", str(path)],
+                [sys.executable, "-m", "tidemark.app.cli", "run", str(path)],
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -746,7 +746,7 @@ class Phases:
             [
                 sys.executable,
                 "-m",
-                "tidemark.cli",
+                "tidemark.app.cli",
                 "schedule",
                 str(path),
                 "--max-seconds",

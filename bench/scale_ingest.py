@@ -203,7 +203,7 @@ def main() -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     from ingest.stream.runner import StopWhen
-    from tidemark.pipeline import Pipeline
+    from tidemark.app.pipeline import Pipeline
 
     instrument(log)
     log.write("imported", at=time.time())

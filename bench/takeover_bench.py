@@ -42,10 +42,10 @@ from tests.ingest.stock_workload import Workload, active_ingest, create_stock, i
 from tests.polling import wait_until
 from tests.scheduler.harness import ORDERS, USERS, at, dumps_state, publish, report
 from tests.scheduler.standby_scheduler import TimedExecutor
+from tidemark.app.pipeline import Pipeline
 from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.contracts.instance import WRITER_KEY, Instance
 from tidemark.contracts.reports import CommitReport
-from tidemark.pipeline import Pipeline
 from tidemark.source import SourceConnection
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline

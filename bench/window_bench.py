@@ -29,9 +29,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from bench.report import Figure, Target, write_figures
-from spark_jobs.changelog_range import find_bound
-from spark_jobs.merge import merge_range, mirror_state, table_snapshots
-from spark_jobs.mirror_spec import MirrorSpec
+from spark_jobs.merge.bound import find_bound
+from spark_jobs.merge.request import MirrorSpec
+from spark_jobs.merge.spark import merge_range, mirror_state, table_snapshots
 from spark_jobs.session import SparkSettings, build_session
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.settings import StackSettings

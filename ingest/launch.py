@@ -63,7 +63,7 @@ class Onboarding:
 
 def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
     """Resolve the file against the server and open (or create) every changelog table."""
-    source = config.source.connection()
+    source = config.source.connection
     plan = build_plan(config, read_tables(source, config.source.captures))
     if not plan.ok:
         problems = [f"{r.table}: {r.reason}" for r in plan.refused] + list(plan.blockers)
@@ -127,7 +127,7 @@ def _onboard_sink(
         onboarding.tables[sink.name] = table
     tracker = onboarding.sink_trackers.get(sink.name)
     if tracker is None:
-        tracker = SchemaTracker(config.source.connection(), table, _tracker_options(config))
+        tracker = SchemaTracker(config.source.connection, table, _tracker_options(config))
         onboarding.sink_trackers[sink.name] = tracker
     for member in members:
         tracker.start(member, since=STARTED)
@@ -170,7 +170,7 @@ class LiveOnboarding:
         return self._follower.truncated(database, table)
 
     def created(self, database: str, table: str) -> bool:
-        source = self._config.source.connection()
+        source = self._config.source.connection
         found = read_tables(source, lambda db, name: (db, name) == (database, table))
         if not found:
             return False  # dropped or renamed since: a restart sorts it out
@@ -212,7 +212,7 @@ def build_runner(
         process.warm()  # the reading process starts while the tables are onboarded
     metrics = IngestMetrics(config.pipeline.name)
     onboarding = onboard(config, catalog)
-    source = config.source.connection()
+    source = config.source.connection
     source_id = f"{source.host}:{source.port}"
     databases = sorted({database for database, _ in onboarding.bindings})
     progress = {sink: table.progress() for sink, table in onboarding.tables.items()}

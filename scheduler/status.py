@@ -40,7 +40,7 @@ def describe_pipeline(
     state: StateSettings,
 ) -> list[TaskStatus]:
     """``describe`` for a pipeline file and its planned sink tables (``build_plan``), with the
-    state where ``state`` says (``tidemark.pipeline.Pipeline.state_settings``)."""
+    state where ``state`` says (``tidemark.app.pipeline.Pipeline.state_settings``)."""
     return describe(PipelineSchedule.from_config(config, sinks), StateStore(state), now)
 
 

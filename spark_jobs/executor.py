@@ -8,7 +8,7 @@ The scheduler runs several windows at once from a thread pool. A window's commit
 session settings (``spark.sql.iceberg.snapshot-property.*``), so each thread gets a session of
 its own (``SparkSession.newSession``: same application and catalog, separate SQL settings).
 With ``merge_processes``, the part of each mirror merge that needs no Spark runs in that many
-worker processes (``spark_jobs.merge_processes``); ``close`` stops them.
+worker processes (``spark_jobs.merge.processes``); ``close`` stops them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from functools import partial
 from pyspark.sql import SparkSession
 
 from spark_jobs.maintenance import TableMaintainer, TableResult
-from spark_jobs.merge_processes import CatalogAddress, MergeProcesses
+from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
 from spark_jobs.window_jobs import JobOutcome, LakeMerges, MergeOutcome, WindowJobs
 from tidemark.config.model import PipelineConfig, reveal
 from tidemark.config.plan import Plan, SinkTable, plan_from_source

@@ -9,7 +9,7 @@ The API the scheduler and the CLI use; one long-lived Spark session serves many 
 ``merge_mirror`` applies the changelog rows with ``_tm_order`` in ``(M, B]``: M is the mirror's
 ``tidemark.merged-order`` stamp (0 for a new mirror) and B the ``tidemark.order`` of the earliest
 complete changelog snapshot whose watermark reaches the window's end
-(``spark_jobs.changelog_range``), or ``up_to_order`` when the caller knows it (a commit report's
+(``spark_jobs.merge.bound``), or ``up_to_order`` when the caller knows it (a commit report's
 ``last_order``). A window whose end the mirror has already reached is a no-op, so a retried
 window is never applied twice. It raises ``WindowNotCompleteError`` (a ``TransientError``) while
 the changelog has not reached the window's end.
@@ -38,9 +38,9 @@ from pyiceberg.catalog import Catalog
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
-from spark_jobs.lake_merge import MergeOutcome, MergeRequest, SparkMerge, merge_in_lake
-from spark_jobs.merge import merge_range
-from spark_jobs.mirror_spec import MirrorSpec
+from spark_jobs.merge.lake import MergeOutcome, MergeRequest, SparkMerge, merge_in_lake
+from spark_jobs.merge.request import MirrorSpec
+from spark_jobs.merge.spark import merge_range
 from spark_jobs.user_sql import read_statements
 from tidemark.catalog import load_catalog
 from tidemark.config.model import (
@@ -59,7 +59,7 @@ from tidemark.windows import Window
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-#: runs a merge's part without Spark (``spark_jobs.lake_merge``)
+#: runs a merge's part without Spark (``spark_jobs.merge.lake``)
 LakeMerges = Callable[[MergeRequest], MergeOutcome | SparkMerge]
 
 
@@ -101,7 +101,7 @@ class WindowJobs:
         #: PyIceberg's client of the same catalog, for the merges done here
         self._lake: Catalog | None = None
         #: the part of each merge that needs no Spark: here, or in worker processes
-        #: (``spark_jobs.merge_processes``)
+        #: (``spark_jobs.merge.processes``)
         self._lake_merges: LakeMerges = lake_merges or self._merge_in_lake
 
     # --- mirrors -------------------------------------------------------------------------

@@ -11,15 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("tidemark", "ingest", "scheduler", "spark_jobs")
-#: the application layer: opens pipelines and calls the stages
-APPLICATION = (
-    "tidemark.cli",
-    "tidemark.commands",
-    "tidemark.demo",
-    "tidemark.pipeline",
-    "tidemark.output",
-    "tidemark.page_server",
-)
+#: the application layer (the CLI, its commands, the ``Pipeline`` facade, the output, the demo and
+#: the page server): opens pipelines and calls the stages
+APPLICATION = ("tidemark.app",)
 STAGES = ("ingest", "scheduler", "spark_jobs")
 
 
@@ -112,6 +106,20 @@ def test_the_contracts_and_the_shared_core_import_no_stage_and_no_command() -> N
     assert {module: names for module, names in offenders.items() if names} == {}
 
 
+def test_only_the_application_layer_imports_more_than_one_stage() -> None:
+    """A stage may use the shared core and the contracts; wiring stages together (ingest's
+    reports to the scheduler, the scheduler to the Spark jobs) is the application's job."""
+    offenders = {}
+    for module, names in imports().items():
+        if _within(module, APPLICATION):
+            continue
+        own = [stage for stage in STAGES if _within(module, (stage,))]
+        others = sorted({s for s in STAGES for name in names if _within(name, (s,))} - set(own))
+        if len(own) + len(others) > 1:
+            offenders[module] = others
+    assert offenders == {}
+
+
 def test_no_stage_imports_the_application_layer() -> None:
     """The application opens pipelines and calls the stages, giving them what they need (a
     display, a clock); a stage that imported it back would depend on its callers."""
@@ -149,9 +157,9 @@ def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
             ),
         ),
         # one output layer: the rest prints through it (the demo's view composes its picture)
-        ("rich", ("tidemark.output", "tidemark.demo.live_view")),
+        ("rich", ("tidemark.app.output", "tidemark.app.demo.live_view")),
         # its template escapes every value; a page built elsewhere might not
-        ("jinja2", ("tidemark.output.status_page",)),
+        ("jinja2", ("tidemark.app.output.status_page",)),
     ],
 )
 def test_a_third_party_sdk_is_imported_by_its_own_modules_only(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidemark.cli import main
+from tidemark.app.cli import main
 
 
 def test_a_configuration_error_is_one_line_and_exit_code_2(

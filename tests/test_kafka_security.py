@@ -23,11 +23,11 @@ from tests.ingest.pipelines import orders_pipeline, reports_block
 from tests.polling import wait_until
 from tests.stack_helpers import free_ports, second_stack_home
 from tests.tls_certificates import Authority, ServerFiles
-from tidemark.cli import main
+from tidemark.app.cli import main
+from tidemark.app.page_server import StatusPages
+from tidemark.app.pipeline import Pipeline
 from tidemark.contracts.reports import CommitReport
 from tidemark.metrics import REGISTRY
-from tidemark.page_server import StatusPages
-from tidemark.pipeline import Pipeline
 from tidemark.source import current_position
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.stack.kafka import Kafka
@@ -140,7 +140,7 @@ def test_reports_are_published_over_sasl_ssl_and_read_over_tls_and_the_password_
 
     with caplog.at_level(logging.DEBUG):
         pipeline = Pipeline.open(path)
-        end = current_position(pipeline.config.source.connection())
+        end = current_position(pipeline.config.source.connection)
         pipeline.ingest(StopWhen(until_position=end))
         for command in (["status"], ["status", "--json"], ["plan"], ["validate"]):
             assert main([*command, str(path)]) == 0

@@ -24,11 +24,11 @@ from tests.ingest.pipelines import orders_pipeline
 from tests.output.pages import NOW, pipeline_page
 from tests.polling import wait_until
 from tests.stack_helpers import free_ports
-from tidemark.cli import main
+from tidemark.app.cli import main
+from tidemark.app.page_server import REPLAN, PageServer, StatusPages, serve
+from tidemark.app.pipeline import Pipeline, PipelinePage, StateLocation
 from tidemark.config.plan import Plan
 from tidemark.errors import TerminalError
-from tidemark.page_server import REPLAN, PageServer, StatusPages, serve
-from tidemark.pipeline import Pipeline, PipelinePage, StateLocation
 from tidemark.source import current_position
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
@@ -163,13 +163,13 @@ def test_tidemark_ui_shows_a_pipeline_without_reports_fresh_from_its_commits(
         server_id=server_id,
     )
     pipeline = Pipeline.open(path)
-    connection = pipeline.config.source.connection()
+    connection = pipeline.config.source.connection
     pipeline.ingest(StopWhen(until_position=current_position(connection)))  # the bootstrap
     with source.admin_source().connect() as admin, admin.cursor() as cursor:
         cursor.execute(f"INSERT INTO `{source_database}`.orders VALUES (3, 3)")
     pipeline.ingest(StopWhen(until_position=current_position(connection)))  # a watermark
     (port,) = free_ports(1)
-    command = [sys.executable, "-m", "tidemark.cli", "ui", str(path), "--port", str(port)]
+    command = [sys.executable, "-m", "tidemark.app.cli", "ui", str(path), "--port", str(port)]
     ui = subprocess.Popen(
         [*command, "--max-seconds", "120"],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},

@@ -27,7 +27,7 @@ from tests.end_to_end import one_minute_windows
 from tests.polling import wait_until
 from tests.prometheus import labels, scrape
 from tests.stack_helpers import free_ports
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -41,7 +41,16 @@ if TYPE_CHECKING:
 
 def _run(path: Path, log: Path, *options: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "run", str(path), "--max-seconds", "300", *options],
+        [
+            sys.executable,
+            "-m",
+            "tidemark.app.cli",
+            "run",
+            str(path),
+            "--max-seconds",
+            "300",
+            *options,
+        ],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         stdout=subprocess.DEVNULL,
         stderr=log.open("wb"),

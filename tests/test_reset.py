@@ -23,9 +23,9 @@ from scheduler.state import PipelineLock
 from tests.ingest.changelog_checks import changelog
 from tests.ingest.pipelines import orders_pipeline, reports_block, run_to_end
 from tests.kafka_groups import commit_offset, consumer_groups
-from tidemark.cli import main
+from tidemark.app.cli import main
+from tidemark.app.pipeline import Pipeline
 from tidemark.errors import TerminalError
-from tidemark.pipeline import Pipeline
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.windows import Window
 

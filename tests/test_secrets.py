@@ -23,10 +23,10 @@ from ingest.stream.runner import StopWhen
 from scheduler.state import DEFAULT_SCHEMA
 from tests.ingest.pipelines import orders_pipeline, reports_block
 from tests.polling import wait_until
-from tidemark.cli import main
+from tidemark.app.cli import main
+from tidemark.app.page_server import StatusPages
+from tidemark.app.pipeline import Pipeline
 from tidemark.metrics import REGISTRY
-from tidemark.page_server import StatusPages
-from tidemark.pipeline import Pipeline
 from tidemark.source import current_position
 from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint, StackEndpoints
 from tidemark.stack.postgres import CATALOG_DATABASE, Postgres
@@ -128,7 +128,7 @@ def test_the_passwords_are_in_no_log_output_metric_page_report_or_table_property
 
     with caplog.at_level(logging.DEBUG):
         pipeline = Pipeline.open(path)
-        end = current_position(pipeline.config.source.connection())
+        end = current_position(pipeline.config.source.connection)
         pipeline.ingest(StopWhen(until_position=end, max_seconds=60))
         for command in (["status"], ["status", "--json"], ["plan"], ["validate"]):
             assert main([*command, str(path)]) == 0

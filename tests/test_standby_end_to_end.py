@@ -22,10 +22,10 @@ from scheduler.state import StateStore
 from tests.end_to_end import one_minute_windows
 from tests.ingest.stock_workload import Workload, assert_every_change_once_in_order, create_stock
 from tests.polling import wait_until
-from tidemark.cli import main
+from tidemark.app.cli import main
+from tidemark.app.pipeline import Pipeline
 from tidemark.contracts.instance import Instance, LeaseHolders
 from tidemark.contracts.mirror import MirrorKey
-from tidemark.pipeline import Pipeline
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
@@ -46,7 +46,7 @@ class Runs:
         log = self._folder / f"run-{len(self.started)}.log"
         with log.open("wb") as stderr:
             run = subprocess.Popen(
-                [sys.executable, "-m", "tidemark.cli", "run", str(self._pipeline)],
+                [sys.executable, "-m", "tidemark.app.cli", "run", str(self._pipeline)],
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,

@@ -2,7 +2,7 @@
 uses unless the application gives it another, log lines only (rows, rows/s, ETA).
 
 Ingest draws nothing itself: ``tidemark ingest`` gives it bars on a terminal
-(``tidemark.output.bootstrap_progress``), which log through this module too.
+(``tidemark.app.output.bootstrap_progress``), which log through this module too.
 """
 
 from __future__ import annotations

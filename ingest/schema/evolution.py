@@ -12,7 +12,7 @@ docs/architecture.md#pipeline-file-facts) and the sink's
   a type change is applied where Iceberg allows it (int -> long, float -> double, decimal
   precision up); anything else stops ingest with the fix. The changelog keeps its history, so
   no behaviour drops or renames a column there; ``evolve`` and ``try_evolve`` differ only in
-  what the window merge does to the mirror (``spark_jobs.mirror_columns``). Renames are told
+  what the window merge does to the mirror (``spark_jobs.merge.columns``). Renames are told
   from a drop and an add by the ALTER statement (``ingest.schema.ddl.renamed_columns``) and
   recorded in the schema history.
 

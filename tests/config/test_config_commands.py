@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tidemark.cli import main
+from tidemark.app.cli import main
 
 WriteFile = Callable[..., Path]
 

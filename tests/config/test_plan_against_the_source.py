@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 import pytest
 
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.config.inventory import read_tables
 from tidemark.config.plan import Plan, build_plan
@@ -62,7 +62,7 @@ sink:
 
 
 def plan_of(config: PipelineConfig) -> Plan:
-    return build_plan(config, read_tables(config.source.connection(), config.source.captures))
+    return build_plan(config, read_tables(config.source.connection, config.source.captures))
 
 
 def test_plan_onboards_tables_with_keys_and_says_why_it_cannot_others(

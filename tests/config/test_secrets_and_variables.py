@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.config import PipelineConfigError, load_pipeline, reveal
 from tidemark.config.secrets import Redactor, is_secret_key, is_secret_variable
 from tidemark.config.variables import substitute

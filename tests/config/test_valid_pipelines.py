@@ -293,12 +293,12 @@ def test_tls_to_the_source_is_read_from_connector_j_properties(
         "  jdbc.properties.useSSL: 'true'\n"
     )
     config = load(write_file, source(extra=extra) + SINK)
-    connection = config.source.connection()
+    connection = config.source.connection
 
     assert (connection.ssl_mode, connection.ssl_ca) == (SslMode.VERIFY_IDENTITY, str(ca))
     warned = {w.key.removeprefix("source.") for w in config.warnings}
     assert warned == {"jdbc.properties.useSSL"}, "only the other JDBC properties do nothing"
-    assert load(write_file, source() + SINK).source.connection().ssl_mode is SslMode.PREFERRED
+    assert load(write_file, source() + SINK).source.connection.ssl_mode is SslMode.PREFERRED
 
 
 def test_the_older_names_of_the_even_distribution_bounds_set_them(write_file: WriteFile) -> None:

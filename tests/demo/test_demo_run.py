@@ -9,8 +9,8 @@ import sys
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 
-from tidemark.demo.report_rows import latest_report
-from tidemark.demo.workload import ADDED_COLUMN
+from tidemark.app.demo.report_rows import latest_report
+from tidemark.app.demo.workload import ADDED_COLUMN
 from tidemark.stack.endpoints import StackEndpoints
 
 
@@ -18,7 +18,7 @@ def test_a_short_demo_mirrors_the_shop_and_reports_every_window(
     endpoints: StackEndpoints, catalog: Catalog
 ) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tidemark.cli", "demo", "--duration", "1.5"],
+        [sys.executable, "-m", "tidemark.app.cli", "demo", "--duration", "1.5"],
         capture_output=True,
         text=True,
         timeout=600,

@@ -9,10 +9,10 @@ from decimal import Decimal
 from rich.text import Text
 
 from tests.output.screen import FakeTerminal, screen
-from tidemark.demo.live_view import DemoFrame, LiveView, frame_view
-from tidemark.demo.report_rows import LatestReport, ReportRow
-from tidemark.demo.workload import WorkloadCounts
-from tidemark.output.console import plain_text
+from tidemark.app.demo.live_view import DemoFrame, LiveView, frame_view
+from tidemark.app.demo.report_rows import LatestReport, ReportRow
+from tidemark.app.demo.workload import WorkloadCounts
+from tidemark.app.output.console import plain_text
 
 _REPORT = LatestReport(
     window_start=datetime(2026, 11, 22, 15, 46),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tidemark.demo.shop import user_shard, user_shards
+from tidemark.app.demo.shop import user_shard, user_shards
 
 
 def test_user_ids_spread_evenly_over_every_shard() -> None:

@@ -98,7 +98,7 @@ def create_stock(source: SourceEndpoint, database: str) -> None:
 
 def ingest(pipeline: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "ingest", str(pipeline), *extra],
+        [sys.executable, "-m", "tidemark.app.cli", "ingest", str(pipeline), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

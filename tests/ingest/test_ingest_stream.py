@@ -20,7 +20,7 @@ from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.polling import wait_until
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.changelog import SummaryKey
 from tidemark.contracts.progress import TableProgress

@@ -16,8 +16,8 @@ from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import orders_pipeline, run_to_end
 from tests.prometheus import Labels, labels, scrape
+from tidemark.app.pipeline import Pipeline
 from tidemark.metrics import IngestMetrics, MetricsServer, sample, serve
-from tidemark.pipeline import Pipeline
 from tidemark.source import BinlogPosition, current_position
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
@@ -58,7 +58,7 @@ def test_a_pipelines_tables_and_process_are_measured(
             server_id=server_id,
         )
     )
-    connection = pipeline.config.source.connection()
+    connection = pipeline.config.source.connection
     pipeline.ingest(StopWhen(until_position=current_position(connection)))
     with admin_connection.cursor() as cursor:
         cursor.execute("SET SESSION sql_mode = 'ALLOW_INVALID_DATES'")

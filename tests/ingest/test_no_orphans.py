@@ -77,7 +77,7 @@ def quiet_pipeline(
 
 def _ingest(pipeline: Path, *extra: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "ingest", str(pipeline), *extra],
+        [sys.executable, "-m", "tidemark.app.cli", "ingest", str(pipeline), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -102,7 +102,8 @@ def test_the_reading_process_of_an_ingest_killed_with_sigkill_ends_too(
 _RUN = """
 import os, signal, subprocess, sys
 ingest = subprocess.Popen(
-    [sys.executable, "-m", "tidemark.cli", "ingest", sys.argv[1], "--parent-pid", str(os.getpid())],
+    [sys.executable, "-m", "tidemark.app.cli", "ingest", sys.argv[1],
+     "--parent-pid", str(os.getpid())],
     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
 )
 print(ingest.pid, flush=True)

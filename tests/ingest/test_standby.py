@@ -27,10 +27,10 @@ from tests.ingest.stock_workload import (
     ingest_to_end,
 )
 from tests.polling import wait_until
+from tidemark.app.output.console import plain_text
+from tidemark.app.output.status import status_view
+from tidemark.app.pipeline import Pipeline
 from tidemark.contracts.instance import WRITER_KEY, Instance, LeaseHolders
-from tidemark.output.console import plain_text
-from tidemark.output.status import status_view
-from tidemark.pipeline import Pipeline
 from tidemark.source import SourceConnection
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 

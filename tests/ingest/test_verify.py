@@ -14,7 +14,7 @@ from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.changelog_checks import changelog, merged
 from tests.ingest.pipelines import run_to_end, write_pipeline
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.config import load_pipeline
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints

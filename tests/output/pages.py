@@ -10,10 +10,10 @@ from ingest.changelog.error_table import ErrorRow
 from ingest.changelog.status import TableStatus
 from scheduler.gate import RunState, WindowRun
 from scheduler.status import TaskCondition, TaskStatus
+from tidemark.app.pipeline import PipelinePage, PipelineStatus
 from tidemark.contracts.instance import Instance, LeaseHolders, Role, State
 from tidemark.contracts.progress import TableProgress
 from tidemark.freshness import FreshnessSample
-from tidemark.pipeline import PipelinePage, PipelineStatus
 from tidemark.source import BinlogPosition
 from tidemark.windows import TaskKind, Window, WindowTask
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.output.screen import FakeTerminal, screen
-from tidemark.output.backfill_progress import BackfillProgress
+from tidemark.app.output.backfill_progress import BackfillProgress
 from tidemark.windows import Window
 
 FIRST = Window.ending_at(datetime(2026, 3, 1, 12, 5, tzinfo=UTC), timedelta(minutes=5))
@@ -55,7 +55,7 @@ def test_elsewhere_it_is_a_log_line_at_most_every_interval_and_one_for_the_last_
     now = [0.0]
     log = io.StringIO()
     progress = BackfillProgress(4, "job:gmv", log, clock=lambda: now[0], interval=10)
-    caplog.set_level(logging.INFO, logger="tidemark.output.backfill_progress")
+    caplog.set_level(logging.INFO, logger="tidemark.app.output.backfill_progress")
 
     for done, at in enumerate([1.0, 11.0, 12.0, 13.0], start=1):
         now[0] = at

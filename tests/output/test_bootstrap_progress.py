@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.output.screen import FakeTerminal, screen
-from tidemark.output.bootstrap_progress import BootstrapProgress
+from tidemark.app.output.bootstrap_progress import BootstrapProgress
 
 #: a bar of any length and fill, between a table's rows and its share
 BAR = "[━╸╺ ]+"

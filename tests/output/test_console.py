@@ -9,8 +9,8 @@ from rich.table import Column
 from rich.text import Text
 
 from tests.output.screen import FakeTerminal
-from tidemark.output.console import plain_text, write
-from tidemark.output.tables import column_table
+from tidemark.app.output.console import plain_text, write
+from tidemark.app.output.tables import column_table
 
 
 def test_elsewhere_than_a_terminal_the_output_is_plain_even_when_colour_is_forced(

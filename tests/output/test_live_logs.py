@@ -12,8 +12,8 @@ import pytest
 from rich.file_proxy import FileProxy
 
 from tests.output.screen import FakeTerminal
-from tidemark.output.console import console_for
-from tidemark.output.live_logs import LogsAboveLive
+from tidemark.app.output.console import console_for
+from tidemark.app.output.live_logs import LogsAboveLive
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import io
 from rich.text import Text
 
 from tests.output.screen import FakeTerminal, screen
-from tidemark.output.live import LiveScreen
+from tidemark.app.output.live import LiveScreen
 
 
 def test_on_a_terminal_each_picture_replaces_the_last_in_place() -> None:

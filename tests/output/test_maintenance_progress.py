@@ -8,8 +8,8 @@ import re
 
 from spark_jobs.maintenance import FileCounts, TableKind, TableResult
 from tests.output.screen import FakeTerminal, screen
-from tidemark.output.maintenance import render
-from tidemark.output.maintenance_progress import MaintenanceProgress
+from tidemark.app.output.maintenance import render
+from tidemark.app.output.maintenance_progress import MaintenanceProgress
 
 ORDERS = TableResult(
     "shop.orders_changelog",

@@ -8,10 +8,10 @@ from datetime import timedelta
 from pathlib import Path
 
 from tests.output.screen import screen
+from tidemark.app.output.console import console_for, plain_text
+from tidemark.app.output.plan import plan_view
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.config.plan import Onboarded, Plan, Refusal, SinkTable
-from tidemark.output.console import console_for, plain_text
-from tidemark.output.plan import plan_view
 
 PIPELINE = """\
 source:

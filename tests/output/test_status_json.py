@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 from ingest.changelog.status import TableStatus
 from scheduler.status import TaskCondition, TaskStatus
+from tidemark.app.output.status_json import status_json
+from tidemark.app.pipeline import PipelineStatus
 from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootstrap
 from tidemark.contracts.instance import Instance, LeaseHolders, Role, State
 from tidemark.contracts.progress import TableProgress
-from tidemark.output.status_json import status_json
-from tidemark.pipeline import PipelineStatus
 from tidemark.source import BinlogPosition
 from tidemark.windows import TaskKind, Window, WindowTask
 

@@ -6,8 +6,8 @@ loads the page of a live pipeline in Chromium.)"""
 from __future__ import annotations
 
 from tests.output.pages import NOW, Elements, pipeline_page, table
-from tidemark.output.status_page import Unavailable, status_page
-from tidemark.pipeline import PipelinePage, PipelineStatus
+from tidemark.app.output.status_page import Unavailable, status_page
+from tidemark.app.pipeline import PipelinePage, PipelineStatus
 
 
 def _render(*pages: PipelinePage | Unavailable) -> Elements:

@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 from ingest.changelog.status import TableStatus
 from scheduler.status import TaskCondition, TaskStatus
 from tests.output.screen import screen
+from tidemark.app.output.console import console_for, plain_text
+from tidemark.app.output.status import status_view
+from tidemark.app.pipeline import PipelineStatus
 from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootstrap
 from tidemark.contracts.progress import TableProgress
-from tidemark.output.console import console_for, plain_text
-from tidemark.output.status import status_view
-from tidemark.pipeline import PipelineStatus
 from tidemark.source import BinlogPosition
 from tidemark.windows import TaskKind, Window, WindowTask
 

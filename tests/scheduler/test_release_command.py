@@ -9,7 +9,7 @@ import pytest
 
 from scheduler.gate import RunState, job_task
 from scheduler.state import StateStore
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.windows import Window
 
 FILE = str(Path(__file__).parents[2] / "configs" / "five_minute_jobs.yaml")

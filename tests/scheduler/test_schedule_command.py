@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tidemark.cli import main
+from tidemark.app.cli import main
 
 CONFIGS = Path(__file__).parents[2] / "configs"
 

@@ -11,7 +11,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from spark_jobs.merge_processes import CatalogAddress, MergeProcesses
+from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
 from spark_jobs.window_jobs import WindowJobs
 from tests.spark_jobs.orders_windows import OrdersWindows, StartOrders
 from tests.spark_jobs.sources import create_shards, orders_pipeline

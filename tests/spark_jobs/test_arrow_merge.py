@@ -1,4 +1,4 @@
-"""Merges without Spark (``spark_jobs.arrow_merge``) against the real stack: a mirror merged by
+"""Merges without Spark (``spark_jobs.merge.arrow``) against the real stack: a mirror merged by
 PyIceberg holds what a Spark ``MERGE`` of the same ranges gives, window after window, and both
 Spark and PyIceberg read it so."""
 
@@ -13,11 +13,11 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from spark_jobs import arrow_merge
-from spark_jobs.arrow_merge import merge_without_spark
-from spark_jobs.merge import merge_range
-from spark_jobs.mirror_spec import mirror_evolution
-from spark_jobs.stamps import SPARK_APP_ID
+from spark_jobs.merge import arrow as arrow_merge
+from spark_jobs.merge.arrow import merge_without_spark
+from spark_jobs.merge.request import mirror_evolution
+from spark_jobs.merge.spark import merge_range
+from spark_jobs.merge.stamps import SPARK_APP_ID
 from spark_jobs.window_jobs import MergeOutcome
 from tests.spark_jobs.orders_windows import (
     BOTH_SHARDS,

@@ -19,7 +19,7 @@ from tests.spark_jobs.sources import (
     orders_pipeline,
     tick_past_now,
 )
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spark_jobs.changelog_range import (
+from spark_jobs.merge.bound import (
     ChangelogBound,
     SnapshotInfo,
     WindowNotCompleteError,

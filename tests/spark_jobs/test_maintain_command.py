@@ -13,7 +13,7 @@ from pyiceberg.catalog import Catalog
 from ingest.changelog.table import open_changelog
 from tests.ingest.pipelines import write_pipeline
 from tests.spark_jobs.changelogs import DATA, commit
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.stack.endpoints import StackEndpoints
 
 COMMITS = 8
@@ -21,7 +21,7 @@ COMMITS = 8
 
 def tidemark(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tidemark.cli", *args],
+        [sys.executable, "-m", "tidemark.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

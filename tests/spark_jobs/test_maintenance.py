@@ -315,9 +315,7 @@ def test_real_ingest_resumes_after_maintenance_without_losing_or_repeating_a_cha
         with admin_connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO orders VALUES ({key}, {key})")
         run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
-    [sink] = build_plan(
-        config, read_tables(config.source.connection(), config.source.captures)
-    ).sinks
+    [sink] = build_plan(config, read_tables(config.source.connection, config.source.captures)).sinks
     name = sink.changelog
     progress = ChangelogTable(catalog.load_table(name)).progress()
 

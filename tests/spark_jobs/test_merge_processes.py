@@ -1,4 +1,4 @@
-"""Mirror merges in worker processes (``spark_jobs.merge_processes``): they run there, their log
+"""Mirror merges in worker processes (``spark_jobs.merge.processes``): they run there, their log
 lines reach the scheduler's log, a worker that dies is replaced and costs nothing else, and no
 worker outlives its scheduler. That such merges leave the mirror as Spark's do is
 ``test_arrow_merge``'s differential test, run in workers too."""
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_jobs.lake_merge import MergeRequest
-from spark_jobs.merge_processes import CatalogAddress, MergeProcesses
-from spark_jobs.mirror_spec import MirrorSpec
+from spark_jobs.merge.lake import MergeRequest
+from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
+from spark_jobs.merge.request import MirrorSpec
 from tests.polling import wait_until
 from tests.spark_jobs.orders_windows import StartOrders, mirror_rows
 from tests.spark_jobs.sources import source_rows
@@ -36,9 +36,9 @@ WINDOW = Window.ending_at(datetime(2026, 1, 1, 10, 5, tzinfo=UTC), timedelta(min
 #: a scheduler in miniature: starts the workers, names them, and waits
 SCHEDULER = """
 import sys
-from spark_jobs.lake_merge import MergeRequest
-from spark_jobs.merge_processes import CatalogAddress, MergeProcesses
-from spark_jobs.mirror_spec import MirrorSpec
+from spark_jobs.merge.lake import MergeRequest
+from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
+from spark_jobs.merge.request import MirrorSpec
 processes = MergeProcesses(2)
 print(*processes.pids(), flush=True)
 sys.stdin.read()
@@ -57,7 +57,7 @@ def test_a_merge_runs_in_a_worker_process_whose_log_lines_reach_the_scheduler_lo
             "the worker's 'Creating mirror' record in the log", lambda: created_records(caplog), 10
         )
 
-    assert [record.name for record in created] == ["spark_jobs.arrow_merge"]
+    assert [record.name for record in created] == ["spark_jobs.merge.arrow"]
     assert created[0].process != os.getpid()
     assert not outcome.by_spark
     assert outcome.changes == 1

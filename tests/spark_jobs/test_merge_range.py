@@ -7,9 +7,9 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from ingest.changelog.table import open_changelog
-from spark_jobs import merge
-from spark_jobs.merge import merge_range
-from spark_jobs.mirror_spec import MirrorSpec
+from spark_jobs.merge import spark as merge
+from spark_jobs.merge.request import MirrorSpec
+from spark_jobs.merge.spark import merge_range
 from tests.spark_jobs.changelogs import DATA, commit
 
 

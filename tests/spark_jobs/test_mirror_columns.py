@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.mirror_columns import (
+from spark_jobs.merge.columns import (
     AddedDefault,
     EarlierName,
     Lineage,

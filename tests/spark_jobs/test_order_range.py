@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyiceberg.manifest import FileFormat
 
-from spark_jobs.order_range import RangeFile
+from spark_jobs.merge.order_range import RangeFile
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,10 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from ingest.changelog.table import ChangelogTable
-from spark_jobs.changelog_range import WindowNotCompleteError
-from spark_jobs.merge import merge_range
-from spark_jobs.mirror_spec import KnownState
-from spark_jobs.stamps import SPARK_APP_ID, spark_columns
+from spark_jobs.merge.bound import WindowNotCompleteError
+from spark_jobs.merge.request import KnownState
+from spark_jobs.merge.spark import merge_range
+from spark_jobs.merge.stamps import SPARK_APP_ID, spark_columns
 from tests.spark_jobs.orders_windows import (
     BOTH_SHARDS,
     FIVE_MINUTES,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.stack_helpers import free_ports, second_stack_home
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.errors import ConfigError, TerminalError
 from tidemark.stack.mysql import MySQLSystem
 from tidemark.stack.process import owned_pid, port_is_open, wait_for

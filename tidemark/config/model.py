@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -325,7 +326,9 @@ class MySqlSource(_Frozen):
             self.exclude_selectors, database, table
         )
 
+    @cached_property
     def connection(self) -> SourceConnection:
+        """How every part of the pipeline connects to the source: built once."""
         server_id = self.server_id.start if self.server_id else DEFAULT_SERVER_ID
         return SourceConnection(
             host=self.hostname,

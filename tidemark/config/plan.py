@@ -286,4 +286,4 @@ def _notes(
 def plan_from_source(config: PipelineConfig) -> Plan:
     """The pipeline's plan against its source's tables now (keys come from the server)."""
     source = config.source
-    return build_plan(config, read_tables(source.connection(), source.captures))
+    return build_plan(config, read_tables(source.connection, source.captures))

@@ -35,11 +35,11 @@ from tests.ingest.changelog_checks import Workload, changelog, merged, source_ro
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.output.screen import FakeTerminal, screen
 from tests.polling import wait_until
+from tidemark.app.cli import main
+from tidemark.app.output.bootstrap_progress import BootstrapProgress
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.errors import TerminalError
-from tidemark.output.bootstrap_progress import BootstrapProgress
-from tidemark.pipeline import Pipeline
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
@@ -670,7 +670,7 @@ def test_a_bootstrap_cut_by_one_key_is_not_resumed_by_another(
 def _ingest_process(path: Path) -> subprocess.Popen[bytes]:
     """``tidemark ingest`` of the pipeline file, in a process a test can kill."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        [sys.executable, "-m", "tidemark.app.cli", "ingest", str(path)],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -988,7 +988,7 @@ def test_snapshot_mode_reads_the_existing_rows_and_stops(
     )
 
     result = subprocess.run(
-        [sys.executable, "-m", "tidemark.cli", "ingest", str(path)],
+        [sys.executable, "-m", "tidemark.app.cli", "ingest", str(path)],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         capture_output=True,
         text=True,
@@ -1081,7 +1081,7 @@ def test_tidemark_ingest_shows_the_bootstrap_as_bars_on_a_terminal_and_log_lines
     monkeypatch.setattr(sys, "stderr", stderr)
     caplog.set_level(logging.INFO, logger="ingest.bootstrap.display")
 
-    Pipeline.open(path).ingest(StopWhen(max_seconds=60))
+    assert main(["ingest", str(path), "--max-seconds", "60"]) == 0
 
     drawn = stderr.getvalue()
     assert (f"{source_database}.orders: " in drawn and " rows/s" in drawn) is on_a_terminal

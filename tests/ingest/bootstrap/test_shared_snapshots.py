@@ -101,7 +101,7 @@ def _bootstrap(
         )
         for sink in sorted(onboarding.plan.sinks, key=lambda sink: sink.name.endswith(SECOND))
     ]
-    source = config.source.connection()
+    source = config.source.connection
     Bootstrapper(
         source,
         f"{source.host}:{source.port}",

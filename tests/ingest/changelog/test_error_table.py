@@ -19,7 +19,7 @@ from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import run_to_end, write_pipeline
-from tidemark.cli import main
+from tidemark.app.cli import main
 from tidemark.config import load_pipeline
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 

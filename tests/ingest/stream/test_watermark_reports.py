@@ -17,8 +17,8 @@ from pyiceberg.catalog import Catalog
 
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import write_pipeline
+from tidemark.app.pipeline import Pipeline
 from tidemark.contracts.reports import WatermarkReport, read_report
-from tidemark.pipeline import Pipeline
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:

@@ -1,0 +1,73 @@
+"""``tidemark demo``: the live shop pipeline, from an empty stack to a verified lake."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+from tidemark.app.commands.command import Command, stop_on_signals
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    from tidemark.app.demo.runner import DEMO_PIPELINE
+
+    parser.add_argument(
+        "--duration",
+        type=_minutes,
+        default=timedelta(minutes=5),
+        metavar="MINUTES",
+        help="how long the shoppers write before the last windows run and verify (default: 5)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=20.0,
+        metavar="TPS",
+        help="shop transactions per second (default: 20)",
+    )
+    parser.add_argument(
+        "--file",
+        type=Path,
+        default=DEMO_PIPELINE,
+        help="the pipeline YAML file (default: configs/demo.yaml)",
+    )
+    parser.add_argument("--master", help="Spark master URL (default: a local session)")
+    parser.set_defaults(handler=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from tidemark.app.demo.runner import DemoSettings, run_demo
+    from tidemark.app.demo.workload import WorkloadSettings
+
+    workload = WorkloadSettings(
+        transactions_per_second=args.rate,
+        # the ALTER TABLE lands in the middle, so windows on both sides of it are seen
+        alter_after_seconds=args.duration.total_seconds() / 2,
+    )
+    settings = DemoSettings(
+        pipeline_file=args.file,
+        duration=args.duration,
+        workload=workload,
+        spark_master=args.master,
+    )
+    interrupted = threading.Event()
+    stop_on_signals(interrupted)
+    return run_demo(settings, sys.stdout, sys.stdout.isatty(), interrupted)
+
+
+def _minutes(text: str) -> timedelta:
+    try:
+        minutes = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of minutes, got: {text!r}") from None
+    if minutes <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 minutes, got: {text}")
+    return timedelta(minutes=minutes)
+
+
+COMMAND = Command(
+    "demo", "run the live shop pipeline on the local stack, then verify it", _configure
+)
