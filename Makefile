@@ -7,13 +7,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test bench setup client-library browser stack lint clean-venv
+.PHONY: demo test unit bench setup client-library browser stack lint clean-venv
 
 demo: setup
 	$(BIN)/tidemark demo
 
 test: setup lint browser
 	$(BIN)/pytest
+
+# The lane of tests that need no service (no stack, no browser): about 20 s
+unit: $(BIN)/tidemark
+	$(BIN)/pytest -m "not services"
 
 # Benchmarks on the local stack: one table of figures and targets, written to
 # bench/RESULTS.md on a full run; never assertions. make bench BENCH_ARGS="--quick --only ingest"

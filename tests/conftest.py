@@ -1,12 +1,17 @@
 """Fixtures over the real local stack (``tidemark stack up``); a service that is down fails the run.
 
 Set ``TIDEMARK_HOME`` / ``TIDEMARK_<SERVICE>_PORT`` to run the suite against another stack.
+
+Every test that reaches a service is marked ``services``: by its fixtures (any that needs
+``endpoints``, ``stack`` or ``second_home``), or by the marker itself when it reaches one another
+way. ``pytest -m "not services"`` (``make unit``) is the lane that needs no service.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pymysql
 import pytest
@@ -40,6 +45,16 @@ def endpoints(stack: Stack) -> StackEndpoints:
         return stack.endpoints()
     except StackNotHealthyError as error:
         pytest.fail(str(error), pytrace=False)
+
+
+#: the fixtures through which a test reaches a service: every fixture of a service needs one
+SERVICE_FIXTURES = frozenset({"endpoints", "stack", "second_home"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -135,16 +150,23 @@ def namespace(catalog: Catalog, unique_name: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def own_kafka(stack_settings: StackSettings, unique_name: str) -> Iterator[Kafka]:
+def second_home(stack_settings: StackSettings, unique_name: str) -> Iterator[Path]:
+    """A second stack's home beside the first, for services of the test's own (see
+    ``second_stack_home``): whatever the test starts there is stopped afterwards."""
+    with second_stack_home(stack_settings, unique_name) as home:
+        yield home
+
+
+@pytest.fixture
+def own_kafka(second_home: Path) -> Kafka:
     """A broker of the test's own, to stop and start (the shared one serves other tests); each
     test that asks gets a new one, stopped and removed afterwards."""
-    with second_stack_home(stack_settings, unique_name) as home:
-        port, controller_port = free_ports(2)
-        kafka = Kafka(
-            StackSettings(home=home, kafka_port=port, kafka_controller_port=controller_port)
-        )
-        kafka.up()
-        yield kafka
+    port, controller_port = free_ports(2)
+    kafka = Kafka(
+        StackSettings(home=second_home, kafka_port=port, kafka_controller_port=controller_port)
+    )
+    kafka.up()
+    return kafka
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,7 @@ from ingest.stream.runner import StopWhen
 from scheduler.reports_consumer import ConsumerSettings, KafkaRefusedError, ReportsConsumer
 from tests.ingest.pipelines import orders_pipeline, reports_block
 from tests.polling import wait_until
-from tests.stack_helpers import free_ports, second_stack_home
+from tests.stack_helpers import free_ports
 from tests.tls_certificates import Authority, ServerFiles
 from tidemark.app.cli import main
 from tidemark.app.page_server import StatusPages
@@ -85,28 +84,25 @@ class SecuredBroker:
 
 
 @pytest.fixture
-def secured_broker(
-    stack_settings: StackSettings, unique_name: str, tmp_path: Path
-) -> Iterator[SecuredBroker]:
+def secured_broker(second_home: Path, tmp_path: Path) -> SecuredBroker:
     authority = Authority(tmp_path, "kafka")
     files = authority.server("localhost", "127.0.0.1")
-    with second_stack_home(stack_settings, unique_name) as home:
-        plain, controller, ssl, sasl = free_ports(4)
-        settings = StackSettings(home=home, kafka_port=plain, kafka_controller_port=controller)
-        _SecuredKafka(settings, files, ssl, sasl).up()
-        tls = {"security.protocol": "SSL", "ssl.ca.location": str(authority.ca_file)}
-        yield SecuredBroker(
-            authority.ca_file,
-            {"bootstrap.servers": f"127.0.0.1:{ssl}", **tls},
-            {
-                "bootstrap.servers": f"127.0.0.1:{sasl}",
-                **tls,
-                "security.protocol": "SASL_SSL",
-                "sasl.mechanisms": "PLAIN",
-                "sasl.username": SASL_USER,
-                "sasl.password": SASL_PASSWORD,
-            },
-        )
+    plain, controller, ssl, sasl = free_ports(4)
+    settings = StackSettings(home=second_home, kafka_port=plain, kafka_controller_port=controller)
+    _SecuredKafka(settings, files, ssl, sasl).up()
+    tls = {"security.protocol": "SSL", "ssl.ca.location": str(authority.ca_file)}
+    return SecuredBroker(
+        authority.ca_file,
+        {"bootstrap.servers": f"127.0.0.1:{ssl}", **tls},
+        {
+            "bootstrap.servers": f"127.0.0.1:{sasl}",
+            **tls,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": SASL_USER,
+            "sasl.password": SASL_PASSWORD,
+        },
+    )
 
 
 def test_reports_are_published_over_sasl_ssl_and_read_over_tls_and_the_password_shows_nowhere(

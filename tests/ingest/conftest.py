@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.ingest.source_rows import SourceBinlog
-from tests.stack_helpers import free_ports, second_stack_home
+from tests.stack_helpers import free_ports
 from tidemark.stack.endpoints import SourceEndpoint
 from tidemark.stack.mariadb import MariaDB
 from tidemark.stack.mysql import MySQL
@@ -38,20 +39,17 @@ def source_binlog(
 
 
 @pytest.fixture
-def private_source(
-    source: SourceEndpoint, stack_settings: StackSettings, unique_name: str
-) -> Iterator[SourceEndpoint]:
+def private_source(source: SourceEndpoint, second_home: Path) -> SourceEndpoint:
     """A server of the test's own, of the flavor of the test's ``source``: its binlog holds only
     what the test writes, so replaying all of it stays quick however busy the shared server was."""
-    with second_stack_home(stack_settings, unique_name) as home:
-        (port,) = free_ports(1)
-        server: Service
-        if source.flavor == "mariadb":
-            server = MariaDB(StackSettings(home=home, mariadb_port=port))
-        else:
-            server = MySQL(StackSettings(home=home, mysql_port=port))
-        server.up()
-        yield SourceEndpoint.model_validate(server.endpoint())
+    (port,) = free_ports(1)
+    server: Service
+    if source.flavor == "mariadb":
+        server = MariaDB(StackSettings(home=second_home, mariadb_port=port))
+    else:
+        server = MySQL(StackSettings(home=second_home, mysql_port=port))
+    server.up()
+    return SourceEndpoint.model_validate(server.endpoint())
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,7 @@ from tests.scheduler.harness import (
     serving,
     two_table_schedule,
 )
-from tests.stack_helpers import free_ports, second_stack_home
+from tests.stack_helpers import free_ports
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.postgres import Postgres
 from tidemark.stack.process import wait_for
@@ -37,13 +38,12 @@ from tidemark.stack.settings import StackSettings
 
 
 @pytest.fixture
-def own_postgres(stack_settings: StackSettings, unique_name: str) -> Iterator[Postgres]:
+def own_postgres(second_home: Path) -> Postgres:
     """A PostgreSQL server of the test's own, to stop and start (the shared one serves others)."""
-    with second_stack_home(stack_settings, unique_name) as home:
-        (port,) = free_ports(1)
-        postgres = Postgres(StackSettings(home=home, postgres_port=port))
-        postgres.up()
-        yield postgres
+    (port,) = free_ports(1)
+    postgres = Postgres(StackSettings(home=second_home, postgres_port=port))
+    postgres.up()
+    return postgres
 
 
 @pytest.fixture

@@ -7,13 +7,12 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.stack_helpers import free_ports, second_stack_home
+from tests.stack_helpers import free_ports
 from tidemark.app.cli import main
 from tidemark.errors import ConfigError, TerminalError
 from tidemark.stack.mysql import MySQLSystem
@@ -67,13 +66,6 @@ def test_a_pid_file_naming_a_stranger_is_not_ours(tmp_path: Path) -> None:
 def test_a_port_override_that_is_not_a_port_is_refused() -> None:
     with pytest.raises(ConfigError, match="TIDEMARK_KAFKA_PORT must be a port number"):
         StackSettings.from_env({"TIDEMARK_HOME": "/tmp/x", "TIDEMARK_KAFKA_PORT": "90000"})
-
-
-@pytest.fixture
-def second_home(stack_settings: StackSettings, unique_name: str) -> Iterator[Path]:
-    """A second stack's home beside the first (see ``second_stack_home``)."""
-    with second_stack_home(stack_settings, unique_name) as home:
-        yield home
 
 
 def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first(
