@@ -20,6 +20,7 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from spark_jobs.session import SparkSettings, build_session
+from tests.runners import MakeRunner, runner_factory
 from tests.server_ids import ServerIds
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.catalog import load_catalog, purge_namespace
@@ -130,6 +131,13 @@ def admin_connection(
 def catalog(endpoints: StackEndpoints) -> Catalog:
     """PyIceberg's view of the shared JDBC catalog."""
     return load_catalog(endpoints.catalog.name, endpoints.catalog.properties())
+
+
+@pytest.fixture
+def make_runner(catalog: Catalog) -> MakeRunner:
+    """``make_runner(config)``: the ingest run of a pipeline over the stack's catalog (see
+    ``tests.runners``)."""
+    return runner_factory(catalog)
 
 
 @pytest.fixture(scope="session")

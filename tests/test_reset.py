@@ -15,14 +15,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyiceberg.catalog import Catalog
 
-from ingest.launch import build_runner
-from ingest.settings import IngestSettings
 from scheduler.gate import mirror_task
 from scheduler.reports_consumer import GROUP_PREFIX
 from scheduler.state import PipelineLock
 from tests.ingest.changelog_checks import changelog
 from tests.ingest.pipelines import orders_pipeline, reports_block, run_to_end
 from tests.kafka_groups import commit_offset, consumer_groups
+from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.app.pipeline import Pipeline
 from tidemark.errors import TerminalError
@@ -51,6 +50,7 @@ def pipeline(
     namespace: str,
     reports_topic: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     tmp_path: Path,
     server_id: int,
 ) -> Pipeline:
@@ -70,7 +70,7 @@ def pipeline(
         extra=reports_block(reports_topic, {"bootstrap.servers": kafka}),
     )
     opened = Pipeline.open(path)
-    runner = build_runner(opened.config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(opened.config)
     run_to_end(runner, source, server_id, max_seconds=60)
     catalog.create_table(f"{namespace}.orders", pa.schema([pa.field("id", pa.int32())]))
     store = opened.state_store()
@@ -89,6 +89,7 @@ def test_a_reset_drops_what_the_pipeline_made_and_its_next_run_bootstraps_again(
     namespace: str,
     reports_topic: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -107,7 +108,7 @@ def test_a_reset_drops_what_the_pipeline_made_and_its_next_run_bootstraps_again(
     assert reports_topic not in admin.list_topics(timeout=10).topics
 
     again = Pipeline.open(pipeline.path)
-    runner = build_runner(again.config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(again.config)
     run_to_end(runner, source, server_id, max_seconds=60)
     reads = sorted(row["id"] for row in changelog(catalog, namespace) if row["_tm_op"] == "r")
     assert reads == [1, 2, 3]

@@ -15,11 +15,11 @@ from pyiceberg.catalog import Catalog
 
 from ingest.changelog.table import ChangelogTable
 from ingest.errors import StartupCheckError
-from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.polling import wait_until
+from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.changelog import SummaryKey
@@ -42,6 +42,7 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     orders: Connection,
     tmp_path: Path,
     server_id: int,
@@ -57,7 +58,7 @@ def test_changes_land_in_the_changelog_with_their_metadata_and_progress(
             server_id=server_id,
         )
     )
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1), (2, 'teapot', 2)")
         cursor.execute("UPDATE orders SET qty = 5 WHERE id = 1")
@@ -118,13 +119,14 @@ def test_a_new_table_is_onboarded_in_one_commit_with_its_first_schema_version(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     orders: Connection,
     tmp_path: Path,
     server_id: int,
 ) -> None:
     config = _pipeline(tmp_path, source, endpoints, source_database, namespace, server_id)
 
-    build_runner(config, catalog, reports=None, settings=IngestSettings())
+    make_runner(config)
 
     table = catalog.load_table(f"{namespace}.orders_changelog")
     # created with the schema history in its properties, then the start position's commit:
@@ -139,6 +141,7 @@ def test_earliest_offset_replays_the_binlog_the_server_still_has(
     endpoints: StackEndpoints,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     tmp_path: Path,
     server_id: int,
 ) -> None:
@@ -155,7 +158,7 @@ def test_earliest_offset_replays_the_binlog_the_server_still_has(
         server_id,
         startup="earliest-offset",
     )
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     run_to_end(runner, private_source, server_id, max_seconds=120)
 
     rows = changelog_rows(catalog, namespace)
@@ -167,14 +170,14 @@ def test_status_shows_each_tables_watermark_and_position(
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
-    catalog: Catalog,
+    make_runner: MakeRunner,
     orders: Connection,
     tmp_path: Path,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     config = _pipeline(tmp_path, source, endpoints, source_database, namespace, server_id)
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
     end = run_to_end(runner, source, server_id, max_seconds=60)
@@ -213,13 +216,14 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     orders: Connection,
     tmp_path: Path,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     config = _pipeline(tmp_path, source, endpoints, source_database, namespace, server_id)
-    runner = build_runner(config, catalog, None, IngestSettings())
+    runner = make_runner(config)
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'on time', 1)")
     run_to_end(runner, source, server_id, 60)  # publishes a watermark of about now
@@ -230,7 +234,7 @@ def test_changes_committed_before_a_published_watermark_are_counted_late(
         cursor.execute("SET timestamp = DEFAULT")
         cursor.execute("INSERT INTO orders VALUES (3, 'on time', 1)")
 
-    run_to_end(build_runner(config, catalog, None, IngestSettings()), source, server_id, 60)
+    run_to_end(make_runner(config), source, server_id, 60)
 
     progress = ChangelogTable(catalog.load_table(f"{namespace}.orders_changelog")).progress()
     assert progress is not None and progress.late_rows == 2
@@ -315,6 +319,7 @@ def test_an_idle_tables_watermark_keeps_moving(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     orders: Connection,
     tmp_path: Path,
     server_id: int,
@@ -333,7 +338,7 @@ def test_an_idle_tables_watermark_keeps_moving(
         )
     )
     settings = IngestSettings(idle_commit_seconds=0.5, flush_interval_seconds=0.5)
-    runner = build_runner(config, catalog, reports=None, settings=settings)
+    runner = make_runner(config, settings=settings)
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
     before_run_ms = int(time.time() * 1000)
@@ -355,6 +360,7 @@ def test_sharded_tables_routed_together_keep_their_source(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     orders: Connection,
     tmp_path: Path,
     server_id: int,
@@ -374,7 +380,7 @@ def test_sharded_tables_routed_together_keep_their_source(
         f"  - source-table: {source_database}.orders\\.*\n    sink-table: {namespace}.orders\n",
     )
     config = load_pipeline(_write(tmp_path / "sharded.yaml", text))
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     with orders.cursor() as cursor:
         cursor.execute("INSERT INTO orders VALUES (1, 'from the first shard', 1)")
         cursor.execute("INSERT INTO orders_2 VALUES (2, 'from the second shard', 2)")
@@ -408,13 +414,14 @@ def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_du
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     orders: Connection,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
 ) -> None:
     config = _pipeline(tmp_path, source, endpoints, source_database, namespace, server_id)
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     with orders.cursor() as cursor:
         for key in range(1, 201):
             cursor.execute("INSERT INTO orders VALUES (%s, 'before', 1)", (key,))
@@ -454,6 +461,7 @@ def test_a_pipeline_pointed_at_another_mysql_server_is_refused_before_it_reads(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     tmp_path: Path,
     server_id: int,
 ) -> None:
@@ -484,7 +492,7 @@ def test_a_pipeline_pointed_at_another_mysql_server_is_refused_before_it_reads(
 
     first = pipeline("a.yaml", private_source)
     run_to_end(
-        build_runner(first, catalog, reports=None, settings=IngestSettings()),
+        make_runner(first),
         private_source,
         server_id,
         max_seconds=60,
@@ -495,7 +503,7 @@ def test_a_pipeline_pointed_at_another_mysql_server_is_refused_before_it_reads(
 
     moved = pipeline("b.yaml", source)
     with pytest.raises(StartupCheckError) as refused:
-        build_runner(moved, catalog, reports=None, settings=IngestSettings())
+        make_runner(moved)
 
     assert (
         f"is in the binlog of the server {first_server} (server_uuid), but this is the server "

@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from pyiceberg.catalog import Catalog
 
-from ingest.launch import build_runner
-from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import orders_pipeline, run_to_end
 from tests.prometheus import Labels, labels, scrape
+from tests.runners import MakeRunner
 from tidemark.app.pipeline import Pipeline
 from tidemark.metrics import IngestMetrics, MetricsServer, sample, serve
 from tidemark.source import BinlogPosition, current_position
@@ -41,7 +39,7 @@ def test_a_pipelines_tables_and_process_are_measured(
     admin_connection: Connection,
     source_database: str,
     namespace: str,
-    catalog: Catalog,
+    make_runner: MakeRunner,
     tmp_path: Path,
     server_id: int,
 ) -> None:
@@ -66,7 +64,7 @@ def test_a_pipelines_tables_and_process_are_measured(
         cursor.execute("INSERT INTO orders VALUES (5, '2026-01-05'), (6, '2026-01-06')")
 
     # the runner alone, as an active process runs it: its stream's metrics stay to be read
-    runner = build_runner(pipeline.config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(pipeline.config)
     run_to_end(runner, source, server_id, max_seconds=60)
 
     samples = scrape(metrics_server.port)

@@ -10,10 +10,9 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import Catalog
 
-from ingest.launch import build_runner
-from ingest.settings import IngestSettings
 from tests.ingest.changelog_checks import changelog, merged
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.config import load_pipeline
 from tidemark.contracts.mirror import MirrorKey
@@ -47,6 +46,7 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -63,7 +63,7 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
         namespace=namespace,
         server_id=server_id,
     )
-    runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(load_pipeline(path))
     with admin_connection.cursor() as cursor:  # streamed: a bootstrap reads MariaDB only
         cursor.executemany(
             "INSERT INTO orders VALUES (%s, %s, %s)",
@@ -81,7 +81,7 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
         cursor.execute("UPDATE orders SET item = 'changed' WHERE id = 42")
         cursor.execute("DELETE FROM orders WHERE id = 43")
         cursor.execute("SET SESSION sql_log_bin = 1")
-    runner = build_runner(load_pipeline(path), catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(load_pipeline(path))
     run_to_end(runner, source, server_id, max_seconds=60)
 
     assert main(["verify", str(path), "--page-rows", "100"]) == 1

@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING
 from pyiceberg.catalog import Catalog
 
 from ingest.changelog.table import ChangelogTable
-from ingest.launch import build_runner
-from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end
 from tests.polling import wait_until
+from tests.runners import runner_factory
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
@@ -106,7 +105,7 @@ def tick_past_now(connection: Connection, seconds: int = 1, deadline_seconds: fl
 def ingest_to_end(
     config: PipelineConfig, catalog: Catalog, endpoints: StackEndpoints, server_id: int
 ) -> None:
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = runner_factory(catalog)(config)
     run_to_end(runner, endpoints.mariadb, server_id, max_seconds=120)
 
 

@@ -16,8 +16,6 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from ingest.changelog.table import ChangelogTable, open_changelog
-from ingest.launch import build_runner
-from ingest.settings import IngestSettings
 from spark_jobs.maintenance import (
     FileCounts,
     MaintenanceSettings,
@@ -27,6 +25,7 @@ from spark_jobs.maintenance import (
     maintain_tables,
 )
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.runners import MakeRunner
 from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.config import load_pipeline
 from tidemark.config.inventory import read_tables
@@ -289,6 +288,7 @@ def test_real_ingest_resumes_after_maintenance_without_losing_or_repeating_a_cha
     endpoints: StackEndpoints,
     admin_connection: pymysql.connections.Connection[pymysql.cursors.Cursor],
     catalog: Catalog,
+    make_runner: MakeRunner,
     spark: SparkSession,
     namespace: str,
     source_database: str,
@@ -310,7 +310,7 @@ def test_real_ingest_resumes_after_maintenance_without_losing_or_repeating_a_cha
     )
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, qty INT)")
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     for key in range(6):
         with admin_connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO orders VALUES ({key}, {key})")
@@ -328,7 +328,7 @@ def test_real_ingest_resumes_after_maintenance_without_losing_or_repeating_a_cha
     with admin_connection.cursor() as cursor:
         cursor.execute("UPDATE orders SET qty = 100 WHERE id = 0")
         cursor.execute("INSERT INTO orders VALUES (6, 6)")
-    restarted = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    restarted = make_runner(config)
     run_to_end(restarted, endpoints.mariadb, server_id, max_seconds=60)
     rows = catalog.load_table(name).scan().to_arrow().to_pylist()
     changes = [(r["_tm_op"], r["id"], r["qty"]) for r in sorted(rows, key=lambda r: r["_tm_order"])]

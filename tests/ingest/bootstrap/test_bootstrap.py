@@ -28,13 +28,13 @@ from ingest.bootstrap.bootstrapper import TableChangedDuringBootstrapError
 from ingest.bootstrap.display import LogDisplay
 from ingest.bootstrap.load_gate import ThreadsRunning
 from ingest.changelog.table import ChangelogTable
-from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.changelog_checks import Workload, changelog, merged, source_rows
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.output.screen import FakeTerminal, screen
 from tests.polling import wait_until
+from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.app.output.bootstrap_progress import BootstrapProgress
 from tidemark.config import PipelineConfig, load_pipeline
@@ -138,6 +138,7 @@ def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -157,7 +158,7 @@ def test_a_snapshot_taken_while_writers_write_then_streamed_equals_the_source(
     )
 
     with Workload(source, source_database, keys=3000, seed=1) as workload:
-        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        runner = make_runner(config)
         during_bootstrap = workload.statements
     run_to_end(runner, source, server_id, max_seconds=120)
 
@@ -182,6 +183,7 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -215,7 +217,7 @@ def test_a_bootstrap_killed_mid_way_resumes_after_its_last_commit_and_stays_exac
     workload.close()
     config = load_pipeline(path)
 
-    runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+    runner = make_runner(config)
     run_to_end(runner, source, server_id, max_seconds=120)
 
     assert not committed.done
@@ -249,6 +251,7 @@ def test_chunks_read_by_two_readers_while_every_row_of_one_keeps_changing_equal_
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -269,7 +272,7 @@ def test_chunks_read_by_two_readers_while_every_row_of_one_keeps_changing_equal_
     with _churning(
         source, source_database, "UPDATE orders SET qty = qty + 1 WHERE id BETWEEN 1001 AND 1100"
     ) as rounds:
-        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        runner = make_runner(config)
         during_bootstrap = len(rounds)
     run_to_end(runner, source, server_id, max_seconds=120)
 
@@ -325,6 +328,7 @@ def test_every_connection_the_bootstrap_reads_with_runs_in_the_resource_group_it
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -344,7 +348,7 @@ def test_every_connection_the_bootstrap_reads_with_runs_in_the_resource_group_it
     config = load_pipeline(path)
     watch = _ResourceGroupWatch(source, cdc_resource_group)
 
-    runner = build_runner(config, catalog, reports=None, settings=_settings(config), display=watch)
+    runner = make_runner(config, display=watch)
     run_to_end(runner, source, server_id, max_seconds=120)
 
     # the table's own connection and one per reader (30 chunks at 2,000 rows/s: both readers
@@ -404,6 +408,7 @@ def test_a_bootstrap_reads_nothing_while_the_source_runs_more_than_its_limit_the
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -423,9 +428,7 @@ def test_a_bootstrap_reads_nothing_while_the_source_runs_more_than_its_limit_the
     assert _threads_running(source) - 1 <= 2, "the quiet source is under the limit"
 
     with _busy(source, statements=4, seconds=5) as returned:
-        runner = build_runner(
-            config, catalog, reports=None, settings=_settings(config), display=chunks
-        )
+        runner = make_runner(config, display=chunks)
     run_to_end(runner, source, server_id, max_seconds=120)
 
     assert chunks.times, "the bootstrap read its chunks"
@@ -469,6 +472,7 @@ def test_a_table_keyed_by_a_string_and_a_number_bootstraps_exactly_under_writes(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -501,7 +505,7 @@ def test_a_table_keyed_by_a_string_and_a_number_bootstraps_exactly_under_writes(
         source_database,
         "UPDATE stock SET qty = qty + 1 WHERE id % 50 = 7",  # rows in every chunk
     ) as rounds:
-        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        runner = make_runner(config)
         during_bootstrap = len(rounds)
     run_to_end(runner, source, server_id, max_seconds=120)
 
@@ -521,6 +525,7 @@ def test_chunks_cut_by_a_column_that_is_not_unique_bootstrap_exactly(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -543,7 +548,7 @@ def test_chunks_cut_by_a_column_that_is_not_unique_bootstrap_exactly(
     )
 
     with Workload(source, source_database, keys=3000, seed=3) as workload:
-        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+        runner = make_runner(config)
         during_bootstrap = workload.statements
     run_to_end(runner, source, server_id, max_seconds=120)
 
@@ -577,6 +582,7 @@ def test_a_table_altered_between_its_chunks_bootstraps_exactly(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -611,8 +617,8 @@ def test_a_table_altered_between_its_chunks_bootstraps_exactly(
                 match=f"the structure of {source_database}.orders changed while it was being "
                 r"bootstrapped \(Unknown column 'item'.*\): start ingest again",
             ):
-                build_runner(config, catalog, reports=None, settings=_settings(config))
-        runner = build_runner(config, catalog, reports=None, settings=_settings(config))
+                make_runner(config)
+        runner = make_runner(config)
     finally:
         altering.join()
     run_to_end(runner, source, server_id, max_seconds=120)
@@ -632,6 +638,7 @@ def test_a_bootstrap_cut_by_one_key_is_not_resumed_by_another(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -664,7 +671,7 @@ def test_a_bootstrap_cut_by_one_key_is_not_resumed_by_another(
     with pytest.raises(
         TerminalError, match="was cut into chunks by id, and would now be cut by qty"
     ):
-        build_runner(config, catalog, reports=None, settings=_settings(config))
+        make_runner(config)
 
 
 def _ingest_process(path: Path) -> subprocess.Popen[bytes]:
@@ -698,7 +705,7 @@ def _orders_streaming_then_users_added(
     endpoints: StackEndpoints,
     database: str,
     namespace: str,
-    catalog: Catalog,
+    make_runner: MakeRunner,
     server_id: int,
     extra: str = "",
     source: SourceEndpoint | None = None,
@@ -717,7 +724,7 @@ def _orders_streaming_then_users_added(
             source=source,
         )
     )
-    run_to_end(build_runner(first, catalog, None, _settings(first)), source, server_id, 60)
+    run_to_end(make_runner(first), source, server_id, 60)
     return _pipeline(
         tmp_path / "b.yaml",
         endpoints,
@@ -738,6 +745,7 @@ def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -751,13 +759,13 @@ def test_a_table_added_to_a_running_pipeline_bootstraps_while_the_others_stream(
             endpoints,
             source_database,
             namespace,
-            catalog,
+            make_runner,
             server_id,
             extra=_ingest_block(flush_rows=100, max_rate=100),
             source=source,
         )
     )
-    runner = build_runner(second, catalog, None, _settings(second))
+    runner = make_runner(second)
     stop = threading.Event()
     summaries: list[Any] = []
     ingest = threading.Thread(
@@ -808,6 +816,7 @@ def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_r
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -819,12 +828,12 @@ def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_r
         endpoints,
         source_database,
         namespace,
-        catalog,
+        make_runner,
         server_id,
         extra=_ingest_block(flush_rows=100, max_rate=100),
     )
     config = load_pipeline(path)
-    runner = build_runner(config, catalog, None, _settings(config))
+    runner = make_runner(config)
     stop = threading.Event()
     ingest = threading.Thread(target=lambda: runner.run(StopWhen(max_seconds=180, requested=stop)))
     ingest.start()
@@ -838,9 +847,7 @@ def test_a_run_stopped_during_a_background_bootstrap_stops_it_and_the_next_run_r
     assert not stopped.done  # it did not read the table to the end first
     with admin_connection.cursor() as cursor:
         cursor.execute("UPDATE users SET qty = 9 WHERE id IN (5, 950)")
-    run_to_end(
-        build_runner(config, catalog, None, _settings(config)), endpoints.mariadb, server_id, 120
-    )
+    run_to_end(make_runner(config), endpoints.mariadb, server_id, 120)
     users = changelog(catalog, namespace, "users")
     snapshot_reads = [row["id"] for row in users if row["_tm_op"] == "r"]
     assert len(snapshot_reads) == len(set(snapshot_reads)) == 1_000
@@ -852,6 +859,7 @@ def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_e
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -863,7 +871,7 @@ def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_e
         endpoints,
         source_database,
         namespace,
-        catalog,
+        make_runner,
         server_id,
         extra=_ingest_block(flush_rows=500, max_rate=1000),
     )
@@ -882,9 +890,7 @@ def test_an_added_table_whose_background_bootstrap_is_killed_resumes_and_stays_e
         cursor.execute("DELETE FROM orders WHERE id = 7")
     config = load_pipeline(path)
 
-    run_to_end(
-        build_runner(config, catalog, None, _settings(config)), endpoints.mariadb, server_id, 120
-    )
+    run_to_end(make_runner(config), endpoints.mariadb, server_id, 120)
 
     assert not committed.done
     users = changelog(catalog, namespace, "users")
@@ -899,6 +905,7 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -906,7 +913,7 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     _orders(admin_connection, 500)
     _orders(admin_connection, 700, name="users")
     path = _orders_streaming_then_users_added(
-        tmp_path, endpoints, source_database, namespace, catalog, server_id
+        tmp_path, endpoints, source_database, namespace, make_runner, server_id
     )
     with admin_connection.cursor() as cursor:
         cursor.execute("UPDATE orders SET qty = 100 WHERE id <= 10")
@@ -914,7 +921,7 @@ def test_a_table_added_to_a_running_pipeline_is_bootstrapped_alone(
     orders_before = len(changelog(catalog, namespace))
     second = load_pipeline(path)
 
-    runner = build_runner(second, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(second)
     with admin_connection.cursor() as cursor:
         cursor.execute("DELETE FROM users WHERE id = 1")
         cursor.execute("INSERT INTO orders VALUES (9999, 'late', 1)")
@@ -937,6 +944,7 @@ def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
@@ -958,7 +966,7 @@ def test_a_table_without_a_key_to_page_by_is_read_whole_with_a_warning(
         )
     )
 
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     run_to_end(runner, source, server_id, max_seconds=60)
 
     assert "has no primary key or NOT NULL unique key" in caplog.text
@@ -1026,7 +1034,7 @@ def test_a_bootstrap_interrupted_on_a_terminal_takes_its_bars_down_and_shows_the
     endpoints: StackEndpoints,
     source_database: str,
     namespace: str,
-    catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -1039,13 +1047,7 @@ def test_a_bootstrap_interrupted_on_a_terminal_takes_its_bars_down_and_shows_the
     bars = BootstrapProgress(terminal, width=100, clock=iter(range(10_000)).__next__)
 
     with pytest.raises(KeyboardInterrupt):
-        build_runner(
-            config,
-            catalog,
-            reports=None,
-            settings=_settings(config),
-            display=_InterruptedAfterChunks(bars, chunks=2),
-        )
+        make_runner(config, display=_InterruptedAfterChunks(bars, chunks=2))
 
     shown = terminal.getvalue()
     assert f"{source_database}.orders: 200 rows" in shown  # the bar was up
@@ -1094,6 +1096,7 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -1126,9 +1129,7 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
     terminal = io.StringIO()
     display = BootstrapProgress(terminal, terminal=True, clock=iter(range(10_000)).__next__)
 
-    runner = build_runner(
-        config, catalog, reports=None, settings=_settings(config), display=display
-    )
+    runner = make_runner(config, display=display)
     run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
 
     orders = changelog(catalog, namespace)

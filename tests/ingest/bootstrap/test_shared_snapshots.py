@@ -20,10 +20,10 @@ from pyiceberg.catalog import Catalog
 
 from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap.snapshot_reader import SnapshotLender
-from ingest.launch import build_runner, onboard
-from ingest.settings import IngestSettings
+from ingest.launch import onboard
 from tests.ingest.changelog_checks import changelog, merged, source_rows
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.runners import MakeRunner
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.stack.endpoints import StackEndpoints
 
@@ -142,6 +142,7 @@ def test_the_next_table_is_read_in_the_last_snapshot_while_young_and_short_and_s
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -158,7 +159,7 @@ def test_the_next_table_is_read_in_the_last_snapshot_while_young_and_short_and_s
     second = _read_rows(changelog(catalog, namespace, SECOND))
     assert ({row["_tm_position"] for row in second} == {first[0]["_tm_position"]}) is shares
     assert (100 in {row["id"] for row in second}) is not shares  # the row written between
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
     for table in ("first", SECOND):
         assert merged(changelog(catalog, namespace, table)) == source_rows(admin_connection, table)
@@ -169,6 +170,7 @@ def test_a_table_rebuilt_since_the_lent_snapshot_opened_is_read_in_its_own(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     tmp_path: Path,
     server_id: int,
@@ -189,7 +191,7 @@ def test_a_table_rebuilt_since_the_lent_snapshot_opened_is_read_in_its_own(
     second = _read_rows(changelog(catalog, namespace, SECOND))
     assert {row["_tm_position"] for row in second} != {first[0]["_tm_position"]}
     assert len(second) == 11  # with the row written between
-    runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+    runner = make_runner(config)
     run_to_end(runner, endpoints.mariadb, server_id, max_seconds=60)
     assert merged(changelog(catalog, namespace, SECOND)) == source_rows(admin_connection, SECOND)
 

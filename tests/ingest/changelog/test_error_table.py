@@ -15,10 +15,10 @@ import pytest
 from pyiceberg.catalog import Catalog
 
 from ingest.changelog.error_table import ErrorTables, errors_sink
-from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.config import load_pipeline
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
@@ -70,13 +70,11 @@ def _run(
     statements: list[str],
     connection: Connection,
     config_path: Path,
-    catalog: Catalog,
+    make_runner: MakeRunner,
     source: SourceEndpoint,
     server_id: int,
 ) -> None:
-    runner = build_runner(
-        load_pipeline(config_path), catalog, reports=None, settings=IngestSettings()
-    )
+    runner = make_runner(load_pipeline(config_path))
     with connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement)
@@ -94,6 +92,7 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
@@ -111,8 +110,8 @@ def test_an_unconvertible_row_goes_to_the_error_table_and_ingest_goes_on(
         "INSERT INTO visits VALUES (3, '0000-00-00', 'again')",
     ]
 
-    _run(first, admin_connection, path, catalog, source, server_id)
-    _run(second, admin_connection, path, catalog, source, server_id)
+    _run(first, admin_connection, path, make_runner, source, server_id)
+    _run(second, admin_connection, path, make_runner, source, server_id)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     errors = _rows(catalog, f"{namespace}.visits_errors")
@@ -136,6 +135,7 @@ def test_a_value_stored_as_null_is_counted_and_recorded_in_the_error_table(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
@@ -156,8 +156,8 @@ def test_a_value_stored_as_null_is_counted_and_recorded_in_the_error_table(
         "INSERT INTO visits VALUES (3, '2024-06-00', NULL, 'three')",
     ]
 
-    _run(first, admin_connection, path, catalog, source, server_id)
-    _run(second, admin_connection, path, catalog, source, server_id)
+    _run(first, admin_connection, path, make_runner, source, server_id)
+    _run(second, admin_connection, path, make_runner, source, server_id)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     assert [(r["_tm_op"], r["id"], r["day"], r["seen"]) for r in changelog][1:] == [
@@ -194,6 +194,7 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     server_id: int,
     visits_pipeline: Callable[..., Path],
@@ -206,7 +207,7 @@ def test_a_bootstrap_keeps_unconvertible_rows_in_the_error_table(
         )
     path = visits_pipeline(startup="initial")
 
-    _run([], admin_connection, path, catalog, source, server_id)
+    _run([], admin_connection, path, make_runner, source, server_id)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     errors = _rows(catalog, f"{namespace}.visits_errors")
@@ -220,6 +221,7 @@ def test_a_bootstrap_counts_and_records_values_stored_as_null(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     server_id: int,
     visits_pipeline: Callable[..., Path],
@@ -233,7 +235,7 @@ def test_a_bootstrap_counts_and_records_values_stored_as_null(
         )
     path = visits_pipeline(startup="initial")
 
-    _run([], admin_connection, path, catalog, source, server_id)
+    _run([], admin_connection, path, make_runner, source, server_id)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
     assert [r["id"] for r in changelog if r["day"] is None] == [7, 9]
@@ -280,6 +282,7 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     server_id: int,
     visits_pipeline: Callable[..., Path],
@@ -296,9 +299,9 @@ def test_a_bootstrap_that_dies_between_error_rows_and_their_chunk_keeps_each_err
     every_chunk = IngestSettings(flush_rows=40)  # each chunk (49 rows kept) is a commit of its own
 
     with pytest.raises(_Crash):  # chunk 1 committed; chunk 2's error row committed, not chunk 2
-        build_runner(load_pipeline(path), catalog, None, every_chunk, display=_CrashAfterChunks(2))
+        make_runner(load_pipeline(path), settings=every_chunk, display=_CrashAfterChunks(2))
     assert len(_rows(catalog, f"{namespace}.visits_errors")) == 2
-    runner = build_runner(load_pipeline(path), catalog, None, every_chunk)
+    runner = make_runner(load_pipeline(path), settings=every_chunk)
     run_to_end(runner, source, server_id, max_seconds=60)
 
     changelog = _rows(catalog, f"{namespace}.visits_changelog")
@@ -312,6 +315,7 @@ def test_a_start_up_looks_up_only_the_error_tables_that_exist(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     admin_connection: Connection,
     server_id: int,
     monkeypatch: pytest.MonkeyPatch,
@@ -325,12 +329,12 @@ def test_a_start_up_looks_up_only_the_error_tables_that_exist(
     path = visits_pipeline(tables="visits|notes", startup="initial")
     asked = recording_load_table(catalog, monkeypatch)
 
-    _run([], admin_connection, path, catalog, source, server_id)  # makes visits_errors
+    _run([], admin_connection, path, make_runner, source, server_id)  # makes visits_errors
     _run(
         ["INSERT INTO visits VALUES (3, '0000-00-00', 'z')"],
         admin_connection,
         path,
-        catalog,
+        make_runner,
         source,
         server_id,
     )

@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 import pytest
 from pyiceberg.catalog import Catalog
 
-from ingest.launch import build_runner
-from ingest.settings import IngestSettings
 from ingest.startup.gtid import parse_gtid_set
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.polling import wait_until
+from tests.runners import MakeRunner
 from tidemark.config import load_pipeline
 from tidemark.errors import ConfigError
 from tidemark.source import current_position
@@ -44,6 +43,7 @@ def ordered_ids(
     endpoints: StackEndpoints,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     tmp_path: Path,
     server_id: int,
 ) -> OrderedIds:
@@ -64,7 +64,7 @@ def ordered_ids(
             source_options=option,
         )
         config = load_pipeline(path)
-        runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+        runner = make_runner(config)
         run_to_end(runner, private_source, server_id, max_seconds=120)
         table = catalog.load_table(f"{namespace}.orders_changelog")
         rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda row: row["_tm_order"])

@@ -14,11 +14,11 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from ingest.changelog.table import ChangelogTable
-from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.polling import wait_until
+from tests.runners import MakeRunner
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.source import current_position
@@ -114,6 +114,7 @@ def commit_gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[CommitGate]:
 def test_the_binlog_is_read_while_a_flush_commits(
     source: SourceEndpoint,
     catalog: Catalog,
+    make_runner: MakeRunner,
     namespace: str,
     config: PipelineConfig,
     twelve_tables: Connection,
@@ -121,7 +122,7 @@ def test_the_binlog_is_read_while_a_flush_commits(
     commit_gate: CommitGate,
 ) -> None:
     settings = IngestSettings(commit_threads=4, flush_interval_seconds=0.1)
-    runner = build_runner(config, catalog, None, settings)
+    runner = make_runner(config, settings=settings)
     commit_gate.armed = True  # the start-up's own commits are done
     stop = threading.Event()
     run = threading.Thread(target=runner.run, args=(StopWhen(requested=stop),), daemon=True)
@@ -149,12 +150,13 @@ def test_the_binlog_is_read_while_a_flush_commits(
 
 def test_each_table_is_committed_while_the_stream_runs(
     catalog: Catalog,
+    make_runner: MakeRunner,
     namespace: str,
     config: PipelineConfig,
     twelve_tables: Connection,
 ) -> None:
     settings = IngestSettings(commit_threads=2, flush_interval_seconds=0.2)
-    runner = build_runner(config, catalog, None, settings)
+    runner = make_runner(config, settings=settings)
     stop = threading.Event()
     run = threading.Thread(target=runner.run, args=(StopWhen(requested=stop),), daemon=True)
     run.start()
@@ -182,13 +184,14 @@ def test_a_failed_commit_stops_the_run_and_every_commit_that_landed_is_reported(
     source: SourceEndpoint,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     config: PipelineConfig,
     twelve_tables: Connection,
     server_id: int,
 ) -> None:
     reports = Reports()
     settings = IngestSettings(commit_threads=4, flush_interval_seconds=3600.0)
-    runner = build_runner(config, catalog, reports, settings)
+    runner = make_runner(config, reports=reports, settings=settings)
     with twelve_tables.cursor() as cursor:  # one transaction: twelve tables to commit at once
         cursor.execute("BEGIN")
         for number in range(TABLES):

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import pytest
 from pyiceberg.catalog import Catalog
 
-from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.runners import MakeRunner
 from tidemark.config import load_pipeline
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
@@ -48,6 +48,7 @@ def test_an_idle_round_longer_than_the_idle_interval_does_not_starve_reading(
     source_database: str,
     namespace: str,
     catalog: Catalog,
+    make_runner: MakeRunner,
     orders: Connection,
     tmp_path: Path,
     server_id: int,
@@ -67,7 +68,7 @@ def test_an_idle_round_longer_than_the_idle_interval_does_not_starve_reading(
         )
     )
     settings = IngestSettings(idle_commit_seconds=1.0, flush_interval_seconds=1.0)
-    runner = build_runner(config, catalog, None, settings, clock=SteppingClock())
+    runner = make_runner(config, settings=settings, clock=SteppingClock())
     onboarded = _commits_of_quiet_tables(catalog, namespace)
     with orders.cursor() as cursor:
         for number in range(TRANSACTIONS):

@@ -1,0 +1,43 @@
+"""``make_runner``: an ingest run over the stack's catalog, built as ``tidemark ingest`` does."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pyiceberg.catalog import Catalog
+
+from ingest.bootstrap.display import BootstrapDisplay
+from ingest.launch import build_runner
+from ingest.settings import IngestSettings
+from ingest.stream.runner import Clock, IngestRunner, ReportSink
+from tidemark.config import PipelineConfig
+
+
+class MakeRunner(Protocol):
+    def __call__(
+        self,
+        config: PipelineConfig,
+        reports: ReportSink | None = None,
+        settings: IngestSettings | None = None,
+        display: BootstrapDisplay | None = None,
+        clock: Clock | None = None,
+    ) -> IngestRunner: ...
+
+
+def runner_factory(catalog: Catalog) -> MakeRunner:
+    """Runners over ``catalog``: without commit reports unless given, with the settings of the
+    file's ``tidemark.ingest`` block unless given, as ingest itself takes them."""
+
+    def make(
+        config: PipelineConfig,
+        reports: ReportSink | None = None,
+        settings: IngestSettings | None = None,
+        display: BootstrapDisplay | None = None,
+        clock: Clock | None = None,
+    ) -> IngestRunner:
+        settings = settings or IngestSettings.from_options(config.tidemark.ingest)
+        if clock is None:
+            return build_runner(config, catalog, reports, settings, display)
+        return build_runner(config, catalog, reports, settings, display, clock)
+
+    return make
