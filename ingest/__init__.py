@@ -1,7 +1,9 @@
 """Ingest: a MySQL or MariaDB binlog into append-only Iceberg changelog tables, exactly once.
 
-Entry point: ``ingest.launch.build_runner`` (a pipeline file's tables onboarded, checked,
-bootstrapped and ready to stream). The stages, in the order the data flows through them:
+Entry point: ``ingest.service.run``, the long-running ingest (a standby until it holds the
+pipeline's lease, then the stream), which builds each term's run with
+``ingest.launch.build_runner`` (a pipeline file's tables onboarded, checked, bootstrapped and
+ready to stream). The stages, in the order the data flows through them:
 
 - ``startup``: refuse a source that would lose changes; find where to start reading.
 - ``binlog``: the replication stream decoded into Tidemark's own events, in a process of its

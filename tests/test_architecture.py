@@ -156,6 +156,14 @@ def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
                 "tidemark.stack.kafka",
             ),
         ),
+        # the Spark jobs are the only part that needs a JVM
+        ("pyspark", ("spark_jobs",)),
+        ("py4j", ("spark_jobs",)),
+        ("apscheduler", ("scheduler.service",)),
+        ("psycopg2", ("scheduler.state", "tidemark.stack.postgres")),
+        ("MySQLdb", ("tidemark.bulk_reads",)),
+        ("prometheus_client", ("tidemark.metrics",)),
+        ("yaml", ("tidemark.config",)),
         # one output layer: the rest prints through it (the demo's view composes its picture)
         ("rich", ("tidemark.app.output", "tidemark.app.demo.live_view")),
         # its template escapes every value; a page built elsewhere might not

@@ -1,7 +1,10 @@
 """Tidemark: MySQL change data capture into Iceberg, merged every five minutes by Spark.
 
-This package holds what ingest, scheduler and spark_jobs share: errors, the command line,
-catalog access and the local service stack.
+The shared core, which every stage (``ingest``, ``scheduler``, ``spark_jobs``) may use and
+which imports none of them: the pipeline file (``config``), what readers of the lake rely on
+(``contracts``), catalog access, source connections, metrics, windows, the error roots and the
+local service stack. ``tidemark.app`` is the roof over the stages: the command line, the
+``Pipeline`` facade, the output, the status page and the demo; it alone wires stages together.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from tidemark.errors import ConfigError, TerminalError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
-    from pyspark.sql import SparkSession
 
     from ingest.bootstrap.display import BootstrapDisplay
     from ingest.changelog.error_table import ErrorRow, ErrorTables
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     from scheduler.state import StateSettings, StateStore
     from scheduler.status import TaskStatus
     from spark_jobs.arguments import SparkTarget
+    from spark_jobs.session import SparkSession
     from spark_jobs.window_jobs import WindowJobs
     from tidemark.config.model import ReportsSettings
     from tidemark.config.plan import Plan
