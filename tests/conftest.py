@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.session import SparkSettings, build_session
 from tests.runners import MakeRunner, runner_factory
 from tests.server_ids import ServerIds
+from tests.server_share import shared_servers
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, SourceFlavor, StackEndpoints
@@ -56,6 +57,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)
+
+
+@pytest.fixture(autouse=True)
+def _servers_shared(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test of the services shares the stack's servers with the tests of other workers, or
+    has them alone when marked ``server_wide`` (``tests.server_share``); set up first, so the
+    test's other fixtures run under it too."""
+    if request.node.get_closest_marker("services") is None:
+        yield
+        return
+    alone = request.node.get_closest_marker("server_wide") is not None
+    home = request.getfixturevalue("stack_settings").home
+    with shared_servers(home / "test-locks" / "servers.lock", alone):
+        yield
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -8,10 +8,14 @@ from typing import Any
 
 import pymysql
 
+from tests.server_share import require_alone
+
 
 @contextmanager
 def global_variables(admin: pymysql.connections.Connection[Any], **values: str) -> Iterator[None]:
-    """Set global variables for the block and put the previous values back."""
+    """Set global variables for the block and put the previous values back; the test must be
+    marked ``server_wide``."""
+    require_alone(f"SET GLOBAL {', '.join(values)}")
     with admin.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join(f"@@GLOBAL.{name}" for name in values))
         row = cursor.fetchone()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ingest.binlog.reader import transaction_marks
+from tests.server_share import require_alone
 from tests.tls_certificates import Authority, ServerFiles
 from tidemark.bulk_reads import open_bulk_connection
 from tidemark.config.inventory import read_tables
@@ -69,6 +70,7 @@ def mysql(endpoints: StackEndpoints) -> SourceEndpoint:
 def serving(mysql: SourceEndpoint, files: ServerFiles) -> Iterator[None]:
     """The stack's MySQL serving ``files`` until the block ends, then its own again."""
     variables = ("ssl_ca", "ssl_cert", "ssl_key")
+    require_alone("A TLS certificate of the stack's MySQL")
     with mysql.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute("SELECT @@GLOBAL.ssl_ca, @@GLOBAL.ssl_cert, @@GLOBAL.ssl_key")
         before = cursor.fetchone()
@@ -103,6 +105,7 @@ def test_a_mode_that_requires_tls_refuses_a_server_without_it(
     connect(_with(mariadb, SslMode.DISABLED))
 
 
+@pytest.mark.server_wide
 @every_connection
 def test_verify_ca_accepts_the_servers_ca_and_refuses_another(
     connect: Callable[[SourceConnection], Any],
@@ -123,6 +126,7 @@ def test_verify_ca_accepts_the_servers_ca_and_refuses_another(
     assert "certificate" in _chain(refused.value).lower()
 
 
+@pytest.mark.server_wide
 @every_connection
 def test_verify_identity_refuses_a_certificate_for_another_host(
     connect: Callable[[SourceConnection], Any],
@@ -166,6 +170,7 @@ def _chain(error: BaseException | None) -> str:
     return " / ".join(messages)
 
 
+@pytest.mark.server_wide
 @pytest.mark.parametrize(
     ("mode", "serves", "says"),
     [

@@ -11,6 +11,7 @@ import pytest
 from ingest.binlog.process import ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader
 from ingest.errors import UnnamedColumnsError
+from tests.server_share import require_alone
 from tidemark.source import current_position
 from tidemark.stack.endpoints import SourceEndpoint
 
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.every_source
 @contextmanager
 def minimal_row_metadata(admin: Connection) -> Iterator[None]:
     """The server writes table maps without column names meanwhile (a global setting)."""
+    require_alone("SET GLOBAL binlog_row_metadata")
     with admin.cursor() as cursor:
         cursor.execute("SET GLOBAL binlog_row_metadata = MINIMAL")
     try:
@@ -34,6 +36,7 @@ def minimal_row_metadata(admin: Connection) -> Iterator[None]:
             cursor.execute("SET GLOBAL binlog_row_metadata = FULL")
 
 
+@pytest.mark.server_wide
 @pytest.mark.parametrize("reader", [BinlogReader, ProcessBinlogReader])
 def test_row_events_without_column_names_stop_the_reader_with_the_fix(
     source: SourceEndpoint,

@@ -79,6 +79,7 @@ def test_each_chunk_is_a_read_of_its_own_and_no_transaction_stays_open_between_t
     assert reads.high_watermark >= written_at > reads.position
 
 
+@pytest.mark.server_wide
 @pytest.mark.mysql_only(
     "MySQL's binlog_group_commit_sync_delay holds a transaction between its binlog write and "
     "its commit; MariaDB has no setting that does (its commit wait comes before the write)"

@@ -214,6 +214,7 @@ def bad_settings(source: SourceEndpoint) -> dict[str, tuple[str, str]]:
     }
 
 
+@pytest.mark.server_wide
 @pytest.mark.parametrize(
     "variable",
     [
@@ -237,6 +238,7 @@ def test_a_bad_binlog_setting_is_refused_with_its_fix(
     assert isinstance(failure.value, TerminalError)
 
 
+@pytest.mark.server_wide
 def test_every_problem_is_named_at_once(
     source: SourceEndpoint, admin_connection: Connection
 ) -> None:

@@ -1,0 +1,40 @@
+"""The shared source servers, shared between the tests of concurrent workers (``pytest -n``).
+
+Every test that reaches a service holds this stack's lock shared for its duration; a test
+marked ``server_wide``, which changes a shared server for every client (a global variable, its
+TLS certificate), holds it alone: no other test runs meanwhile. A change of that kind made
+without the marker fails its test (``require_alone``), so a new one cannot slip in unmarked.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_held_alone = False
+
+
+@contextmanager
+def shared_servers(lock_file: Path, alone: bool) -> Iterator[None]:
+    """Hold ``lock_file`` for the block: alone (exclusive) or beside other tests (shared)."""
+    global _held_alone
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        _held_alone = alone
+        try:
+            yield
+        finally:
+            _held_alone = False
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def require_alone(what: str) -> None:
+    """Refuse ``what`` (a change to a shared server) unless the test runs alone."""
+    if not _held_alone:
+        raise AssertionError(
+            f"{what} changes a shared server for every test running beside this one: "
+            "mark the test @pytest.mark.server_wide"
+        )
