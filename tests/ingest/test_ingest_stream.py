@@ -408,6 +408,8 @@ def changelog_rows(catalog: Catalog, namespace: str) -> list[dict[str, Any]]:
     return catalog.load_table(f"{namespace}.orders_changelog").scan().to_arrow().to_pylist()
 
 
+# it kills every binlog dump thread of the CDC account, other tests' too
+@pytest.mark.server_wide
 def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_duplicate(
     source: SourceEndpoint,
     endpoints: StackEndpoints,
