@@ -20,7 +20,7 @@ from pyiceberg.catalog import load_catalog as load_pyiceberg_catalog
 from pyiceberg.exceptions import NoSuchNamespaceError
 
 from tidemark.errors import ConfigError
-from tidemark.sql_catalog import open_sql_catalog
+from tidemark.lake.sql_catalog import open_sql_catalog
 
 #: Every table Tidemark creates keeps only its last few metadata files. A changelog commits every
 #: few seconds and each metadata file holds the table's whole snapshot list, so kept files grow
