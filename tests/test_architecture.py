@@ -15,6 +15,10 @@ PACKAGES = ("tidemark", "ingest", "scheduler", "spark_jobs")
 #: the page server): opens pipelines and calls the stages
 APPLICATION = ("tidemark.app",)
 STAGES = ("ingest", "scheduler", "spark_jobs")
+#: the fence around PyIceberg's internals: the only package that uses its private API
+#: (``tidemark/lake/__init__.py``), against one PyIceberg version checked at its import; shared
+#: core, so it imports no stage and no command either
+LAKE = ("tidemark.lake",)
 
 
 def _module_name(path: Path) -> str:
@@ -168,6 +172,11 @@ def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
         ("rich", ("tidemark.app.output", "tidemark.app.demo.live_view")),
         # its template escapes every value; a page built elsewhere might not
         ("jinja2", ("tidemark.app.output.status_page",)),
+        # PyIceberg's commit protocol, its Avro files and its SQL catalog: what commits use
+        # of them is private too, so only the fence (tidemark.lake) reaches them
+        ("pyiceberg.table.update", LAKE),
+        ("pyiceberg.avro", LAKE),
+        ("pyiceberg.catalog.sql", LAKE),
     ],
 )
 def test_a_third_party_sdk_is_imported_by_its_own_modules_only(
@@ -176,3 +185,122 @@ def test_a_third_party_sdk_is_imported_by_its_own_modules_only(
     importers = sorted(_importers_of((library,)))
     assert importers, f"nothing imports {library}: the rule checks nothing"
     assert [module for module in importers if not _within(module, home)] == []
+
+
+#: the private attributes of PyIceberg's objects the fence uses (a table's commit, a
+#: transaction's retry, a catalog's staging and row writes, the Avro writers' insides). Generic
+#: names PyIceberg also has (``_table``, ``_writer``) are left out: Tidemark's own classes use
+#: them for their own state, and the import rule catches the modules those come from.
+PYICEBERG_PRIVATE_ATTRIBUTES = frozenset(
+    {
+        "_do_commit",
+        "_rebuild_snapshot_updates",
+        "_snapshot_producers",
+        "_clean_all_uncommitted",
+        "_updates",
+        "_create_staged_table",
+        "_create_table_row",
+        "_update_and_stage_table",
+        "_write_metadata",
+        "_parse_metadata_version",
+        "_meta",
+        "_output_file",
+        "_write_header",
+    }
+)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _trees() -> Iterator[tuple[str, ast.Module]]:
+    """Every module of the code, its tests and its benchmarks, parsed."""
+    for folder in (*PACKAGES, "tests", "bench"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            yield _module_name(path), ast.parse(path.read_text())
+
+
+def _private_pyiceberg_imports(tree: ast.Module) -> Iterator[str]:
+    """``from pyiceberg... import _name``, and any import of a private PyIceberg module."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "pyiceberg" and any(_private(part) for part in parts):
+                    yield alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            parts = node.module.split(".")
+            if parts[0] != "pyiceberg":
+                continue
+            if any(_private(part) for part in parts):
+                yield node.module
+            yield from (
+                f"{node.module}.{alias.name}" for alias in node.names if _private(alias.name)
+            )
+
+
+def _private_pyiceberg_attributes(tree: ast.Module) -> Iterator[str]:
+    """Uses of ``PYICEBERG_PRIVATE_ATTRIBUTES``, read, written or overridden."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in PYICEBERG_PRIVATE_ATTRIBUTES:
+            yield f"line {node.lineno}: .{node.attr}"
+        elif isinstance(node, ast.FunctionDef) and node.name in PYICEBERG_PRIVATE_ATTRIBUTES:
+            yield f"line {node.lineno}: def {node.name}"
+
+
+def test_only_the_lake_fence_imports_pyicebergs_private_names() -> None:
+    offenders = {
+        module: names
+        for module, tree in _trees()
+        if not _within(module, LAKE)
+        if (names := sorted(set(_private_pyiceberg_imports(tree))))
+    }
+    assert offenders == {}, (
+        "PyIceberg's private API is used in tidemark/lake/ only, where its version is checked: "
+        "add what you need there, behind a public function"
+    )
+
+
+def test_only_the_lake_fence_uses_pyicebergs_private_attributes() -> None:
+    offenders = {
+        module: names
+        for module, tree in _trees()
+        if not _within(module, LAKE)
+        if (names := list(_private_pyiceberg_attributes(tree)))
+    }
+    assert offenders == {}, (
+        "PyIceberg's private attributes are used in tidemark/lake/ only, where its version is "
+        "checked: add what you need there, behind a public function"
+    )
+
+
+def test_the_private_attributes_checked_are_pyicebergs_and_the_fences() -> None:
+    """Each name the rule forbids is one PyIceberg defines and the fence uses, so the rule
+    follows the fence: a name it stops using comes off the list."""
+    import pyiceberg
+
+    defined = set()
+    for path in Path(pyiceberg.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                defined.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                defined.add(node.attr)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                defined.add(node.target.id)
+    used = {
+        name
+        for module, tree in _trees()
+        if _within(module, LAKE)
+        for name in _private_pyiceberg_attributes(tree)
+    }
+    assert sorted(PYICEBERG_PRIVATE_ATTRIBUTES - defined) == []
+    assert (
+        sorted(
+            name
+            for name in PYICEBERG_PRIVATE_ATTRIBUTES
+            if not any(use.endswith((f".{name}", f"def {name}")) for use in used)
+        )
+        == []
+    )

@@ -1,5 +1,5 @@
 """Commits through the JDBC catalog start from the metadata the table holds, and still never
-lose a concurrent writer's commit (``tidemark.sql_catalog``)."""
+lose a concurrent writer's commit (``tidemark.lake.sql_catalog``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table
 
 from tidemark.catalog import load_catalog, purge_table
-from tidemark.sql_catalog import TidemarkSqlCatalog
+from tidemark.lake.sql_catalog import TidemarkSqlCatalog
 from tidemark.stack.endpoints import StackEndpoints
 
 ROWS = pa.schema([pa.field("id", pa.int64())])

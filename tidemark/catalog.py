@@ -20,7 +20,6 @@ from pyiceberg.catalog import load_catalog as load_pyiceberg_catalog
 from pyiceberg.exceptions import NoSuchNamespaceError
 
 from tidemark.errors import ConfigError
-from tidemark.sql_catalog import open_sql_catalog
 
 #: Every table Tidemark creates keeps only its last few metadata files. A changelog commits every
 #: few seconds and each metadata file holds the table's whole snapshot list, so kept files grow
@@ -41,6 +40,12 @@ def load_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
     each table first."""
     translated = pyiceberg_properties(properties)
     if translated.get("type") == "sql":
+        # here, not at the top: the fence checks PyIceberg's version when first imported, and
+        # this is where a command opens its catalog, so a wrong PyIceberg is a one-line error
+        # with its fix (not a traceback from reading a pipeline file), and ``tidemark
+        # validate`` never needs it
+        from tidemark.lake.sql_catalog import open_sql_catalog
+
         return open_sql_catalog(name, **translated)
     return load_pyiceberg_catalog(name, **translated)
 

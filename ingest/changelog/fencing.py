@@ -12,6 +12,9 @@ turned 249 changes into 498 rows through PyIceberg's automatic retry).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from pyiceberg.table import Table, TableMetadata
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
@@ -57,3 +60,10 @@ def check_no_other_writer(table: Table, follows: int | None) -> None:
         "repeats, two pipelines write the same tables: give them different sink tables, or "
         "one pipeline.name and one catalog, so that one waits for the other."
     )
+
+
+def writer_fence(table: Table) -> Callable[[], None]:
+    """What a commit to ``table`` asks before it is tried again on top of a commit that came in
+    between (``tidemark.lake``'s ``before_retry``): ``check_no_other_writer`` against the
+    progress the table holds now, the one the commit's batch follows."""
+    return functools.partial(check_no_other_writer, table, newest_progress_id(table.metadata))

@@ -10,28 +10,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import pyarrow as pa
-from pyiceberg.catalog import Catalog, MetastoreCatalog
+from pyiceberg.catalog import Catalog
 from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, Reference
 from pyiceberg.expressions.literals import literal
-from pyiceberg.table import CreateTableTransaction, Table, TableMetadata, Transaction
+from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
-from pyiceberg.table.update import TableUpdate
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import LongType
 
-from ingest.changelog.append import Appender
-from ingest.changelog.fencing import (
-    ConcurrentWriterError,
-    check_no_other_writer,
-    newest_progress_id,
-    newest_progress_snapshot,
-)
+from ingest.changelog.fencing import newest_progress_snapshot, writer_fence
 from ingest.changelog.listing import CatalogListing, namespace_of
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
@@ -39,7 +32,8 @@ from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, Metada
 from tidemark.contracts.instance import WRITER_KEY, writer_id
 from tidemark.contracts.progress import TableProgress
 from tidemark.freshness import FreshnessSample, per_minute
-from tidemark.sql_catalog import staged_metadata
+from tidemark.lake.appends import Appender
+from tidemark.lake.transactions import AskingTransaction, create_table_transaction
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +93,7 @@ class ChangelogTable:
         """Add columns, widen types and set properties, in one commit
         (``ingest.schema.evolution``)."""
         with self.writing:
-            with _Transaction(self._table) as transaction:
+            with _transaction(self._table) as transaction:
                 if add or widen:
                     with transaction.update_schema() as update:
                         update.union_by_name(pa.schema([*add, *widen]))
@@ -182,15 +176,18 @@ class ChangelogTable:
         if bootstrap is not None:
             properties.update(bootstrap.summary())
         with self.writing:
-            return self._appender.append(rows, properties)
+            return self._appender.append(rows, properties, writer_fence(self._table))
 
-    def _append_with_pyiceberg(self, rows: pa.Table, properties: dict[str, str]) -> None:
-        with _Transaction(self._table) as transaction:
+    def _append_with_pyiceberg(
+        self, rows: pa.Table, properties: dict[str, str], before_retry: Callable[[], None] | None
+    ) -> None:
+        fence = before_retry if before_retry is not None else writer_fence(self._table)
+        with AskingTransaction(self._table, fence) as transaction:
             transaction.append(rows, snapshot_properties=properties)
 
     def delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
         """Delete the rows matching ``rows``, in a commit that keeps ``progress``."""
-        with self.writing, _Transaction(self._table) as transaction:
+        with self.writing, _transaction(self._table) as transaction:
             properties = {**progress.summary(), WRITER_KEY: writer_id()}
             transaction.delete(delete_filter=rows, snapshot_properties=properties)
 
@@ -209,61 +206,10 @@ class ChangelogTable:
         return newest_progress_snapshot(self._table.metadata)
 
 
-class _StagedOnce(Transaction):
-    """pyiceberg's transaction, with its staged metadata computed once per staged state, and
-    without a deep copy (``tidemark.sql_catalog.staged_metadata``).
-
-    pyiceberg (0.12) computes ``table_metadata`` afresh on every read: it applies the staged
-    updates to a deep copy of the whole table metadata, every snapshot in it included, and one
-    append reads it about twenty times. A changelog table gets a snapshot every few seconds,
-    so its commits slowed with its history: a 1,000-row commit took 0.03 s on a new table and
-    0.31 s at 300 snapshots (0.06 s with this). The computed metadata is kept while neither
-    input changes: the table's metadata is replaced by each commit or refresh, and the staged
-    updates are a tuple replaced by each staging, so identity tells when to compute again
-    (upstream: apache/iceberg-python pull requests 3302 and 3784, not merged)."""
-
-    _staged: tuple[TableMetadata, tuple[TableUpdate, ...], TableMetadata] | None = None
-
-    @property
-    def table_metadata(self) -> TableMetadata:
-        base, updates = self._table.metadata, self._updates
-        staged = self._staged
-        if staged is None or staged[0] is not base or staged[1] is not updates:
-            staged = self._staged = (base, updates, staged_metadata(base, updates))
-        return staged[2]
-
-
-class _Transaction(_StagedOnce):
-    """A changelog's transaction (``_StagedOnce``), whose commit PyIceberg applies again after
-    a concurrent commit only if that was not another writer's (``ingest.changelog.fencing``)."""
-
-    def __init__(self, table: Table, autocommit: bool = False) -> None:
-        super().__init__(table, autocommit)
-        self._follows = newest_progress_id(table.metadata)
-
-    def _rebuild_snapshot_updates(self) -> None:
-        # called by PyIceberg's retry, after it read the table again
-        try:
-            check_no_other_writer(self._table, self._follows)
-        except ConcurrentWriterError:
-            for producer in self._snapshot_producers:
-                producer._clean_all_uncommitted()  # as PyIceberg does when a commit fails
-            raise
-        super()._rebuild_snapshot_updates()
-
-
-class _CreateTransaction(_StagedOnce, CreateTableTransaction):
-    """A changelog's creation (``_StagedOnce``): its initial changes alone read the staged
-    metadata some twenty times, once per table of an onboarding of a thousand."""
-
-
-def _create_transaction(
-    catalog: Catalog, identifier: str, schema: pa.Schema, properties: dict[str, str]
-) -> CreateTableTransaction:
-    if isinstance(catalog, MetastoreCatalog):  # the JDBC catalog among them
-        staged = catalog._create_staged_table(identifier, schema, properties=properties)
-        return _CreateTransaction(staged)
-    return catalog.create_table_transaction(identifier, schema=schema, properties=properties)
+def _transaction(table: Table) -> AskingTransaction:
+    """A changelog's transaction, whose commit PyIceberg applies again after a concurrent
+    commit only if that was not another writer's (``ingest.changelog.fencing``)."""
+    return AskingTransaction(table, writer_fence(table))
 
 
 def open_changelog(
@@ -285,7 +231,7 @@ def open_changelog(
     if listing is None or not listing.has_namespace(namespace):
         catalog.create_namespace_if_not_exists(namespace)
     logger.info("Creating changelog table %s", identifier)
-    transaction = _create_transaction(
+    transaction = create_table_transaction(
         catalog, identifier, changelog_schema(data), {**DEFAULT_PROPERTIES, **properties}
     )
     with transaction.update_spec() as spec:

@@ -12,9 +12,9 @@ merge-on-read ``MERGE`` commits:
    statistics on ``_tm_order`` skip the other files), and the latest change of each key;
 2. where the mirror holds those keys now: the key columns of the mirror's data files that may
    hold them (statistics again), less the rows earlier deletes removed, give file and position;
-3. one commit: a position delete file per partition for those rows, a data file with the keys'
-   new images (deletes left out, or flagged with ``mirror.deletes: keep``), and the window's
-   stamps in the snapshot summary.
+3. one commit (``tidemark.lake.snapshots.PositionDeleteOverwrite``): a position delete file
+   per partition for those rows, a data file with the keys' new images (deletes left out, or
+   flagged with ``mirror.deletes: keep``), and the window's stamps in the snapshot summary.
 
 So a merge costs tens of milliseconds and grows with the changes and with the key columns of
 the files that may hold them, as the ``MERGE``'s own join does. Position deletes, not
@@ -33,14 +33,11 @@ version.
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
 from pyiceberg.expressions import (
@@ -54,46 +51,10 @@ from pyiceberg.expressions import (
     Reference,
 )
 from pyiceberg.expressions.literals import literal
-from pyiceberg.io.pyarrow import (
-    ArrowScan,
-    _dataframe_to_data_files,
-    _read_deletes,
-    compute_statistics_plan,
-    data_file_statistics_from_parquet_metadata,
-    parquet_path_to_id_mapping,
-    schema_to_pyarrow,
-)
-from pyiceberg.manifest import (
-    AvroCompressionCodec,
-    DataFile,
-    DataFileContent,
-    FileFormat,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    ManifestWriterV2,
-    write_manifest,
-    write_manifest_list,
-)
-from pyiceberg.partitioning import PartitionFieldValue, PartitionKey
+from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
-from pyiceberg.table import FileScanTask, Table, TableProperties
-from pyiceberg.table.locations import load_location_provider
-from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
-from pyiceberg.table.snapshots import (
-    Operation,
-    Snapshot,
-    SnapshotSummaryCollector,
-    Summary,
-    update_snapshot_summaries,
-)
-from pyiceberg.table.update import (
-    AddSnapshotUpdate,
-    AssertRefSnapshotId,
-    AssertTableUUID,
-    SetSnapshotRefUpdate,
-)
+from pyiceberg.table import FileScanTask, Table
 from pyiceberg.typedef import Record
 from pyiceberg.types import (
     BinaryType,
@@ -117,6 +78,12 @@ from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn
 from tidemark.contracts.changelog import Operation as Change
 from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN
 from tidemark.errors import TransientError
+from tidemark.lake.data_files import (
+    read_position_deletes,
+    write_position_deletes,
+    write_with_pyiceberg,
+)
+from tidemark.lake.snapshots import PositionDeleteOverwrite, SnapshotPlan
 
 logger = logging.getLogger(__name__)
 
@@ -129,18 +96,6 @@ MOST_MIRROR_ROWS = 5_000_000
 _ORDER = MetadataColumn.ORDER_KEY.value
 _OP = MetadataColumn.OPERATION.value
 _POSITION = "__tm_position"
-#: the position delete file's columns (Iceberg spec, "Position Delete Files")
-_DELETE_SCHEMA = Schema(
-    NestedField(2147483546, "file_path", StringType(), required=True),
-    NestedField(2147483545, "pos", LongType(), required=True),
-)
-_DELETE_ARROW = schema_to_pyarrow(_DELETE_SCHEMA, include_field_ids=True)
-#: file paths kept whole in the statistics, as Iceberg's Java writers keep them, so a reader
-#: matches a delete file to the data files it names
-_DELETE_STATISTICS = compute_statistics_plan(
-    _DELETE_SCHEMA, {"write.metadata.metrics.default": "full"}
-)
-_DELETE_COLUMN_IDS = parquet_path_to_id_mapping(_DELETE_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -197,7 +152,7 @@ def merge_without_spark(
         # written by another engine (Flink's upsert sink, say): Spark's MERGE applies them
         _spark_needed(mirror, "it has equality deletes, which PyIceberg does not read")
         return None
-    snapshot_id = _Commit(mirror, images, located, stamps).run()
+    snapshot_id = _commit(mirror, images, located, stamps)
     return ArrowMergeCounts(
         changes=changes.num_rows,
         keys=latest.num_rows,
@@ -402,7 +357,7 @@ def _locate(mirror: Table, keys: pa.Table, key: Sequence[str]) -> list[_Located]
         removed = []
         for delete_file in task.delete_files:
             if delete_file.file_path not in deletes:
-                deletes[delete_file.file_path] = _read_deletes(mirror.io, delete_file)
+                deletes[delete_file.file_path] = read_position_deletes(mirror.io, delete_file)
             if task.file.file_path in deletes[delete_file.file_path]:
                 removed.append(deletes[delete_file.file_path][task.file.file_path])
         live = rows.append_column(_POSITION, positions)
@@ -435,247 +390,34 @@ def _compare(kind: type[LiteralPredicate], column: str, value: object) -> Boolea
     return kind(term=Reference(column), literal=literal(value))
 
 
-class _DeleteManifestWriter(ManifestWriterV2):
-    """A format version 2 manifest of delete files: PyIceberg writes data manifests only."""
-
-    def content(self) -> ManifestContent:
-        return ManifestContent.DELETES
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "deletes"}
-
-
-class _Commit:
-    """One commit of position deletes and new rows, as a merge-on-read ``MERGE`` makes it."""
-
-    def __init__(
-        self, mirror: Table, images: pa.Table, located: list[_Located], stamps: Mapping[str, str]
-    ) -> None:
-        self._table = mirror
-        self._metadata = mirror.metadata
-        self._images = images
-        self._located = located
-        self._stamps = dict(stamps)
-        self._uuid = uuid.uuid4()
-        self._locations = load_location_provider(self._metadata.location, self._metadata.properties)
-        self._compression = cast(
-            AvroCompressionCodec,
-            self._metadata.properties.get(
-                TableProperties.WRITE_AVRO_COMPRESSION,
-                TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT,
-            ),
-        )
-        self._written: list[str] = []
-
-    def run(self) -> int:
-        try:
-            return self._commit()
-        except CommitFailedException as error:
-            self._delete_written()
-            raise TransientError(
-                f"the mirror {'.'.join(self._table.name())} changed while it was merged "
-                f"({error}); the window is merged again"
-            ) from error
-        except BaseException:
-            self._delete_written()
-            raise
-
-    def _commit(self) -> int:
-        metadata = self._metadata
-        snapshot_id = metadata.new_snapshot_id()
-        data_files = list(self._data_files())
-        delete_files = [self._delete_file(group) for group in self._by_partition()]
-        added = []
-        if data_files:
-            added.append(self._manifest(snapshot_id, data_files, deletes=False))
-        for spec_id in sorted({f.spec_id for f in delete_files}):
-            of_spec = [f for f in delete_files if f.spec_id == spec_id]
-            added.append(self._manifest(snapshot_id, of_spec, deletes=True, spec_id=spec_id))
-        parent = metadata.current_snapshot()
-        existing = [
-            manifest
-            for manifest in (parent.manifests(self._table.io) if parent is not None else [])
-            if manifest.has_added_files() or manifest.has_existing_files()
-        ]
-        sequence_number = metadata.next_sequence_number()
-        parent_id = parent.snapshot_id if parent is not None else None
-        path = self._locations.new_metadata_location(f"snap-{snapshot_id}-0-{self._uuid}.avro")
-        self._written.append(path)
-        with write_manifest_list(
-            format_version=2,
-            output_file=self._table.io.new_output(path),
-            snapshot_id=snapshot_id,
-            parent_snapshot_id=parent_id,
-            sequence_number=sequence_number,
-            avro_compression=self._compression,
-        ) as writer:
-            writer.add_manifests(added + existing)
-        snapshot = Snapshot(  # type: ignore[call-arg]
-            snapshot_id=snapshot_id,
-            parent_snapshot_id=parent_id,
-            manifest_list=path,
-            sequence_number=sequence_number,
-            summary=self._summary(data_files, delete_files, parent),
-            schema_id=metadata.current_schema_id,
-        )
-        self._table._do_commit(
-            requirements=(
-                AssertTableUUID(uuid=metadata.table_uuid),
-                AssertRefSnapshotId(snapshot_id=parent_id, ref=MAIN_BRANCH),  # type: ignore[call-arg]
-            ),
-            updates=(
-                AddSnapshotUpdate(snapshot=snapshot),
-                SetSnapshotRefUpdate(  # type: ignore[call-arg]
-                    snapshot_id=snapshot_id,
-                    parent_snapshot_id=parent_id,
-                    ref_name=MAIN_BRANCH,
-                    type=SnapshotRefType.BRANCH,
-                ),
-            ),
-        )
-        return snapshot_id
-
-    def _data_files(self) -> Iterator[DataFile]:
-        if self._images.num_rows == 0:
-            return
-        for data_file in _dataframe_to_data_files(
-            table_metadata=self._metadata,
-            df=self._images,
-            io=self._table.io,
-            write_uuid=self._uuid,
-        ):
-            self._written.append(data_file.file_path)
-            yield data_file
-
-    def _by_partition(self) -> list[list[_Located]]:
-        """The located rows grouped by their data file's spec and partition: a position
-        delete file applies to data files of its own partition only."""
-        groups: dict[tuple[int, Record], list[_Located]] = {}
-        for found in self._located:
-            groups.setdefault((found.data_file.spec_id, found.data_file.partition), []).append(
-                found
-            )
-        return list(groups.values())
-
-    def _delete_file(self, group: list[_Located]) -> DataFile:
-        """One position delete file for ``group``, sorted by file and position as the spec
-        asks."""
-        group = sorted(group, key=lambda found: found.data_file.file_path)
-        rows = pa.Table.from_arrays(
-            [
-                pa.chunked_array(
-                    [
-                        pa.array([found.data_file.file_path] * len(found.positions), pa.string())
-                        for found in group
-                    ]
-                ),
-                pa.chunked_array([found.positions for found in group], pa.int64()),
-            ],
-            schema=_DELETE_ARROW,
-        )
-        first = group[0].data_file
-        spec = self._metadata.specs()[first.spec_id]
-        key = None
-        if not spec.is_unpartitioned():
-            key = PartitionKey(
-                field_values=[
-                    PartitionFieldValue(field=field, value=first.partition[index])
-                    for index, field in enumerate(spec.fields)
-                ],
-                partition_spec=spec,
-                schema=self._metadata.schema(),
-            )
-        path = self._locations.new_data_location(
-            data_file_name=f"00000-deletes-{uuid.uuid4()}.parquet", partition_key=key
-        )
-        self._written.append(path)
-        output = self._table.io.new_output(path)
-        with output.create(overwrite=True) as stream:
-            writer = pq.ParquetWriter(stream, schema=_DELETE_ARROW)
-            writer.write(rows)
-            writer.close()
-        statistics = data_file_statistics_from_parquet_metadata(
-            parquet_metadata=writer.writer.metadata,
-            stats_columns=dict(_DELETE_STATISTICS),
-            parquet_column_mapping=dict(_DELETE_COLUMN_IDS),
-        )
-        delete_file = DataFile.from_args(
-            content=DataFileContent.POSITION_DELETES,
-            file_path=path,
-            file_format=FileFormat.PARQUET,
-            partition=first.partition,
-            file_size_in_bytes=len(output),
-            sort_order_id=None,
-            spec_id=first.spec_id,
-            equality_ids=None,
-            key_metadata=None,
-            **statistics.to_serialized_dict(),
-        )
-        delete_file.spec_id = first.spec_id  # not a field of the struct: from_args drops it
-        return delete_file
-
-    def _manifest(
-        self,
-        snapshot_id: int,
-        files: list[DataFile],
-        *,
-        deletes: bool,
-        spec_id: int | None = None,
-    ) -> ManifestFile:
-        metadata = self._metadata
-        spec = metadata.specs()[spec_id] if spec_id is not None else metadata.spec()
-        path = self._locations.new_metadata_location(f"{self._uuid}-m{len(self._written)}.avro")
-        self._written.append(path)
-        output = self._table.io.new_output(path)
-        arguments = {
-            "spec": spec,
-            "schema": metadata.schema(),
-            "output_file": output,
-            "snapshot_id": snapshot_id,
-            "avro_compression": self._compression,
-        }
-        writer = (
-            _DeleteManifestWriter(**arguments)  # type: ignore[arg-type]
-            if deletes
-            else write_manifest(format_version=2, **arguments)  # type: ignore[arg-type]
-        )
-        with writer:
-            for data_file in files:
-                writer.add(
-                    ManifestEntry.from_args(
-                        status=ManifestEntryStatus.ADDED,
-                        snapshot_id=snapshot_id,
-                        sequence_number=None,
-                        file_sequence_number=None,
-                        data_file=data_file,
-                    )
+def _commit(
+    mirror: Table, images: pa.Table, located: list[_Located], stamps: Mapping[str, str]
+) -> int:
+    """One commit of position deletes for ``located`` and ``images`` as new rows, as a
+    merge-on-read ``MERGE`` makes it; the new snapshot's id."""
+    metadata, io = mirror.metadata, mirror.io
+    plan = SnapshotPlan.of(metadata, laid_out=False)
+    try:
+        with PositionDeleteOverwrite(mirror, plan, stamps) as overwrite:
+            for data_file in write_with_pyiceberg(metadata, io, images, overwrite.commit_uuid):
+                overwrite.append_data_file(data_file)
+            for group in _by_partition(located):
+                deletes = [(found.data_file, found.positions) for found in group]
+                overwrite.add_delete_file(
+                    write_position_deletes(metadata, io, plan.locations, deletes)
                 )
-        return writer.to_manifest_file()
+    except CommitFailedException as error:
+        raise TransientError(
+            f"the mirror {'.'.join(mirror.name())} changed while it was merged "
+            f"({error}); the window is merged again"
+        ) from error
+    return overwrite.snapshot.snapshot_id
 
-    def _summary(
-        self, data_files: list[DataFile], delete_files: list[DataFile], parent: Snapshot | None
-    ) -> Summary:
-        collector = SnapshotSummaryCollector()
-        schema = self._metadata.schema()
-        # new rows go to the table's spec, deletes to the spec of the files they delete from
-        for data_file in data_files:
-            collector.add_file(data_file, partition_spec=self._metadata.spec(), schema=schema)
-        for delete_file in delete_files:
-            spec = self._metadata.specs()[delete_file.spec_id]
-            collector.add_file(delete_file, partition_spec=spec, schema=schema)
-        return update_snapshot_summaries(
-            summary=Summary(
-                operation=Operation.OVERWRITE if delete_files else Operation.APPEND,
-                **collector.build(),
-                **self._stamps,
-            ),
-            previous_summary=parent.summary if parent is not None else None,
-        )
 
-    def _delete_written(self) -> None:
-        for path in self._written:
-            try:
-                self._table.io.delete(path)
-            except FileNotFoundError:
-                pass
+def _by_partition(located: list[_Located]) -> list[list[_Located]]:
+    """The located rows grouped by their data file's spec and partition: a position delete
+    file applies to data files of its own partition only."""
+    groups: dict[tuple[int, Record], list[_Located]] = {}
+    for found in located:
+        groups.setdefault((found.data_file.spec_id, found.data_file.partition), []).append(found)
+    return list(groups.values())

@@ -1,5 +1,6 @@
-"""Changelog appends (``ingest.changelog.append``): what PyIceberg's append would write, for
-less, and never a second writer's batch on top of the first's."""
+"""Changelog appends (``ingest.changelog.table`` through ``tidemark.lake.appends``): what
+PyIceberg's append would write, for less, and never a second writer's batch on top of the
+first's."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import SparkSession
 
 from ingest.changelog.fencing import ConcurrentWriterError
-from ingest.changelog.manifest_merge import FAN_IN
 from ingest.changelog.table import ChangelogTable, changelog_schema, open_changelog
 from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.contracts.instance import writer_id
 from tidemark.contracts.progress import TableProgress
+from tidemark.lake.manifest_tiers import FAN_IN
 from tidemark.source import BinlogPosition
 
 DAY_US = 86_400_000_000

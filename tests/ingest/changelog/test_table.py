@@ -13,13 +13,14 @@ import pytest
 from pyiceberg.catalog import Catalog
 
 from ingest.changelog.listing import CatalogListing
-from ingest.changelog.table import _Transaction, changelog_schema, open_changelog
+from ingest.changelog.table import changelog_schema, open_changelog
 from ingest.launch import onboard
 from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import write_pipeline
 from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.config import load_pipeline
 from tidemark.freshness import FreshnessSample
+from tidemark.lake.transactions import StagedOnceTransaction
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def test_a_transaction_stages_its_metadata_once_until_something_new_is_staged(
 ) -> None:
     open_changelog(catalog, f"{namespace}.orders", DATA, {})
     table = catalog.load_table(f"{namespace}.orders")
-    transaction = _Transaction(table)
+    transaction = StagedOnceTransaction(table)
 
     before = transaction.table_metadata
     assert transaction.table_metadata is before  # no fresh deep copy for a second read

@@ -1,4 +1,5 @@
-"""PyIceberg's v2 manifest and manifest-list writers, with their Avro set-up made once.
+"""PyIceberg's v2 manifest and manifest-list writers, with their Avro set-up made once, and
+the delete manifest writer PyIceberg lacks.
 
 Opening one of PyIceberg's (0.12) Avro writers derives the file's Iceberg schema from the
 table's partition type, converts it to an Avro schema (JSON, for the header) and builds a
@@ -6,6 +7,9 @@ tree of value writers from it; for a one-row changelog commit that was a third o
 (issue 25). All three depend only on the table's schema and spec (the manifest) or on nothing
 (the manifest list), so ``AvroLayout`` keeps them, and the writers here take it instead of
 deriving it. The bytes written are PyIceberg's: the same header keys, schema and records.
+
+PyIceberg writes data manifests only; ``DeleteManifestWriter`` is its v2 writer marked as a
+manifest of delete files, as Java's writer marks one.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pyiceberg.io import OutputFile
 from pyiceberg.manifest import (
     DEFAULT_READ_VERSION,
     MANIFEST_LIST_FILE_SCHEMAS,
+    ManifestContent,
     ManifestListWriterV2,
     ManifestWriterV2,
     data_file_with_partition,
@@ -153,3 +158,14 @@ class LaidOutManifestListWriter(ManifestListWriterV2):
         self._writer = _LaidOutAvroFile(self._output_file, manifest_list_layout(), self._meta)
         self._writer.__enter__()
         return self
+
+
+class DeleteManifestWriter(ManifestWriterV2):
+    """A format version 2 manifest of delete files: PyIceberg writes data manifests only."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
