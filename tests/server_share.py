@@ -1,8 +1,9 @@
 """The shared source servers, shared between the tests of concurrent workers (``pytest -n``).
 
 Every test that reaches a service holds this stack's lock shared for its duration; a test
-marked ``server_wide``, which changes a shared server for every client (a global variable, its
-TLS certificate), holds it alone: no other test runs meanwhile. A change of that kind made
+marked ``server_wide``, which changes or depends on what every client of a shared server sees
+(a global variable, its TLS certificate, the binlog readers connected), holds it alone: no
+other test runs meanwhile. A change of that kind made
 without the marker fails its test (``require_alone``), so a new one cannot slip in unmarked.
 """
 

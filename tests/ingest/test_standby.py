@@ -72,6 +72,16 @@ def _active(source: SourceConnection, lease: str, among: list[subprocess.Popen[s
     return wait_until("one ingest is active", holder, DEADLINE_SECONDS)[0]
 
 
+def _still_running(process: subprocess.Popen[str], seconds: float) -> None:
+    """Fails, with what the process printed, if ``process`` ends within ``seconds``."""
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return
+    output = process.stdout.read() if process.stdout else ""
+    pytest.fail(f"the active ingest exited by itself ({process.returncode}):\n{output}")
+
+
 def _status_shows_one_active_and_one_standby(
     pipeline: Path, processes: list[subprocess.Popen[str]]
 ) -> None:
@@ -120,8 +130,7 @@ def test_killing_the_active_ingest_hands_over_to_the_standby_exactly_once(
         workload.start()
         for _ in range(KILLS):
             active = _active(cdc_source, lease, processes)
-            with pytest.raises(subprocess.TimeoutExpired):
-                processes[active].wait(timeout=chance.uniform(0.5, 4.0))
+            _still_running(processes[active], seconds=chance.uniform(0.5, 4.0))
             processes[active].send_signal(signal.SIGKILL)
             processes[active].wait()
             processes[active] = ingest(stock_pipeline)  # the next standby

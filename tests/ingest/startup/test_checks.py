@@ -130,6 +130,8 @@ def test_the_stacks_configuration_passes(
     assert result.unchecked[-1] == PROCESS_NOTE.format(account)
 
 
+# another test's binlog reader, connected meanwhile, would be warned about
+@pytest.mark.server_wide
 def test_what_only_an_optional_grant_would_check_is_said_once_at_info_with_the_grant(
     source: SourceEndpoint,
     source_database: str,

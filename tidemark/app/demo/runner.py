@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: the pipeline file the demo runs, unless told otherwise
-DEMO_PIPELINE = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
+DEMO_PIPELINE = Path(__file__).resolve().parents[3] / "configs" / "demo.yaml"
 
 #: exit code of a demo stopped by Ctrl-C, as a shell reports SIGINT
 EXIT_INTERRUPTED = 130
