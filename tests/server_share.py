@@ -17,13 +17,27 @@ from pathlib import Path
 _held_alone = False
 
 
+def turnstile_of(lock_file: Path) -> Path:
+    """The lock a test that waits to run alone holds while it waits (``shared_servers``)."""
+    return lock_file.with_name(lock_file.name + ".turnstile")
+
+
 @contextmanager
 def shared_servers(lock_file: Path, alone: bool) -> Iterator[None]:
-    """Hold ``lock_file`` for the block: alone (exclusive) or beside other tests (shared)."""
+    """Hold ``lock_file`` for the block: alone (exclusive) or beside other tests (shared).
+
+    A test waiting to run alone holds a second lock, the turnstile, which every test passes
+    through before it takes its share: no new test starts while one waits to run alone, so
+    it waits only for the tests already running, however many workers keep starting more
+    (``flock`` alone would let their shares overlap for ever)."""
     global _held_alone
     lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+    with lock_file.open("a") as handle, turnstile_of(lock_file).open("a") as gate:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
         _held_alone = alone
         try:
             yield

@@ -402,6 +402,7 @@ def _busy(source: SourceEndpoint, statements: int, seconds: int) -> Iterator[lis
 
 
 @pytest.mark.every_source
+@pytest.mark.server_wide  # Threads_running counts every client's statements
 def test_a_bootstrap_reads_nothing_while_the_source_runs_more_than_its_limit_then_is_exact(
     endpoints: StackEndpoints,
     source: SourceEndpoint,
