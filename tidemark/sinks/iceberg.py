@@ -44,12 +44,13 @@ def iceberg_commits(metadata: TableMetadata) -> Iterator[Commit]:
     snapshot = metadata.current_snapshot()
     if snapshot is None:
         return
+    yield commit_of(snapshot)  # often all a reader wants: before indexing every snapshot
     # PyIceberg's ``ancestors_of`` looks each parent up in the list: quadratic in snapshots
-    by_id = {snapshot.snapshot_id: snapshot for snapshot in metadata.snapshots}
-    while snapshot is not None:
+    by_id = {kept.snapshot_id: kept for kept in metadata.snapshots}
+    parent = snapshot.parent_snapshot_id
+    while parent is not None and (snapshot := by_id.get(parent)) is not None:
         yield commit_of(snapshot)
         parent = snapshot.parent_snapshot_id
-        snapshot = None if parent is None else by_id.get(parent)
 
 
 class IcebergHistory:
