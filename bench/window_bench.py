@@ -139,7 +139,7 @@ def merge_window(spark: SparkSession, spec: MirrorSpec, end_ms: int) -> int:
         MirrorKey.WINDOW_END: str(end_ms),
         MirrorKey.MERGED_ORDER: str(bound.order),
         MirrorKey.SOURCE_WATERMARK: str(bound.watermark_ms),
-        MirrorKey.CHANGELOG_SNAPSHOT: str(bound.snapshot_id),
+        MirrorKey.CHANGELOG_SNAPSHOT: str(bound.commit_id),
     }
     return merge_range(spark, spec, merged, bound.order, stamps).keys
 

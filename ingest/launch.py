@@ -18,8 +18,8 @@ from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkB
 from ingest.bootstrap.chunk_reads import EvenDistribution
 from ingest.bootstrap.display import BootstrapDisplay, LogDisplay, MetricsDisplay
 from ingest.changelog.error_table import ErrorTables, errors_sink, sink_of
+from ingest.changelog.formats import changelog_opener
 from ingest.changelog.listing import CatalogListing, namespace_of
-from ingest.changelog.table import ChangelogTable, open_changelog
 from ingest.errors import SchemaChangeStopError
 from ingest.schema.evolution import promotes
 from ingest.schema.source_tables import read_source_tables
@@ -39,6 +39,7 @@ from tidemark.contracts.schema_history import SchemaVersion, versions_property
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import ConfigError
 from tidemark.metrics import IngestMetrics
+from tidemark.sinks.protocols import ChangelogWriter
 from tidemark.source import current_position, server_clock
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class Onboarding:
 
     plan: Plan
     sources: dict[tuple[str, str], SourceTable]
-    tables: dict[str, ChangelogTable]
+    tables: dict[str, ChangelogWriter]
     bindings: dict[tuple[str, str], Binding]
     #: per physical source table
     trackers: dict[str, SchemaTracker]
@@ -117,7 +118,7 @@ def _onboard_sink(
                 member.table_id, [SchemaVersion(1, STARTED, member)]
             ).items()
         }
-        table = open_changelog(
+        table = changelog_opener(config.sink.type)(
             catalog,
             sink.changelog,
             schema,

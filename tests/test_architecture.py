@@ -19,6 +19,15 @@ STAGES = ("ingest", "scheduler", "spark_jobs")
 #: (``tidemark/lake/__init__.py``), against one PyIceberg version checked at its import; shared
 #: core, so it imports no stage and no command either
 LAKE = ("tidemark.lake",)
+#: the Iceberg implementation of the lake seam (``tidemark.sinks``): the modules that read a
+#: changelog's commits from Iceberg snapshots, with the fence under them. Everywhere else a
+#: commit is a ``tidemark.sinks.commits.Commit``, whatever the format
+ICEBERG_COMMITS = (
+    "tidemark.sinks.iceberg",
+    "ingest.changelog.table",
+    "ingest.changelog.fencing",
+    *LAKE,
+)
 
 
 def _module_name(path: Path) -> str:
@@ -145,6 +154,52 @@ def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
         if _within(module, (stage,))
     }
     assert offenders == {}
+
+
+def test_iceberg_snapshots_are_read_by_the_iceberg_implementation_of_the_seam_only() -> None:
+    """Commit reports, status, the runner and the window's bound work on ``Commit`` records,
+    so that a second lake format is one more implementation of ``tidemark.sinks``."""
+    importers = sorted(_importers_of(("pyiceberg.table.snapshots",)))
+    assert importers, "nothing imports pyiceberg.table.snapshots: the rule checks nothing"
+    assert [module for module in importers if not _within(module, ICEBERG_COMMITS)] == []
+
+
+@pytest.mark.parametrize("stage", ["scheduler", "spark_jobs"])
+def test_the_scheduler_and_the_window_jobs_read_no_snapshot_summary_themselves(
+    stage: str,
+) -> None:
+    """They read a changelog's commits through ``tidemark.sinks`` (``Commit.properties``)."""
+    offenders = {
+        module: lines
+        for module, tree in _trees()
+        if _within(module, (stage,))
+        if (
+            lines := [
+                node.lineno
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and node.attr == "additional_properties"
+            ]
+        )
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "tidemark.sinks.commits",
+        "tidemark.sinks.protocols",
+        "ingest.changelog.formats",
+        "ingest.stream.runner",
+        "ingest.stream.background_commits",
+        "spark_jobs.merge.bound",
+    ],
+)
+def test_what_works_on_commits_names_no_lake_format_but_through_the_seam(module: str) -> None:
+    """The seam, ingest's commit loop and the window's bound import no PyIceberg table or
+    snapshot: a format's types stay in its implementation (the registry may name a catalog)."""
+    formats = ("pyiceberg.table", "pyiceberg.io", "pyiceberg.expressions", "pypaimon")
+    assert sorted(name for name in imports()[module] if _within(name, formats)) == []
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,8 @@
 
 The shared core, which every stage (``ingest``, ``scheduler``, ``spark_jobs``) may use and
 which imports none of them: the pipeline file (``config``), what readers of the lake rely on
-(``contracts``), catalog access, source connections, metrics, windows, the error roots and the
+(``contracts``), what the stages need of a lake format (``sinks``: commits and the changelog
+protocols), catalog access, source connections, metrics, windows, the error roots and the
 local service stack. ``tidemark.app`` is the roof over the stages: the command line, the
 ``Pipeline`` facade, the output, the status page and the demo; it alone wires stages together.
 """

@@ -43,8 +43,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import pyarrow as pa
-from pyiceberg.expressions import And, EqualTo, GreaterThan, Reference
-from pyiceberg.expressions.literals import literal
 
 from ingest.bootstrap.chunk_reads import ChunkReads, ChunkReadsLender, EvenDistribution
 from ingest.bootstrap.display import BootstrapDisplay
@@ -58,7 +56,6 @@ from ingest.bootstrap.snapshot_reader import (
     column_gone,
 )
 from ingest.changelog.error_table import error_row
-from ingest.changelog.table import ChangelogTable
 from ingest.errors import UnconvertibleValueError
 from ingest.schema.conversion import SCHEMA_VERSION
 from ingest.schema.select_values import PageConverter, page_converter
@@ -67,6 +64,7 @@ from tidemark.contracts.changelog import MetadataColumn, Operation
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import ConfigError, TerminalError, TransientError
+from tidemark.sinks.protocols import ChangelogWriter
 from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
@@ -113,7 +111,7 @@ class SinkBootstrap:
     """One changelog table and the physical tables whose rows it is to receive."""
 
     sink: str
-    table: ChangelogTable
+    table: ChangelogWriter
     members: Sequence[SourceTable]
     #: each member's schema version (``tidemark.contracts.schema_history``)
     versions: Mapping[str, int] = field(default_factory=dict)
@@ -169,9 +167,9 @@ class Bootstrapper:
     settings: BootstrapSettings
     display: BootstrapDisplay
     #: the error table of a sink table, created on first use (``ingest.changelog.error_table``)
-    open_errors: Callable[[str], ChangelogTable] | None = None
+    open_errors: Callable[[str], ChangelogWriter] | None = None
     #: the error table of a sink table if it exists
-    find_errors: Callable[[str], ChangelogTable | None] | None = None
+    find_errors: Callable[[str], ChangelogWriter | None] | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     #: set to stop at the next chunk, leaving what is committed (a run stopped meanwhile)
@@ -409,18 +407,8 @@ class Bootstrapper:
                 last_order - state.errors_order,
                 sink,
             )
-            errors.delete(
-                And(
-                    EqualTo(
-                        term=Reference(MetadataColumn.OPERATION.value),
-                        value=literal(Operation.SNAPSHOT_READ.value),
-                    ),
-                    GreaterThan(
-                        term=Reference(MetadataColumn.ORDER_KEY.value),
-                        value=literal(state.errors_order),
-                    ),
-                ),
-                replace(progress, last_order=state.errors_order),
+            errors.delete_snapshot_rows_after(
+                state.errors_order, replace(progress, last_order=state.errors_order)
             )
         return state
 

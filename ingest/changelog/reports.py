@@ -2,10 +2,10 @@
 
 The only module of ``ingest`` that imports ``confluent_kafka``.
 
-Iceberg is the source of truth: every changelog snapshot written by ingest carries its watermark,
-position and row count in its summary, so any report can be rebuilt from a table's snapshot
-history (``report_from_snapshot``). The publisher therefore never needs to keep a report in
-memory for long, and a report it could not send is never lost:
+The lake is the source of truth: every changelog commit written by ingest carries its
+watermark, position and row count, so any report can be rebuilt from a table's commit history
+(``report_from_commit``, over ``tidemark.sinks`` commits). The publisher therefore never needs
+to keep a report in memory for long, and a report it could not send is never lost:
 
 - ``publish`` hands the report to librdkafka and returns at once. librdkafka keeps it and retries
   until the broker takes it (``message.timeout.ms=0``: no local timeout), in produce order
@@ -41,13 +41,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.catalog import Catalog
-from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
 from ingest.errors import IngestError
 from tidemark.config.model import ReportsSettings, reveal
-from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import ConfigError, TransientError
+from tidemark.sinks.commits import Commit
+from tidemark.sinks.iceberg import IcebergHistory
+from tidemark.sinks.protocols import ChangelogHistory
 
 logger = logging.getLogger(__name__)
 
@@ -101,22 +102,21 @@ class PublisherSettings:
         return {**self.kafka, "logger": logger}
 
 
-# -- reports from Iceberg history ------------------------------------------------------------
+# -- reports from the changelog's history -----------------------------------------------------
 
 
-def report_from_snapshot(table: str, snapshot: Snapshot) -> CommitReport | None:
-    """The report for a snapshot ingest wrote; None for others (compaction, users' commits)."""
-    summary = snapshot.summary.additional_properties if snapshot.summary else {}
-    progress = TableProgress.from_summary(summary)
+def report_from_commit(table: str, commit: Commit) -> CommitReport | None:
+    """The report for a commit ingest made; None for others (compaction, users' commits)."""
+    progress = commit.progress()
     if progress is None:
         return None
     return CommitReport(
         table=table,
-        snapshot_id=snapshot.snapshot_id,
+        snapshot_id=commit.commit_id,
         watermark_ms=progress.watermark_ms,
         position=str(progress.position),
-        rows_added=int(summary.get("added-records", 0)),
-        committed_at_ms=snapshot.timestamp_ms,
+        rows_added=commit.rows_added,
+        committed_at_ms=commit.committed_at_ms,
         source=progress.source,
         partial=progress.partial_rows > 0,
         last_order=progress.last_order,
@@ -127,14 +127,15 @@ def report_from_snapshot(table: str, snapshot: Snapshot) -> CommitReport | None:
     )
 
 
-def table_history(catalog: Catalog, table: str) -> list[CommitReport]:
-    """The reports of every ingest snapshot in ``table``'s current history, oldest first."""
-    metadata = catalog.load_table(table).metadata
-    current = metadata.current_snapshot()
-    if current is None:
-        return []
-    reports = (report_from_snapshot(table, s) for s in ancestors_of(current, metadata))
+def history_reports(table: str, history: ChangelogHistory) -> list[CommitReport]:
+    """The reports of every ingest commit in ``history``, ``table``'s, oldest first."""
+    reports = (report_from_commit(table, commit) for commit in history.commits())
     return [report for report in reports if report is not None][::-1]
+
+
+def table_history(catalog: Catalog, table: str) -> list[CommitReport]:
+    """The reports of every ingest commit in ``table``'s current history, oldest first."""
+    return history_reports(table, IcebergHistory(catalog.load_table(table)))
 
 
 def reports_after(history: Sequence[CommitReport], last: CommitReport | None) -> list[CommitReport]:

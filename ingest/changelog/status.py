@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
@@ -13,6 +13,7 @@ from ingest.changelog.table import ChangelogTable
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.progress import TableProgress
 from tidemark.freshness import FreshnessSample
+from tidemark.sinks.commits import watermark_history
 
 
 @dataclass(frozen=True)
@@ -80,30 +81,29 @@ def table_status(
         table = catalog.load_table(changelog)
     except NoSuchTableError:
         return TableStatus(sink, changelog, exists=False)
-    snapshot = table.current_snapshot()
-    if snapshot is None:
-        return TableStatus(sink, changelog, exists=True)
-    summary = snapshot.summary.additional_properties if snapshot.summary else {}
-    total = summary.get("total-records")
     changelog_table = ChangelogTable(table)
+    newest = next(changelog_table.commits(), None)
+    if newest is None:
+        return TableStatus(sink, changelog, exists=True)
     bootstrap = changelog_table.bootstrap()
+    history = (
+        () if history_since is None else watermark_history(changelog_table.commits(), history_since)
+    )
     return TableStatus(
         sink,
         changelog,
         exists=True,
         progress=changelog_table.progress(),
-        snapshot_id=snapshot.snapshot_id,
-        committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
-        total_rows=int(total) if total is not None else None,
+        snapshot_id=newest.commit_id,
+        committed_at=newest.committed_at,
+        total_rows=newest.total_rows,
         bootstrap=None if bootstrap is None or bootstrap.done else bootstrap,
         errors=_error_rows(catalog, sink, error_tables),
-        history=() if history_since is None else changelog_table.watermark_history(history_since),
+        history=history,
     )
 
 
 def _error_rows(catalog: Catalog, sink: str, listed: ErrorTables | None) -> int:
     table = load_error_table(catalog, sink) if listed is None else listed.find(sink)
-    snapshot = table.current_snapshot() if table is not None else None
-    if snapshot is None or snapshot.summary is None:
-        return 0
-    return int(snapshot.summary.additional_properties.get("total-records", 0))
+    newest = next(table.commits(), None) if table is not None else None
+    return 0 if newest is None else newest.total_rows or 0

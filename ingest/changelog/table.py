@@ -1,23 +1,34 @@
-"""Changelog tables: append-only Iceberg tables holding every change of one sink table.
+"""Changelog tables in Iceberg: append-only tables holding every change of one sink table.
 
 Each row is a source row image (the after image; the before image for a delete) plus the
 metadata columns of docs/architecture.md#changelog-rows. Tables are created on first use,
 format v2, partitioned by day of event time. Ingest only ever appends
 (docs/architecture.md#append-only-changelogs-spark-does-the-merge).
+
+``ChangelogTable`` is the Iceberg implementation of ``tidemark.sinks.protocols.ChangelogWriter``
+(registered as ``iceberg`` in ``ingest.changelog.formats``): its commits are snapshots, read as
+``Commit`` records by ``tidemark.sinks.iceberg``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
-from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, Reference
+from pyiceberg.expressions import (
+    And,
+    BooleanExpression,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    Reference,
+)
 from pyiceberg.expressions.literals import literal
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
@@ -28,12 +39,18 @@ from ingest.changelog.fencing import newest_progress_snapshot, writer_fence
 from ingest.changelog.listing import CatalogListing, namespace_of
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
-from tidemark.contracts.changelog import METADATA_FIELDS, METADATA_NAMES, MetadataColumn
+from tidemark.contracts.changelog import (
+    METADATA_FIELDS,
+    METADATA_NAMES,
+    MetadataColumn,
+    Operation,
+)
 from tidemark.contracts.instance import WRITER_KEY, writer_id
 from tidemark.contracts.progress import TableProgress
-from tidemark.freshness import FreshnessSample, per_minute
 from tidemark.lake.appends import Appender
 from tidemark.lake.transactions import AskingTransaction, create_table_transaction
+from tidemark.sinks.commits import Commit
+from tidemark.sinks.iceberg import commit_of, iceberg_commits
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +81,8 @@ def changelog_schema(data: pa.Schema) -> pa.Schema:
 
 
 class ChangelogTable:
-    """One changelog table; ``commit`` appends rows and progress in one Iceberg commit."""
+    """One changelog table; ``commit`` appends rows and progress in one Iceberg commit
+    (``tidemark.sinks.protocols.ChangelogWriter``)."""
 
     def __init__(self, table: Table) -> None:
         self._table = table
@@ -100,8 +118,12 @@ class ChangelogTable:
                 transaction.set_properties(dict(properties))
             self.schema = self._table.schema().as_arrow()
 
-    def current_snapshot(self) -> Snapshot | None:
-        return self._table.current_snapshot()
+    def has_commits(self) -> bool:
+        return self._table.current_snapshot() is not None
+
+    def commits(self) -> Iterator[Commit]:
+        """The snapshots of the table's history, newest first, as commits."""
+        return iceberg_commits(self._table.metadata)
 
     def progress(self) -> TableProgress | None:
         """The progress recorded by the newest Tidemark commit (compactions are skipped)."""
@@ -112,29 +134,6 @@ class ChangelogTable:
         """The bootstrap's state if the newest Tidemark commit is one of the bootstrap's."""
         summary = self._newest_tidemark_summary()
         return None if summary is None else BootstrapState.from_summary(summary)
-
-    def watermark_history(self, since: datetime) -> tuple[FreshnessSample, ...]:
-        """The watermark each commit since ``since`` reached, and the newest one before it (where
-        a chart of ``since`` onwards starts), one a minute; commits while bootstrapping, and
-        snapshots that are not Tidemark's, have none. As far back as snapshots are kept; read
-        newest first, so a long history costs only the hours asked for."""
-        since_ms = since.timestamp() * 1000
-        samples = []
-        for snapshot in sorted(
-            self._table.metadata.snapshots, key=lambda s: s.timestamp_ms, reverse=True
-        ):
-            summary = snapshot.summary.additional_properties if snapshot.summary else {}
-            progress = TableProgress.from_summary(summary)
-            if progress is None or progress.hold_until is not None or progress.watermark_ms <= 0:
-                continue
-            bootstrap = BootstrapState.from_summary(summary)
-            if bootstrap is not None and not bootstrap.done:
-                continue
-            at = datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC)
-            samples.append(FreshnessSample(at, progress.watermark_ms))
-            if snapshot.timestamp_ms < since_ms:  # where the chart starts: far enough
-                break
-        return per_minute(samples)
 
     def newest_rows(self, since: datetime, columns: Sequence[str], limit: int) -> pa.Table:
         """``columns`` of the ``limit`` newest rows (by order) whose change happened since
@@ -169,14 +168,14 @@ class ChangelogTable:
 
     def commit(
         self, rows: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None = None
-    ) -> Snapshot:
+    ) -> Commit:
         """Append ``rows`` (possibly none) with ``progress``, and the bootstrap's state when the
-        rows are a snapshot's, in one commit; returns the new snapshot."""
+        rows are a snapshot's, in one commit; returns the commit, from the new snapshot."""
         properties = {**progress.summary(), WRITER_KEY: writer_id()}
         if bootstrap is not None:
             properties.update(bootstrap.summary())
         with self.writing:
-            return self._appender.append(rows, properties, writer_fence(self._table))
+            return commit_of(self._appender.append(rows, properties, writer_fence(self._table)))
 
     def _append_with_pyiceberg(
         self, rows: pa.Table, properties: dict[str, str], before_retry: Callable[[], None] | None
@@ -185,8 +184,21 @@ class ChangelogTable:
         with AskingTransaction(self._table, fence) as transaction:
             transaction.append(rows, snapshot_properties=properties)
 
-    def delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
-        """Delete the rows matching ``rows``, in a commit that keeps ``progress``."""
+    def delete_snapshot_rows_after(self, order: int, progress: TableProgress) -> None:
+        """Delete the rows a bootstrap read whose order is after ``order``, in a commit that
+        keeps ``progress`` (the one delete ingest makes: in an error table)."""
+        self._delete(
+            And(
+                EqualTo(
+                    term=Reference(MetadataColumn.OPERATION.value),
+                    value=literal(Operation.SNAPSHOT_READ.value),
+                ),
+                GreaterThan(term=Reference(MetadataColumn.ORDER_KEY.value), value=literal(order)),
+            ),
+            progress,
+        )
+
+    def _delete(self, rows: BooleanExpression, progress: TableProgress) -> None:
         with self.writing, _transaction(self._table) as transaction:
             properties = {**progress.summary(), WRITER_KEY: writer_id()}
             transaction.delete(delete_filter=rows, snapshot_properties=properties)

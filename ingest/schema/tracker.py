@@ -15,7 +15,6 @@ import logging
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
-from ingest.changelog.table import ChangelogTable
 from ingest.errors import SchemaChangeStopError
 from ingest.schema.conversion import Conversion
 from ingest.schema.ddl import renamed_columns, table_comment
@@ -31,6 +30,7 @@ from tidemark.contracts.schema_history import (
     versions_property,
 )
 from tidemark.contracts.source_tables import SourceTable
+from tidemark.sinks.protocols import ChangelogWriter
 from tidemark.source import SourceConnection
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class SchemaTracker:
     def __init__(
         self,
         source: SourceConnection,
-        changelog: ChangelogTable,
+        changelog: ChangelogWriter,
         options: TrackerOptions,
         locate: Callable[[], str] = lambda: STARTED,
     ) -> None:
@@ -283,7 +283,7 @@ class SchemaTracker:
     def _check_legacy(self, table: SourceTable) -> None:
         """A changelog written before schema history: the table's columns must still be there."""
         history = any(key.startswith(PROPERTY_PREFIX) for key in self._changelog.properties)
-        if history or self._changelog.current_snapshot() is None:
+        if history or not self._changelog.has_commits():
             return
         data = self._changelog.data_schema()
         expected = arrow_schema(table, tinyint1_as_boolean=self._options.tinyint1_as_boolean)

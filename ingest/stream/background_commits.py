@@ -15,19 +15,18 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from pyiceberg.table.snapshots import Snapshot
-
-from ingest.changelog.table import ChangelogTable
 from ingest.stream.assembler import TableFlush
+from tidemark.sinks.commits import Commit
+from tidemark.sinks.protocols import ChangelogWriter
 
 
 @dataclass(frozen=True)
 class Ended:
-    """A commit that ended: its snapshot, or why it failed."""
+    """A commit that ended: what it made, or why it failed."""
 
     table_flush: TableFlush
-    table: ChangelogTable
-    snapshot: Snapshot | None
+    table: ChangelogWriter
+    commit: Commit | None
     error: BaseException | None
 
 
@@ -37,9 +36,9 @@ class BackgroundCommits:
     def __init__(self, pool: ThreadPoolExecutor, slots: int) -> None:
         self._pool = pool
         self.slots = slots
-        self._in_flight: dict[str, tuple[TableFlush, ChangelogTable, Future[Snapshot]]] = {}
+        self._in_flight: dict[str, tuple[TableFlush, ChangelogWriter, Future[Commit]]] = {}
         #: commits that ended, appended by the pool's threads (deque appends are atomic)
-        self._ended: deque[tuple[str, Future[Snapshot]]] = deque()
+        self._ended: deque[tuple[str, Future[Commit]]] = deque()
 
     def __contains__(self, sink: object) -> bool:
         return sink in self._in_flight
@@ -48,7 +47,7 @@ class BackgroundCommits:
     def free(self) -> int:
         return self.slots - len(self._in_flight)
 
-    def submit(self, table_flush: TableFlush, table: ChangelogTable) -> None:
+    def submit(self, table_flush: TableFlush, table: ChangelogWriter) -> None:
         sink = table_flush.sink
         assert sink not in self._in_flight  # one commit per table at a time: they stay in order
         future = self._pool.submit(_commit_rows, table_flush, table)
@@ -76,7 +75,7 @@ class BackgroundCommits:
         return Ended(table_flush, table, None if error else future.result(), error)
 
 
-def _commit_rows(table_flush: TableFlush, table: ChangelogTable) -> Snapshot:
+def _commit_rows(table_flush: TableFlush, table: ChangelogWriter) -> Commit:
     """One table's rows and progress, in one commit, converted to the table's schema as it is
     then (the schema tracker may have evolved it since the rows were read)."""
     with table.writing:

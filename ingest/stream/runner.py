@@ -20,15 +20,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import pymysql
-from pyiceberg.table.snapshots import Snapshot
 
 from ingest.binlog.events import Heartbeat, RowsChanged, TransactionCommitted
 from ingest.binlog.process import ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from ingest.bootstrap.background import BackgroundBootstrap
 from ingest.changelog.error_table import is_errors_sink, sink_of
-from ingest.changelog.reports import report_from_snapshot
-from ingest.changelog.table import ChangelogTable
+from ingest.changelog.reports import report_from_commit
 from ingest.errors import SchemaChangeStopError
 from ingest.gc_pacing import fewer_collections
 from ingest.settings import IngestSettings
@@ -36,6 +34,8 @@ from ingest.stream.assembler import ChangeAssembler, Flush, TableFlush
 from ingest.stream.background_commits import BackgroundCommits
 from tidemark.contracts.reports import CommitReport, TableMark, WatermarkReport
 from tidemark.metrics import IngestMetrics
+from tidemark.sinks.commits import Commit
+from tidemark.sinks.protocols import ChangelogWriter
 from tidemark.source import BinlogPosition, SourceConnection
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class RunSummary:
     reconnects: int = 0
     position: BinlogPosition | None = None
     stopped_because: str = ""
+    #: per sink table, the id of its last commit
     snapshots: dict[str, int] = field(default_factory=dict)
 
 
@@ -94,8 +95,8 @@ class IngestRunner:
         *,
         source: SourceConnection,
         databases: list[str],
-        tables: Mapping[str, ChangelogTable],
-        open_table: Callable[[str], ChangelogTable] | None = None,
+        tables: Mapping[str, ChangelogWriter],
+        open_table: Callable[[str], ChangelogWriter] | None = None,
         assembler: ChangeAssembler,
         reports: ReportSink | None,
         settings: IngestSettings,
@@ -428,18 +429,16 @@ class IngestRunner:
         for ended in list(commits.wait_all() if wait else commits.ended()):
             if ended.error is not None:
                 failure = failure or ended.error
-            elif ended.snapshot is not None:
-                self._committed(ended.table_flush, ended.table, ended.snapshot)
+            elif ended.commit is not None:
+                self._committed(ended.table_flush, ended.table, ended.commit)
         if failure is None:
             return
         for ended in list(commits.wait_all()):
-            if ended.snapshot is not None:
-                self._committed(ended.table_flush, ended.table, ended.snapshot)
+            if ended.commit is not None:
+                self._committed(ended.table_flush, ended.table, ended.commit)
         raise failure
 
-    def _committed(
-        self, table_flush: TableFlush, table: ChangelogTable, snapshot: Snapshot
-    ) -> None:
+    def _committed(self, table_flush: TableFlush, table: ChangelogWriter, commit: Commit) -> None:
         changes = table_flush.changes
         sink, progress = table_flush.sink, table_flush.progress
         if is_errors_sink(sink):
@@ -457,14 +456,14 @@ class IngestRunner:
                 progress.late_rows,
             )
         self._summary.commits += 1
-        self._summary.snapshots[table_flush.sink] = snapshot.snapshot_id
+        self._summary.snapshots[table_flush.sink] = commit.commit_id
         if is_errors_sink(table_flush.sink):
             return  # the scheduler waits for changelog tables only
-        report = report_from_snapshot(table.identifier, snapshot)
+        report = report_from_commit(table.identifier, commit)
         if self._reports is not None and report is not None:
             self._reports.publish(report)
 
-    def _table(self, sink: str) -> ChangelogTable:
+    def _table(self, sink: str) -> ChangelogWriter:
         table = self._tables.get(sink)
         if table is None:
             if self._open_table is None:

@@ -2,39 +2,31 @@
 
 ``_tm_order`` counts the rows of one changelog table in commit order, and every Tidemark commit
 records the last order in the table (``tidemark.order``) next to its watermark. A window ending
-at E applies the rows up to the order of the **earliest** snapshot whose watermark reaches E and
+at E applies the rows up to the order of the **earliest** commit whose watermark reaches E and
 that does not stop in the middle of a transaction (``partial_rows == 0``): the mirror then
 equals the source at a transaction boundary at or just after E (a consistent cut).
 
-Row ranges survive compaction (a ``replace`` snapshot has no Tidemark keys and is skipped) and
-snapshot expiry (when the earliest qualifying snapshot is gone, the oldest later one that
-remains is used: the mirror lands at a later consistent position, which is still correct).
-Pure functions of the snapshot summaries; ``spark_jobs.merge.spark`` reads them from the table.
+Row ranges survive compaction (a compaction's commit has no Tidemark keys and is skipped) and
+expiry (when the earliest qualifying commit is gone, the oldest later one that remains is used:
+the mirror lands at a later consistent position, which is still correct). Pure functions of a
+changelog's commits in any lake format (``tidemark.sinks.commits.Commit``), in any order;
+``spark_jobs.merge.lake`` reads them through ``tidemark.sinks``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tidemark.contracts.progress import TableProgress
 from tidemark.errors import TransientError
-
-
-@dataclass(frozen=True)
-class SnapshotInfo:
-    """One snapshot of a changelog table, as its metadata lists it."""
-
-    snapshot_id: int
-    committed_at_ms: int
-    summary: Mapping[str, str]
+from tidemark.sinks.commits import Commit
 
 
 @dataclass(frozen=True)
 class ChangelogBound:
-    """The changelog snapshot a window merges up to, and what it records."""
+    """The changelog commit a window merges up to, and what it records."""
 
-    snapshot_id: int
+    commit_id: int
     order: int
     watermark_ms: int
 
@@ -43,15 +35,15 @@ class WindowNotCompleteError(TransientError):
     """No changelog commit has reached the window's end yet: try again later."""
 
 
-def find_bound(table: str, snapshots: Iterable[SnapshotInfo], window_end_ms: int) -> ChangelogBound:
-    """The earliest complete snapshot of ``table`` whose watermark is at least ``window_end_ms``.
+def find_bound(table: str, commits: Iterable[Commit], window_end_ms: int) -> ChangelogBound:
+    """The earliest complete commit of ``table`` whose watermark is at least ``window_end_ms``.
 
     Raises ``WindowNotCompleteError`` when there is none yet.
     """
     best: tuple[int, int, ChangelogBound] | None = None
     latest_watermark: int | None = None
-    for snapshot in snapshots:
-        progress = TableProgress.from_summary(snapshot.summary)
+    for commit in commits:
+        progress = commit.progress()
         if progress is None:
             continue  # compaction or a user's own commit: no Tidemark keys
         if latest_watermark is None or progress.watermark_ms > latest_watermark:
@@ -60,9 +52,9 @@ def find_bound(table: str, snapshots: Iterable[SnapshotInfo], window_end_ms: int
             continue
         # orders and watermarks never go backwards, so the smallest order is the earliest cut;
         # among commits with equal orders (empty ones) the first committed is the earliest
-        rank = (progress.last_order, snapshot.committed_at_ms)
+        rank = (progress.last_order, commit.committed_at_ms)
         if best is None or rank < best[:2]:
-            bound = ChangelogBound(snapshot.snapshot_id, progress.last_order, progress.watermark_ms)
+            bound = ChangelogBound(commit.commit_id, progress.last_order, progress.watermark_ms)
             best = (*rank, bound)
     if best is None:
         reached = "no Tidemark commit yet" if latest_watermark is None else latest_watermark
@@ -74,22 +66,21 @@ def find_bound(table: str, snapshots: Iterable[SnapshotInfo], window_end_ms: int
     return best[2]
 
 
-def bound_at_order(table: str, snapshots: Iterable[SnapshotInfo], order: int) -> ChangelogBound:
+def bound_at_order(table: str, commits: Iterable[Commit], order: int) -> ChangelogBound:
     """The bound for a caller-given order (a commit report's ``last_order``): the earliest
-    Tidemark snapshot that holds it, for the watermark and snapshot the mirror is stamped with.
+    Tidemark commit that holds it, for the watermark and commit the mirror is stamped with.
 
-    Raises ``WindowNotCompleteError`` when no snapshot holds that order yet.
+    Raises ``WindowNotCompleteError`` when no commit holds that order yet.
     """
     holding = [
-        (progress.last_order, snapshot.committed_at_ms, snapshot.snapshot_id, progress)
-        for snapshot in snapshots
-        if (progress := TableProgress.from_summary(snapshot.summary)) is not None
-        and progress.last_order >= order
+        (progress.last_order, commit.committed_at_ms, commit.commit_id, progress)
+        for commit in commits
+        if (progress := commit.progress()) is not None and progress.last_order >= order
     ]
     if not holding:
         raise WindowNotCompleteError(
             f"{table} holds no rows up to _tm_order {order} yet: run the window again once "
             "ingest has committed them"
         )
-    _, _, snapshot_id, progress = min(holding, key=lambda item: item[:3])
-    return ChangelogBound(snapshot_id, order, progress.watermark_ms)
+    _, _, commit_id, progress = min(holding, key=lambda item: item[:3])
+    return ChangelogBound(commit_id, order, progress.watermark_ms)

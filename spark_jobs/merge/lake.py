@@ -38,13 +38,14 @@ from spark_jobs.merge.request import (
     mirror_properties,
 )
 from spark_jobs.merge.stamps import (
+    mirror_commits,
     newest_stamp,
-    snapshot_infos,
     spark_columns,
     stamp_without_changes,
     structure_digest,
 )
 from tidemark.contracts.mirror import MirrorKey
+from tidemark.sinks.iceberg import IcebergHistory
 from tidemark.windows import Window
 
 logger = logging.getLogger(__name__)
@@ -107,25 +108,27 @@ def merge_in_lake(lake: Catalog, request: MergeRequest) -> MergeOutcome | SparkM
     but a new plain mirror that Spark would have created the same)."""
     spec, window = request.spec, request.window
     mirror = _table(lake, request.mirror)
-    state = newest_stamp(spec.mirror, snapshot_infos(mirror)) if mirror else None
+    state = newest_stamp(spec.mirror, mirror_commits(mirror)) if mirror else None
     merged = state.merged_order if state else 0
     if state is not None and state.window_end_ms >= window.end_ms:
         return MergeOutcome(request.sink_table, spec.mirror, window, True, merged, merged)
     changelog = _table(lake, request.changelog)
-    snapshots = snapshot_infos(changelog) if changelog is not None else []
+    # the bound is read from the changelog's commits alone (``tidemark.sinks``), as it would
+    # be in another lake format
+    commits = list(IcebergHistory(changelog).commits()) if changelog is not None else []
     if request.up_to_order is not None:
-        bound = bound_at_order(spec.changelog, snapshots, request.up_to_order)
+        bound = bound_at_order(spec.changelog, commits, request.up_to_order)
     else:
-        bound = find_bound(spec.changelog, snapshots, window.end_ms)
+        bound = find_bound(spec.changelog, commits, window.end_ms)
     high = max(bound.order, merged)
-    assert changelog is not None  # a bound was found in its snapshots
+    assert changelog is not None  # a bound was found in its commits
     structure = structure_digest(changelog, repr(spec))
     stamps: dict[str, str] = {
         MirrorKey.WINDOW_START: str(window.start_ms),
         MirrorKey.WINDOW_END: str(window.end_ms),
         MirrorKey.MERGED_ORDER: str(high),
         MirrorKey.SOURCE_WATERMARK: str(bound.watermark_ms),
-        MirrorKey.CHANGELOG_SNAPSHOT: str(bound.snapshot_id),
+        MirrorKey.CHANGELOG_SNAPSHOT: str(bound.commit_id),
         MirrorKey.CHANGELOG_STRUCTURE: structure,
     }
     plain = spec.projection is None and spec.filter is None
@@ -183,7 +186,7 @@ def _outcome(
         changes=counts.changes,
         keys=counts.keys,
         source_watermark_ms=bound.watermark_ms,
-        changelog_snapshot=bound.snapshot_id,
+        changelog_snapshot=bound.commit_id,
         mirror_snapshot=counts.snapshot_id,
         by_spark=by_spark,
     )

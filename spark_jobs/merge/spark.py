@@ -48,7 +48,6 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import expr
 
-from spark_jobs.merge.bound import SnapshotInfo
 from spark_jobs.merge.columns import FILLED_PROPERTY, AddedDefault, MirrorColumns
 from spark_jobs.merge.request import (
     KnownState,
@@ -61,6 +60,8 @@ from spark_jobs.merge.stamps import MirrorStamp, newest_stamp
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
 from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN
 from tidemark.errors import ConfigError, TerminalError
+from tidemark.sinks.commits import Commit
+from tidemark.sinks.iceberg import commit_from_summary
 
 logger = logging.getLogger(__name__)
 
@@ -83,17 +84,16 @@ class _Truncation:
     order: int
 
 
-def table_snapshots(spark: SparkSession, table: str) -> list[SnapshotInfo]:
-    """The snapshots ``table``'s metadata lists, oldest first; fresh, not from Spark's cache."""
+def table_snapshots(spark: SparkSession, table: str) -> list[Commit]:
+    """The snapshots ``table``'s metadata lists, oldest first, as commits; fresh, not from
+    Spark's cache."""
     spark.catalog.refreshTable(table)
     rows = spark.sql(
         f"SELECT snapshot_id, committed_at, summary FROM {table}.snapshots ORDER BY committed_at"
     ).collect()
     return [
-        SnapshotInfo(
-            snapshot_id=row.snapshot_id,
-            committed_at_ms=int(row.committed_at.timestamp() * 1000),
-            summary=dict(row.summary or {}),
+        commit_from_summary(
+            row.snapshot_id, int(row.committed_at.timestamp() * 1000), dict(row.summary or {})
         )
         for row in rows
     ]

@@ -35,9 +35,10 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from spark_jobs.merge.bound import SnapshotInfo
 from tidemark.contracts.mirror import MirrorKey
 from tidemark.errors import TerminalError
+from tidemark.sinks.commits import Commit
+from tidemark.sinks.iceberg import commit_of
 
 #: the summary key Iceberg's Spark writes add to each commit; PyIceberg's commits have none
 SPARK_APP_ID = "spark.app.id"
@@ -54,29 +55,19 @@ class MirrorStamp:
     structure: str | None = None
 
 
-def snapshot_infos(table: Table) -> list[SnapshotInfo]:
-    """The snapshots ``table``'s metadata lists, oldest first."""
-    return sorted(
-        (
-            SnapshotInfo(
-                snapshot_id=snapshot.snapshot_id,
-                committed_at_ms=snapshot.timestamp_ms,
-                summary=dict(snapshot.summary.additional_properties if snapshot.summary else {}),
-            )
-            for snapshot in table.snapshots()
-        ),
-        key=lambda info: info.committed_at_ms,
-    )
+def mirror_commits(mirror: Table) -> list[Commit]:
+    """Every snapshot ``mirror``'s metadata lists, oldest first, as commits."""
+    return sorted(map(commit_of, mirror.snapshots()), key=lambda commit: commit.committed_at_ms)
 
 
-def newest_stamp(mirror: str, snapshots: Iterable[SnapshotInfo]) -> MirrorStamp | None:
+def newest_stamp(mirror: str, snapshots: Iterable[Commit]) -> MirrorStamp | None:
     """The newest stamp among ``mirror``'s snapshots; None for a mirror never committed to.
 
     A mirror with commits but no stamp left (expired by maintenance) is refused: merging it
     from order 0 up to an old window's bound could take keys back to older values.
     """
     snapshots = list(snapshots)
-    stamped = [s for s in snapshots if MirrorKey.WINDOW_END in s.summary]
+    stamped = [s for s in snapshots if MirrorKey.WINDOW_END in s.properties]
     if not stamped:
         if snapshots:
             raise TerminalError(
@@ -87,12 +78,14 @@ def newest_stamp(mirror: str, snapshots: Iterable[SnapshotInfo]) -> MirrorStamp 
             )
         return None
     # stamps only grow, and compaction commits carry none: the largest window end is the newest
-    newest = max(stamped, key=lambda s: (int(s.summary[MirrorKey.WINDOW_END]), s.committed_at_ms))
+    newest = max(
+        stamped, key=lambda s: (int(s.properties[MirrorKey.WINDOW_END]), s.committed_at_ms)
+    )
     return MirrorStamp(
-        window_end_ms=int(newest.summary[MirrorKey.WINDOW_END]),
-        merged_order=int(newest.summary.get(MirrorKey.MERGED_ORDER, "0")),
-        snapshot_id=newest.snapshot_id,
-        structure=newest.summary.get(MirrorKey.CHANGELOG_STRUCTURE),
+        window_end_ms=int(newest.properties[MirrorKey.WINDOW_END]),
+        merged_order=int(newest.properties.get(MirrorKey.MERGED_ORDER, "0")),
+        snapshot_id=newest.commit_id,
+        structure=newest.properties.get(MirrorKey.CHANGELOG_STRUCTURE),
     )
 
 

@@ -1,4 +1,4 @@
-"""Finding the order a window merges up to, from a changelog's snapshot summaries."""
+"""Finding the order a window merges up to, from a changelog's commits."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ import pytest
 
 from spark_jobs.merge.bound import (
     ChangelogBound,
-    SnapshotInfo,
     WindowNotCompleteError,
     bound_at_order,
     find_bound,
 )
 from tidemark.errors import TransientError
+from tidemark.sinks.commits import Commit
 
 
-def tidemark_commit(
-    snapshot_id: int, watermark: int, order: int, partial_rows: int = 0
-) -> SnapshotInfo:
+def tidemark_commit(snapshot_id: int, watermark: int, order: int, partial_rows: int = 0) -> Commit:
     position = {"v": 1, "file": "bin.000001", "pos": 4, "gtid": None, "partial_rows": partial_rows}
     summary = {
         "tidemark.watermark": str(watermark),
@@ -26,11 +24,11 @@ def tidemark_commit(
         "tidemark.source": "127.0.0.1:3306",
         "tidemark.order": str(order),
     }
-    return SnapshotInfo(snapshot_id, committed_at_ms=snapshot_id * 10, summary=summary)
+    return Commit(snapshot_id, committed_at_ms=snapshot_id * 10, properties=summary)
 
 
-def compaction(snapshot_id: int) -> SnapshotInfo:
-    return SnapshotInfo(snapshot_id, snapshot_id * 10, {"operation": "replace"})
+def compaction(snapshot_id: int) -> Commit:
+    return Commit(snapshot_id, snapshot_id * 10, {"operation": "replace"})
 
 
 HISTORY = [
@@ -71,7 +69,7 @@ def test_a_commit_holding_half_a_transaction_is_never_a_bound() -> None:
 
 
 def test_when_the_bound_was_expired_the_oldest_later_commit_is_used() -> None:
-    expired = [s for s in HISTORY if s.snapshot_id not in (3, 4)]
+    expired = [c for c in HISTORY if c.commit_id not in (3, 4)]
 
     assert find_bound("t", expired, 1_000) == ChangelogBound(5, 40, 1_999)
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
 
@@ -379,6 +379,10 @@ class TablePartitioning(_Frozen):
 class IcebergSink(_Frozen):
     """``sink:`` with ``type: iceberg``. Its values are derived from several options each, so
     the options are declared in ``tidemark.config.sink.ICEBERG_OPTIONS``."""
+
+    #: the lake format, the sink's ``type:``: what ingest opens its changelog tables with
+    #: (``ingest.changelog.formats``)
+    type: ClassVar[str] = "iceberg"
 
     name: str | None = None
     catalog_properties: Properties

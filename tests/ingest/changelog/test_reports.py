@@ -34,7 +34,7 @@ from ingest.changelog.reports import (
     CommitReportPublisher,
     PublisherSettings,
     ReportsUnavailableError,
-    report_from_snapshot,
+    report_from_commit,
 )
 from ingest.changelog.table import ChangelogTable, open_changelog
 from tests.stack_helpers import free_ports
@@ -90,8 +90,8 @@ class Changelog:
             partial_rows=partial_rows,
             nulled=nulled,
         )
-        snapshot = self._table.commit(pa.Table.from_pylist([row], self._table.schema), progress)
-        report = report_from_snapshot(self.identifier, snapshot)
+        made = self._table.commit(pa.Table.from_pylist([row], self._table.schema), progress)
+        report = report_from_commit(self.identifier, made)
         assert report is not None
         self.reports.append(report)
         return report

@@ -21,6 +21,7 @@ from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.config import load_pipeline
 from tidemark.freshness import FreshnessSample
 from tidemark.lake.transactions import StagedOnceTransaction
+from tidemark.sinks.commits import watermark_history
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
@@ -161,8 +162,8 @@ def test_the_watermark_history_is_one_sample_a_minute_of_the_commits_that_have_o
     table = catalog.load_table(f"{namespace}.orders")
     third = datetime.fromtimestamp(table.snapshots()[2].timestamp_ms / 1000, UTC)
 
-    history = changelog.watermark_history(since=third - timedelta(minutes=5))
-    later = changelog.watermark_history(since=third + timedelta(minutes=5))
+    history = watermark_history(changelog.commits(), since=third - timedelta(minutes=5))
+    later = watermark_history(changelog.commits(), since=third + timedelta(minutes=5))
 
     # the three commits came within a minute or two: the furthest of each minute is kept
     assert history[-1] == FreshnessSample(third, streamed[-1].watermark_ms)
