@@ -24,6 +24,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
+from bench.polling import wait_until
 from ingest.bootstrap.bootstrapper import TableChangedDuringBootstrapError
 from ingest.bootstrap.display import LogDisplay
 from ingest.bootstrap.load_gate import ThreadsRunning
@@ -33,7 +34,6 @@ from ingest.stream.runner import StopWhen
 from tests.ingest.changelog_checks import Workload, changelog, merged, source_rows
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.output.screen import FakeTerminal, screen
-from tests.polling import wait_until
 from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.app.output.bootstrap_progress import BootstrapProgress
