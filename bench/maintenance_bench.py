@@ -22,10 +22,10 @@ from datetime import timedelta
 from pathlib import Path
 
 from bench.report import Figure, write_figures
+from bench.workloads.changelog_commits import DATA, commit
 from ingest.changelog.table import ChangelogTable, open_changelog
 from spark_jobs.maintenance import MaintenanceSettings, TableMaintainer
 from spark_jobs.session import SparkSettings, build_session
-from tests.spark_jobs.changelogs import DATA, commit
 from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.config.plan import SinkTable
 from tidemark.stack.settings import StackSettings

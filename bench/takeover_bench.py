@@ -5,7 +5,7 @@ Against the local stack. **Ingest**: a one-table pipeline while a workload write
 transactions a second), two ``tidemark ingest`` processes, one active and one waiting. Each
 trial kills the active one and times until a commit of the standby lands in the changelog table
 (its ``tidemark.writer``). **Scheduler**: two scheduler processes of one pipeline
-(``tests.scheduler.standby_scheduler``: windows of 0.3 s of work, recording who ran them) with
+(``bench.workloads.standby_scheduler``: windows of 0.3 s of work, recording who ran them) with
 a day of windows due. Each trial kills the active one once it runs windows and times until the
 standby has finished a window; ``--scheduler-members per-process`` gives each process its own
 Kafka group member, as without static membership, for comparison. After each trial a new
@@ -35,13 +35,14 @@ import psycopg2
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from bench.report import Figure, Target, write_figures
+from bench.workloads.recording_executor import dumps_state
+from bench.workloads.shop_schedule import ORDERS, USERS, at, publish, report
+from bench.workloads.standby_scheduler import TimedExecutor
+from bench.workloads.stock import Workload, active_ingest, create_stock, ingest
 from ingest.lease import lease_holders
 from scheduler.state import StateSettings, StateStore
-from tests.ingest.stock_workload import Workload, active_ingest, create_stock, ingest
-from tests.polling import wait_until
-from tests.scheduler.harness import ORDERS, USERS, at, dumps_state, publish, report
-from tests.scheduler.standby_scheduler import TimedExecutor
 from tidemark.app.pipeline import Pipeline
 from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.contracts.instance import WRITER_KEY, Instance
@@ -252,7 +253,7 @@ def _a_day_of_reports() -> list[CommitReport]:
 
 def _scheduler(args: dict[str, object]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.scheduler.standby_scheduler", json.dumps(args)],
+        [sys.executable, "-m", "bench.workloads.standby_scheduler", json.dumps(args)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

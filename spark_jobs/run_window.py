@@ -27,8 +27,6 @@ from tidemark.config.plan import plan_from_source
 from tidemark.errors import ConfigError, TidemarkError
 from tidemark.windows import TaskKind, Window, WindowTask
 
-logger = logging.getLogger(__name__)
-
 
 def run_task(
     jobs: WindowJobs, task: WindowTask, window: Window, up_to_order: int | None = None

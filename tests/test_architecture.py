@@ -144,6 +144,33 @@ def test_no_stage_imports_the_application_layer() -> None:
     assert offenders == {}
 
 
+def _names_of_tests(tree: ast.Module) -> Iterator[str]:
+    """Modules of ``tests`` that ``tree`` imports, or names as text (``python -m tests.x``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value]
+        else:
+            continue
+        yield from (f"line {node.lineno}: {name}" for name in names if _within(name, ("tests",)))
+
+
+def test_no_benchmark_depends_on_the_tests() -> None:
+    """CI runs the tests, not the benchmarks: a benchmark that used a test's helper would break
+    unseen when that helper changes. What both drive lives in ``bench`` and the tests import
+    it from there."""
+    offenders = {
+        module: names
+        for module, tree in _trees()
+        if _within(module, ("bench",))
+        if (names := list(_names_of_tests(tree)))
+    }
+    assert offenders == {}
+
+
 @pytest.mark.parametrize("stage", ["scheduler", "spark_jobs"])
 def test_the_scheduler_and_the_spark_jobs_read_changelogs_through_the_contracts(
     stage: str,

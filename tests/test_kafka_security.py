@@ -16,10 +16,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client import generate_latest
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from ingest.stream.runner import StopWhen
 from scheduler.reports_consumer import ConsumerSettings, KafkaRefusedError, ReportsConsumer
 from tests.ingest.pipelines import orders_pipeline, reports_block
-from tests.polling import wait_until
 from tests.stack_helpers import free_ports
 from tests.tls_certificates import Authority, ServerFiles
 from tidemark.app.cli import main

@@ -19,10 +19,10 @@ from typing import cast
 
 import pytest
 
+from bench.polling import wait_until
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import orders_pipeline
 from tests.output.pages import NOW, pipeline_page
-from tests.polling import wait_until
 from tests.stack_helpers import free_ports
 from tidemark.app.cli import main
 from tidemark.app.page_server import REPLAN, PageServer, StatusPages, serve

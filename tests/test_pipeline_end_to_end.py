@@ -22,9 +22,9 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from selenium.webdriver.common.by import By
 
+from bench.polling import wait_until
 from tests.browser import chromium
 from tests.end_to_end import one_minute_windows
-from tests.polling import wait_until
 from tests.prometheus import labels, scrape
 from tests.stack_helpers import free_ports
 from tidemark.app.cli import main

@@ -19,10 +19,10 @@ from psycopg2 import sql
 from pydantic import SecretStr
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from ingest.stream.runner import StopWhen
 from scheduler.state import DEFAULT_SCHEMA
 from tests.ingest.pipelines import orders_pipeline, reports_block
-from tests.polling import wait_until
 from tidemark.app.cli import main
 from tidemark.app.page_server import StatusPages
 from tidemark.app.pipeline import Pipeline

@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
+from bench.workloads.stock import Workload, create_stock
 from ingest.lease import lease_holders
 from scheduler.state import StateStore
 from tests.end_to_end import one_minute_windows
-from tests.ingest.stock_workload import Workload, assert_every_change_once_in_order, create_stock
-from tests.polling import wait_until
+from tests.ingest.stock_workload import assert_every_change_once_in_order
 from tidemark.app.cli import main
 from tidemark.app.pipeline import Pipeline
 from tidemark.contracts.instance import Instance, LeaseHolders

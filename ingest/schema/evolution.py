@@ -59,10 +59,6 @@ class Evolution:
     ignored: tuple[str, ...] = ()
     refusal: str | None = None
 
-    @property
-    def changes_table(self) -> bool:
-        return bool(self.add or self.widen)
-
 
 def diff(old: pa.Schema, new: pa.Schema) -> SchemaDiff:
     old_fields = {field.name.lower(): field for field in old}

@@ -11,13 +11,11 @@ from pathlib import Path
 import pytest
 from pyiceberg.catalog import Catalog
 
+from bench.workloads.stock import Workload, create_stock, ingest
 from tests.ingest.pipelines import write_pipeline
 from tests.ingest.stock_workload import (
-    Workload,
     assert_every_change_once_in_order,
-    create_stock,
     has_snapshot,
-    ingest,
     ingest_to_end,
     partial_commits,
 )

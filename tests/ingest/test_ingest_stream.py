@@ -13,12 +13,12 @@ import pytest
 from confluent_kafka import Consumer
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from ingest.changelog.table import ChangelogTable
 from ingest.errors import StartupCheckError
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
-from tests.polling import wait_until
 from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.config import PipelineConfig, load_pipeline

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from bench.polling import wait_until
 from ingest.lease import LeaseTiming, SourceLease, lease_holders, lease_name
-from tests.polling import wait_until
 from tidemark.contracts.instance import Instance, LeaseHolders, State
 from tidemark.source import SourceConnection
 from tidemark.stack.endpoints import SourceEndpoint

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from tests.ingest.pipelines import write_pipeline
-from tests.polling import wait_until
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
 
 #: a reading process checks its parent twice a second; starting ingest takes a few seconds

@@ -15,18 +15,15 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 
+from bench.polling import wait_until
+from bench.workloads.stock import Workload, active_ingest, create_stock, ingest
 from ingest.lease import lease_holders
 from tests.ingest.pipelines import write_pipeline
 from tests.ingest.stock_workload import (
-    Workload,
-    active_ingest,
     assert_every_change_once_in_order,
-    create_stock,
     has_snapshot,
-    ingest,
     ingest_to_end,
 )
-from tests.polling import wait_until
 from tidemark.app.output.console import plain_text
 from tidemark.app.output.status import status_view
 from tidemark.app.pipeline import Pipeline

@@ -9,14 +9,10 @@ import os
 import signal
 import sys
 
+from bench.workloads.recording_executor import RecordingExecutor, loads_state
+from bench.workloads.shop_schedule import consumer_settings, two_table_schedule
 from scheduler.service import PipelineRun, ServiceSettings, run
 from scheduler.state import StateSettings, StateStore
-from tests.scheduler.harness import (
-    RecordingExecutor,
-    consumer_settings,
-    loads_state,
-    two_table_schedule,
-)
 from tidemark.windows import Window
 
 

@@ -10,11 +10,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.workloads.shop_schedule import ORDERS, USERS, at, report
 from scheduler.gate import job_task
 from scheduler.reports_consumer import ConsumerSettings, forget_reports
 from scheduler.state import StateMissingError, StateSettings, StateStore
 from tests.kafka_groups import consumer_groups
-from tests.scheduler.harness import ORDERS, USERS, at, report
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.windows import Window
 

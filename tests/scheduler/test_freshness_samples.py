@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from bench.workloads.shop_schedule import FIVE, ORDERS, USERS, at, ms, report, watermark_report
 from scheduler.state import StateStore
-from tests.scheduler.harness import FIVE, ORDERS, USERS, at, ms, report, watermark_report
 from tidemark.windows import TaskKind, Window, WindowTask
 
 ORDERS_CHANGELOG, USERS_CHANGELOG = f"{ORDERS}_changelog", f"{USERS}_changelog"

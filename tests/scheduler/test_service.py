@@ -18,6 +18,21 @@ from datetime import datetime, timedelta
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.polling import wait_until
+from bench.workloads.recording_executor import RecordingExecutor, dumps_state
+from bench.workloads.shop_schedule import (
+    FIVE,
+    ORDERS,
+    USERS,
+    at,
+    consumer_settings,
+    ms,
+    publish,
+    report,
+    sink,
+    two_table_schedule,
+    watermark_report,
+)
 from scheduler.engine import EngineSettings, WindowEngine
 from scheduler.gate import RunState, TaskSpec, job_task, mirror_task
 from scheduler.reports_consumer import ReportBatch, ReportsConsumer
@@ -25,28 +40,14 @@ from scheduler.service import PipelineRun, run
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateMissingError, StateSettings, StateStore
 from scheduler.status import TaskCondition, describe
-from tests.polling import wait_until
 from tests.scheduler.harness import (
     DEADLINE,
     EXPECTED,
-    FIVE,
-    ORDERS,
     REPORTS,
-    USERS,
     Clock,
-    RecordingExecutor,
     all_succeeded,
-    at,
-    consumer_settings,
-    dumps_state,
-    ms,
-    publish,
-    report,
     run_in_thread,
     serving,
-    sink,
-    two_table_schedule,
-    watermark_report,
 )
 from tidemark.contracts.instance import State
 from tidemark.contracts.reports import CommitReport, WatermarkReport

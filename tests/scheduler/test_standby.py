@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.polling import wait_until
+from bench.workloads.recording_executor import dumps_state
+from bench.workloads.shop_schedule import ORDERS, USERS, at, publish, report
+from bench.workloads.standby_scheduler import TimedExecutor
 from scheduler.gate import RunState
 from scheduler.state import StateSettings, StateStore
-from tests.polling import wait_until
-from tests.scheduler.harness import ORDERS, USERS, at, dumps_state, publish, report
-from tests.scheduler.standby_scheduler import TimedExecutor
 from tidemark.contracts.instance import Instance
 from tidemark.contracts.reports import CommitReport
 
@@ -57,7 +58,7 @@ class Schedulers:
         log = self._folder / f"scheduler-{len(self.processes)}.log"
         with log.open("wb") as stderr:
             process = subprocess.Popen(
-                [sys.executable, "-m", "tests.scheduler.standby_scheduler", json.dumps(args)],
+                [sys.executable, "-m", "bench.workloads.standby_scheduler", json.dumps(args)],
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
             )

@@ -10,8 +10,8 @@ from typing import Any
 import psycopg2
 import pytest
 
+from bench.workloads.shop_schedule import ORDERS, at, report
 from scheduler.state import StateSettings, StateStore, StateUnavailableError
-from tests.scheduler.harness import ORDERS, at, report
 
 
 @pytest.fixture

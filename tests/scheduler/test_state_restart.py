@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.workloads.recording_executor import RecordingExecutor
+from bench.workloads.shop_schedule import at, consumer_settings, publish, two_table_schedule
 from scheduler.engine import WindowEngine
 from scheduler.reports_consumer import ReportsConsumer
 from scheduler.state import (
@@ -17,19 +19,7 @@ from scheduler.state import (
     StateStore,
     StateUnavailableError,
 )
-from tests.scheduler.harness import (
-    DEADLINE,
-    EXPECTED,
-    REPORTS,
-    Clock,
-    RecordingExecutor,
-    all_succeeded,
-    at,
-    consumer_settings,
-    publish,
-    serving,
-    two_table_schedule,
-)
+from tests.scheduler.harness import DEADLINE, EXPECTED, REPORTS, Clock, all_succeeded, serving
 from tests.stack_helpers import free_ports
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.postgres import Postgres

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from ingest.changelog.table import ChangelogTable
 from tests.ingest.pipelines import run_to_end
-from tests.polling import wait_until
 from tests.runners import runner_factory
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.stack.endpoints import StackEndpoints

@@ -10,9 +10,9 @@ import pymysql
 import pytest
 from pyiceberg.catalog import Catalog
 
+from bench.workloads.changelog_commits import DATA, commit
 from ingest.changelog.table import open_changelog
 from tests.ingest.pipelines import write_pipeline
-from tests.spark_jobs.changelogs import DATA, commit
 from tidemark.app.cli import main
 from tidemark.stack.endpoints import StackEndpoints
 

@@ -15,6 +15,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
+from bench.workloads.changelog_commits import DATA, T0, commit
 from ingest.changelog.table import ChangelogTable, open_changelog
 from spark_jobs.maintenance import (
     FileCounts,
@@ -26,7 +27,6 @@ from spark_jobs.maintenance import (
 )
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.runners import MakeRunner
-from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.config import load_pipeline
 from tidemark.config.inventory import read_tables
 from tidemark.config.plan import SinkTable, build_plan

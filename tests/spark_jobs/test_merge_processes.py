@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.polling import wait_until
 from spark_jobs.merge.lake import MergeRequest
 from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
 from spark_jobs.merge.request import MirrorSpec
-from tests.polling import wait_until
 from tests.spark_jobs.orders_windows import StartOrders, mirror_rows
 from tests.spark_jobs.sources import source_rows
 from tidemark.errors import ConfigError

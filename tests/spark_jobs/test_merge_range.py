@@ -6,11 +6,11 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
+from bench.workloads.changelog_commits import DATA, commit
 from ingest.changelog.table import open_changelog
 from spark_jobs.merge import spark as merge
 from spark_jobs.merge.request import MirrorSpec
 from spark_jobs.merge.spark import merge_range
-from tests.spark_jobs.changelogs import DATA, commit
 
 
 def test_a_range_read_in_one_partition_or_as_spark_splits_it_merges_alike(

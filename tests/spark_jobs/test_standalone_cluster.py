@@ -18,7 +18,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from tests.polling import wait_until
+from bench.polling import wait_until
 from tests.spark_jobs.sources import (
     changelog_watermark,
     create_shards,

@@ -27,7 +27,6 @@ _METADATA = (
     f"{_NOT_USED}: every changelog row already carries the source database and table, the "
     "operation and the event time"
 )
-_BY_KEY_RANGE = _FLINK_SPLITS + "chunks by primary key range"
 METADATA_KEYS = ("op_ts", "table_name", "database_name", "row_kind")
 
 MYSQL_OPTIONS = OptionSet(

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bench.polling import wait_until
 from ingest.binlog import event_wire, process
 from ingest.binlog.events import RowsChanged
 from ingest.binlog.process import BATCH_EVENTS, ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from tests.ingest.binlog.every_event import comparable, write_every_kind_of_event
-from tests.polling import wait_until
 from tidemark.source import BinlogPosition, SourceConnection, current_position
 from tidemark.stack.endpoints import SourceEndpoint
 

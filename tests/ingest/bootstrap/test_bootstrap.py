@@ -24,20 +24,19 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
+from bench.polling import wait_until
 from ingest.bootstrap.bootstrapper import TableChangedDuringBootstrapError
 from ingest.bootstrap.display import LogDisplay
 from ingest.bootstrap.load_gate import ThreadsRunning
 from ingest.changelog.table import ChangelogTable
-from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.changelog_checks import Workload, changelog, merged, source_rows
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.output.screen import FakeTerminal, screen
-from tests.polling import wait_until
 from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.app.output.bootstrap_progress import BootstrapProgress
-from tidemark.config import PipelineConfig, load_pipeline
+from tidemark.config import load_pipeline
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.errors import TerminalError
 from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
@@ -107,10 +106,6 @@ def _pipeline(
         )
     )
     return path
-
-
-def _settings(config: PipelineConfig) -> IngestSettings:
-    return IngestSettings.from_options(config.tidemark.ingest)
 
 
 def bootstrap_states(catalog: Catalog, namespace: str, table: str = "orders") -> Iterator[Any]:

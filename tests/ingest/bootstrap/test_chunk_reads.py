@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from bench.polling import wait_until
 from ingest.bootstrap.bootstrapper import chunk_key
 from ingest.bootstrap.chunk_reads import ChunkReads, EvenDistribution, RangeReaders, even_spans
 from ingest.schema.source_tables import read_source_tables
-from tests.polling import wait_until
 from tests.server_variables import global_variables
 from tidemark.bulk_reads import open_bulk_connection
 from tidemark.contracts.source_tables import SourceTable

@@ -18,9 +18,9 @@ from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import SparkSession
 
+from bench.workloads.changelog_commits import DATA, T0, commit
 from ingest.changelog.fencing import ConcurrentWriterError
 from ingest.changelog.table import ChangelogTable, changelog_schema, open_changelog
-from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.contracts.instance import writer_id
 from tidemark.contracts.progress import TableProgress
 from tidemark.lake.manifest_tiers import FAN_IN

@@ -12,12 +12,12 @@ from urllib.parse import urlsplit
 import pytest
 from pyiceberg.catalog import Catalog
 
+from bench.workloads.changelog_commits import DATA, T0, commit
 from ingest.changelog.listing import CatalogListing
 from ingest.changelog.table import changelog_schema, open_changelog
 from ingest.launch import onboard
 from tests.ingest.catalog_calls import recording_load_table
 from tests.ingest.pipelines import write_pipeline
-from tests.spark_jobs.changelogs import DATA, T0, commit
 from tidemark.config import load_pipeline
 from tidemark.freshness import FreshnessSample
 from tidemark.lake.transactions import StagedOnceTransaction

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from ingest.errors import SchemaChangeStopError
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
@@ -22,7 +23,6 @@ from ingest.stream.runner import IngestRunner, StopWhen
 from tests.ingest.changelog_checks import Workload, merged, source_rows
 from tests.ingest.pipelines import run_to_end
 from tests.ingest.source_rows import execute
-from tests.polling import wait_until
 from tidemark.config import load_pipeline
 from tidemark.contracts.schema_history import read_versions
 from tidemark.source import current_position

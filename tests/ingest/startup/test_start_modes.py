@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import pytest
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from ingest.startup.gtid import parse_gtid_set
 from tests.ingest.pipelines import run_to_end, write_pipeline
-from tests.polling import wait_until
 from tests.runners import MakeRunner
 from tidemark.config import load_pipeline
 from tidemark.errors import ConfigError

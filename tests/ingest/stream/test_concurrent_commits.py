@@ -13,11 +13,11 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 
+from bench.polling import wait_until
 from ingest.changelog.table import ChangelogTable
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
-from tests.polling import wait_until
 from tests.runners import MakeRunner
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.reports import CommitReport, WatermarkReport

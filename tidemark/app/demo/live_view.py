@@ -3,7 +3,6 @@ printed as a block every so often when the output is a log (``tidemark.app.outpu
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TextIO
@@ -106,6 +105,3 @@ class LiveView:
 
     def close(self) -> None:
         self._screen.close()
-
-
-FrameSource = Callable[[], DemoFrame]

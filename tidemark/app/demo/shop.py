@@ -49,12 +49,6 @@ def create_shop(conn: Any, size: ShopSize) -> None:
             cursor.execute(statement)
 
 
-def drop_shop(conn: Any) -> None:
-    with conn.cursor() as cursor:
-        for statement in _drop_statements():
-            cursor.execute(statement)
-
-
 def _drop_statements() -> list[str]:
     return [f"DROP DATABASE IF EXISTS `{name}`" for name in (SHOP_DATABASE, *USER_DATABASES)]
 

@@ -1,4 +1,5 @@
-"""Waiting for a condition in tests: poll it until a deadline, never sleep a fixed time."""
+"""Waiting for a condition in tests and benchmarks: poll it until a deadline, never sleep a
+fixed time."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from ingest.changelog.table import ChangelogTable, changelog_schema
 from tidemark.contracts.progress import TableProgress
 from tidemark.source import BinlogPosition
 
-T0 = 1_767_225_600_000  # 2026-01-01 00:00 UTC: the source's clock in these tests
+T0 = 1_767_225_600_000  # 2026-01-01 00:00 UTC: the source's clock in these commits
 DATA = pa.schema([("id", pa.int64()), ("item", pa.string()), ("qty", pa.int64())])
 
 

@@ -1,6 +1,6 @@
-"""A scheduler process for the standby tests, whose windows take a while and say which process
-ran them and whether they finished: ``python -m tests.scheduler.standby_scheduler ARGS_JSON``.
-It runs until killed."""
+"""A scheduler process for the takeover benchmark and the standby tests, whose windows take a
+while and say which process ran them and whether they finished:
+``python -m bench.workloads.standby_scheduler ARGS_JSON``. It runs until killed."""
 
 from __future__ import annotations
 
@@ -12,14 +12,10 @@ import threading
 from dataclasses import replace
 from datetime import timedelta
 
+from bench.workloads.recording_executor import RecordingExecutor, loads_state
+from bench.workloads.shop_schedule import consumer_settings, two_table_schedule
 from scheduler.service import PipelineRun, ServiceSettings, run
 from scheduler.state import StateSettings, StateStore
-from tests.scheduler.harness import (
-    RecordingExecutor,
-    consumer_settings,
-    loads_state,
-    two_table_schedule,
-)
 from tidemark.windows import Window
 
 #: how long a window's work takes here: long enough for a kill to land inside one
