@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.polling import wait_until
+from bench.polling import wait_until
 from tests.server_share import require_alone, shared_servers, turnstile_of
 
 
