@@ -12,8 +12,12 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 demo: setup
 	$(BIN)/tidemark demo
 
+# Two workers share the stack (each test's names are its own); the few tests that change or
+# watch a server for every client (-m server_wide) then run by themselves, so no worker waits
+# for them to have the servers alone.
 test: setup lint browser
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist worksteal -m "not server_wide"
+	$(BIN)/pytest -m server_wide
 
 # The lane of tests that need no service (no stack, no browser): about 20 s
 unit: $(BIN)/tidemark
