@@ -133,6 +133,26 @@ def test_only_the_application_layer_imports_more_than_one_stage() -> None:
     assert offenders == {}
 
 
+#: what builds a stage's run piece by piece; outside the stage, its service runs it
+RUN_PARTS = {
+    "ingest": ("ingest.launch", "ingest.stream.runner.IngestRunner"),
+    "scheduler": ("scheduler.service.SchedulerService", "scheduler.engine.WindowEngine"),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(RUN_PARTS))
+def test_each_stage_owns_its_run_and_the_application_calls_its_service(stage: str) -> None:
+    """``ingest.service.run`` and ``scheduler.service.run`` are the runs: the lease loop, the
+    standby, the engines. An application that wired a run from its parts would be a second
+    copy of it (``Pipeline.ingest`` was one)."""
+    offenders = {
+        module: sorted(name for name in _imported(module, tree) if _within(name, RUN_PARTS[stage]))
+        for module, tree in _trees()
+        if _within(module, APPLICATION)
+    }
+    assert {module: names for module, names in offenders.items() if names} == {}
+
+
 def test_no_stage_imports_the_application_layer() -> None:
     """The application opens pipelines and calls the stages, giving them what they need (a
     display, a clock); a stage that imported it back would depend on its callers."""
