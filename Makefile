@@ -16,8 +16,8 @@ demo: setup
 # watch a server for every client (-m server_wide) then run by themselves, so no worker waits
 # for them to have the servers alone.
 test: setup lint browser
-	$(BIN)/pytest -n 2 --dist worksteal -m "not server_wide"
-	$(BIN)/pytest -m server_wide
+	$(BIN)/pytest -n 2 --dist worksteal -m "not server_wide"; parallel=$$?; \
+		$(BIN)/pytest -m server_wide && exit $$parallel
 
 # The lane of tests that need no service (no stack, no browser): about 20 s
 unit: $(BIN)/tidemark

@@ -203,6 +203,7 @@ def main() -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     from ingest.stream.runner import StopWhen
+    from tidemark.app.output.bootstrap_progress import BootstrapProgress
     from tidemark.app.pipeline import Pipeline
 
     instrument(log)
@@ -211,7 +212,9 @@ def main() -> int:
     if sampler is not None:
         sampler.start()
     try:
-        summary = Pipeline.open(args.file).ingest(StopWhen(args.max_seconds, None, stop))
+        summary = Pipeline.open(args.file).ingest(
+            StopWhen(args.max_seconds, None, stop), display=BootstrapProgress()
+        )
     finally:
         if sampler is not None:
             sampler.close()

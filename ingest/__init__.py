@@ -15,9 +15,10 @@ ready to stream). The stages, in the order the data flows through them:
   that commits them.
 - ``changelog``: the Iceberg changelog and error tables, and the commit reports to Kafka.
 
-A stage may use what an earlier one defines, and two use a later one's: ``binlog`` decodes text
-with ``schema.charsets`` into the values ``schema.values`` documents (the type mapping's input),
-and ``schema.tracker`` applies a structure change to the changelog table it evolves
-(``changelog.table``). What a changelog row and commit mean to readers (the scheduler, the
+A stage may use what an earlier one defines, and one uses a later one's: ``binlog`` decodes
+text with ``schema.charsets`` into the values ``schema.values`` documents (the type mapping's
+input). ``schema.tracker`` evolves the changelog table through the lake-format seam
+(``tidemark.sinks.protocols.ChangelogWriter``), whichever format writes it
+(``changelog.formats``). What a changelog row and commit mean to readers (the scheduler, the
 Spark jobs, users) is in ``tidemark.contracts``, not here.
 """

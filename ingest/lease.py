@@ -30,6 +30,7 @@ from typing import Any
 
 import pymysql
 
+from tidemark.config.model import PipelineConfig, reveal
 from tidemark.contracts.instance import Instance, LeaseHolders, Role, State, this_process
 from tidemark.source import SourceConnection, open_connection
 
@@ -230,3 +231,12 @@ def _holder(cursor: Any, name: str) -> Instance | str | None:
 def _sql(tag: str) -> str:
     """``tag`` inside a query that PyMySQL formats with arguments."""
     return tag.replace("%", "%%")
+
+
+def ingest_lease(config: PipelineConfig) -> str:
+    """The name of the lease on the source that a pipeline's active ingest holds: one per
+    pipeline name and catalog, so two pipelines of one name on two lakes do not exclude
+    each other."""
+    properties = reveal(config.sink.catalog_properties)
+    scope = [config.tidemark.catalog_name, properties.get("uri", "")]
+    return lease_name(config.pipeline.name, "\0".join([*scope, properties.get("warehouse", "")]))

@@ -21,10 +21,10 @@ from ingest.bootstrap.display import BootstrapDisplay
 from ingest.changelog.fencing import ConcurrentWriterError
 from ingest.changelog.reports import CommitReportPublisher, KafkaReports, PublisherSettings
 from ingest.launch import build_runner
-from ingest.lease import LeaseTiming, SourceLease, lease_name
+from ingest.lease import LeaseTiming, SourceLease, ingest_lease
 from ingest.settings import IngestSettings
 from ingest.stream.runner import RunSummary, StopWhen
-from tidemark.config.model import PipelineConfig, StartupMode, reveal
+from tidemark.config.model import PipelineConfig, StartupMode
 from tidemark.metrics import IngestMetrics, forget_stream
 
 logger = logging.getLogger(__name__)
@@ -33,15 +33,6 @@ logger = logging.getLogger(__name__)
 MAX_WRITER_CONFLICTS = 3
 #: ... within this many seconds: a lasting misconfiguration, not a thawed process
 WRITER_CONFLICT_SECONDS = 600.0
-
-
-def ingest_lease(config: PipelineConfig) -> str:
-    """The name of the lease on the source that a pipeline's active ingest holds: one per
-    pipeline name and catalog, so two pipelines of one name on two lakes do not exclude
-    each other."""
-    properties = reveal(config.sink.catalog_properties)
-    scope = [config.tidemark.catalog_name, properties.get("uri", "")]
-    return lease_name(config.pipeline.name, "\0".join([*scope, properties.get("warehouse", "")]))
 
 
 def run(
@@ -107,7 +98,7 @@ def _while_active(
         # only the existing rows: stream just far enough to make the bootstrap consistent
         consistent = runner.consistent_from()
         until = min(stop.until_position or consistent, consistent)
-        stop = StopWhen(stop.max_seconds, until, stop.requested, stop.lease)
+        stop = replace(stop, until_position=until)
     try:
         return runner.run(stop)
     finally:

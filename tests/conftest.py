@@ -62,8 +62,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _servers_shared(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test of the services shares the stack's servers with the tests of other workers, or
-    has them alone when marked ``server_wide`` (``tests.server_share``); set up first, so the
-    test's other fixtures run under it too."""
+    has them alone when marked ``server_wide`` (``tests.server_share``). Set up before the
+    test's other function-scoped fixtures, so they run under it too; the session's (the
+    endpoints, the catalog, Spark) come before it and change no server."""
     if request.node.get_closest_marker("services") is None:
         yield
         return

@@ -3,8 +3,10 @@
 Every test that reaches a service holds this stack's lock shared for its duration; a test
 marked ``server_wide``, which changes or depends on what every client of a shared server sees
 (a global variable, its TLS certificate, the binlog readers connected), holds it alone: no
-other test runs meanwhile. A change of that kind made
-without the marker fails its test (``require_alone``), so a new one cannot slip in unmarked.
+other test runs meanwhile. The helpers that make such a change or reading (``SET GLOBAL``,
+the TLS certificate, killing every dump thread of an account, ``Threads_running``) call
+``require_alone``, which fails a test without the marker; a new kind of change must call it
+too.
 """
 
 from __future__ import annotations

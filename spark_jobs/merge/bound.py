@@ -10,7 +10,8 @@ Row ranges survive compaction (a compaction's commit has no Tidemark keys and is
 expiry (when the earliest qualifying commit is gone, the oldest later one that remains is used:
 the mirror lands at a later consistent position, which is still correct). Pure functions of a
 changelog's commits in any lake format (``tidemark.sinks.commits.Commit``), in any order;
-``spark_jobs.merge.lake`` reads them through ``tidemark.sinks``.
+``spark_jobs.merge.lake`` reads them through ``tidemark.sinks``: the table's main history (the
+current commit and its ancestors that are kept), so a rolled-back commit's rows never count.
 """
 
 from __future__ import annotations

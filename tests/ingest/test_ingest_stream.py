@@ -20,6 +20,7 @@ from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.runners import MakeRunner
+from tests.server_share import require_alone
 from tidemark.app.cli import main
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.contracts.changelog import SummaryKey
@@ -428,6 +429,8 @@ def test_a_replication_connection_the_server_kills_is_resumed_without_loss_or_du
         for key in range(1, 201):
             cursor.execute("INSERT INTO orders VALUES (%s, 'before', 1)", (key,))
     killed: list[int] = []
+
+    require_alone("KILL of every binlog dump thread of the CDC account")
 
     def kill_the_dump_thread() -> bool:
         with admin_connection.cursor() as cursor:

@@ -179,7 +179,7 @@ class Pipeline:
     @property
     def ingest_lease(self) -> str:
         """The name of the lease on the source that the active ingest holds."""
-        from ingest.service import ingest_lease
+        from ingest.lease import ingest_lease
 
         return ingest_lease(self.config)
 

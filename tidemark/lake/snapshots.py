@@ -31,6 +31,7 @@ are deleted once one lands.
 from __future__ import annotations
 
 import itertools
+import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -78,6 +79,8 @@ from tidemark.lake.manifests import (
     LaidOutManifestWriter,
     manifest_layout,
 )
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -337,8 +340,14 @@ class SnapshotProducer(ABC):
         except CommitFailedException:
             self._may_have_landed = False
             raise
-        # the attempts that did not land
-        self._delete([path for files in self._attempt_files[:-1] for path in files])
+        # the attempts that did not land; the commit has: a file that cannot be deleted now is
+        # an orphan (space), never a reason to report a landed commit as failed
+        try:
+            self._delete([path for files in self._attempt_files[:-1] for path in files])
+        except OSError:
+            logger.warning(
+                "Files of failed commit attempts to %s were kept", self._table.name(), exc_info=True
+            )
         if self._memo is not None:
             self._memo.remember(self.snapshot_id, manifests, sequence_number)
         return snapshot

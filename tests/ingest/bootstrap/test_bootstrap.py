@@ -34,6 +34,7 @@ from tests.ingest.changelog_checks import Workload, changelog, merged, source_ro
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.output.screen import FakeTerminal, screen
 from tests.runners import MakeRunner
+from tests.server_share import require_alone
 from tidemark.app.cli import main
 from tidemark.app.output.bootstrap_progress import BootstrapProgress
 from tidemark.config import load_pipeline
@@ -366,7 +367,9 @@ class _ChunkTimes(LogDisplay):
 
 
 def _threads_running(source: SourceEndpoint) -> int:
-    """The source's ``Threads_running``, this statement included."""
+    """The source's ``Threads_running``, this statement included: every client's statements
+    count, so the test that reads it must run alone."""
+    require_alone("Threads_running (every client's statements)")
     reading = ThreadsRunning(source.admin_source())
     try:
         return reading()
