@@ -10,6 +10,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -1142,5 +1143,7 @@ def test_sharded_and_separate_tables_bootstrap_in_parallel_with_a_live_progress_
         ("orders_2", "r"),
     }
     assert merged(changelog(catalog, namespace, "users")) == source_rows(admin_connection, "users")
-    assert f"{source_database}.orders_1: 100 rows" in terminal.getvalue()
+    # drawn part way: two readers of one table may both finish a chunk before one of them
+    # redraws, so which count is drawn first depends on the threads (seen: 200, not 100)
+    assert re.search(rf"{source_database}\.orders_1: [123]00 rows", terminal.getvalue())
     assert "rows/s" in terminal.getvalue()
