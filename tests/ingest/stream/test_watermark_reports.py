@@ -7,6 +7,7 @@ its completeness rests on; idle tables' empty commits come once an ``idle-commit
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from ingest.stream.runner import StopWhen
 from tests.ingest.pipelines import write_pipeline
 from tidemark.app.pipeline import Pipeline
@@ -69,13 +71,22 @@ def test_idle_tables_watermarks_move_by_report_without_a_commit(
         cursor.execute("INSERT INTO orders VALUES (1, 'kettle', 1)")
     before_run_ms = int(time.time() * 1000)
 
-    pipeline.ingest(StopWhen(max_seconds=4))
+    def newest_past_the_start() -> WatermarkReport | None:
+        reports = _watermark_reports(endpoints.kafka.bootstrap_servers, unique_name)
+        newest = max(reports, key=lambda report: report.watermark_ms, default=None)
+        return newest if newest is not None and newest.watermark_ms >= before_run_ms else None
 
-    reports = _watermark_reports(endpoints.kafka.bootstrap_servers, unique_name)
-    assert reports, "no watermark report was published"
-    newest = max(reports, key=lambda report: report.watermark_ms)
-    # the quiet tables are complete to the source's clock on the snapshots onboarding made
-    assert newest.watermark_ms >= before_run_ms
+    stop = threading.Event()
+    run = threading.Thread(target=pipeline.ingest, args=(StopWhen(max_seconds=60, requested=stop),))
+    run.start()
+    try:
+        # the quiet tables become complete to the source's clock (its binlog's seconds: it may
+        # take the next second's event) on the snapshots onboarding made
+        newest = wait_until("a watermark report past the run's start", newest_past_the_start, 30)
+    finally:
+        stop.set()
+        run.join(60)
+    assert newest is not None
     quiet = {name: mark.snapshot_id for name, mark in newest.tables.items() if "quiet_" in name}
     assert quiet == {name: onboarded[name] for name in onboarded if "quiet_" in name}
     # and orders on the commit that holds its new row
