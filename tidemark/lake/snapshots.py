@@ -37,6 +37,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from copy import copy
 from dataclasses import dataclass
+from functools import cached_property
 from types import TracebackType
 from typing import Self, cast
 
@@ -453,20 +454,9 @@ class PositionDeleteOverwrite(SnapshotProducer):
     """Data files and position delete files, as Spark's merge-on-read ``MERGE`` commits them:
     an ``overwrite`` when it deletes rows, else an ``append``."""
 
-    def __init__(
-        self,
-        table: Table,
-        plan: SnapshotPlan,
-        properties: Mapping[str, str],
-        *,
-        memo: ManifestMemo | None = None,
-        attempts: int = 1,
-        before_retry: Callable[[], None] | None = None,
-    ) -> None:
-        super().__init__(
-            table, plan, properties, memo=memo, attempts=attempts, before_retry=before_retry
-        )
-        self._delete_files: list[DataFile] = []
+    @cached_property
+    def _delete_files(self) -> list[DataFile]:
+        return []
 
     def add_delete_file(self, delete_file: DataFile) -> None:
         """Add a position delete file written for this commit."""
