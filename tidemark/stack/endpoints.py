@@ -13,6 +13,11 @@ from tidemark.source import SourceConnection
 SourceFlavor = Literal["mariadb", "mysql"]
 SOURCE_FLAVORS: tuple[SourceFlavor, ...] = ("mariadb", "mysql")
 
+#: the lakes the stack serves: a JDBC catalog over a local-disk warehouse, and a REST catalog
+#: over an S3 object store (what production runs)
+Storage = Literal["local", "s3"]
+STORAGES: tuple[Storage, ...] = ("local", "s3")
+
 
 class SourceEndpoint(BaseModel):
     """A MariaDB or MySQL server of the stack, with its two accounts."""
@@ -76,6 +81,53 @@ class CatalogEndpoint(BaseModel):
         }
 
 
+class ObjectStoreEndpoint(BaseModel):
+    """The stack's S3-compatible object store (SeaweedFS), with its one key pair."""
+
+    model_config = ConfigDict(frozen=True)
+
+    endpoint: str  # http://127.0.0.1:PORT
+    region: str
+    access_key_id: str
+    secret_access_key: SecretStr
+    bucket: str
+
+    def environment(self) -> dict[str, str]:
+        """The AWS SDKs' own variables for this store's keys and region."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": self.secret_access_key.get_secret_value(),
+            "AWS_REGION": self.region,
+        }
+
+
+class RestCatalogEndpoint(BaseModel):
+    """The Iceberg REST catalog (Apache Iceberg's own server), its warehouse on the object
+    store, described with Iceberg's Java property names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    uri: str  # http://127.0.0.1:PORT
+    warehouse: str  # s3://BUCKET/
+    object_store: ObjectStoreEndpoint
+
+    def properties(self) -> dict[str, str]:
+        """What a pipeline YAML puts under ``sink: catalog.properties.*``."""
+        store = self.object_store
+        return {
+            "type": "rest",
+            "uri": self.uri,
+            "warehouse": self.warehouse,
+            "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+            "s3.endpoint": store.endpoint,
+            "s3.path-style-access": "true",
+            "s3.access-key-id": store.access_key_id,
+            "s3.secret-access-key": store.secret_access_key.get_secret_value(),
+            "client.region": store.region,
+        }
+
+
 class KafkaEndpoint(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -95,11 +147,17 @@ class StackEndpoints(BaseModel):
     mariadb: SourceEndpoint
     mysql: SourceEndpoint
     catalog: CatalogEndpoint
+    object_store: ObjectStoreEndpoint
+    rest_catalog: RestCatalogEndpoint
     kafka: KafkaEndpoint
     spark: SparkEndpoint
 
     def source(self, flavor: SourceFlavor) -> SourceEndpoint:
         return self.mariadb if flavor == "mariadb" else self.mysql
+
+    def lake(self, storage: Storage) -> CatalogEndpoint | RestCatalogEndpoint:
+        """The catalog of ``storage``: the JDBC one on local disk, or the REST one on S3."""
+        return self.catalog if storage == "local" else self.rest_catalog
 
     def pipeline_environment(self) -> dict[str, str]:
         """The variables the pipeline files in ``configs/`` read their addresses from."""
