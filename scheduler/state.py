@@ -145,7 +145,8 @@ class StateSettings:
             raise ConfigError(
                 "the scheduler keeps its state in the catalog's PostgreSQL database by default, "
                 "but catalog.properties.uri is not a jdbc:postgresql: URL; give the state "
-                "database with --state-dsn (a libpq connection string)"
+                "database as tidemark.state-dsn in the pipeline file, or with --state-dsn (a "
+                "libpq connection string)"
             )
         parts = urlsplit(uri.removeprefix("jdbc:"))
         connection = {
@@ -169,7 +170,10 @@ class StateSettings:
         try:
             parsed = psycopg2.extensions.parse_dsn(dsn)
         except psycopg2.ProgrammingError as error:
-            raise ConfigError(f"--state-dsn is not a libpq connection string: {error}") from None
+            raise ConfigError(
+                f"the state database's DSN (tidemark.state-dsn or --state-dsn) is not a libpq "
+                f"connection string: {error}"
+            ) from None
         return cls(parsed, schema)
 
 

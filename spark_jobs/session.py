@@ -33,13 +33,42 @@ class SparkSettings:
 def build_session(
     settings: SparkSettings, catalog_name: str, catalog_properties: Mapping[str, str]
 ) -> SparkSession:
-    """A session whose catalog ``catalog_name`` is the Iceberg catalog the ingest writes to."""
-    builder = SparkSession.builder.appName(settings.app_name)
-    if settings.master is not None:
-        builder = builder.master(settings.master)
-    for key, value in spark_conf(settings, catalog_name, catalog_properties).items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
+    """A session whose catalog ``catalog_name`` is the Iceberg catalog the ingest writes to.
+
+    A process that already has a session (one scheduler running the windows of pipelines on
+    different catalogs of the same name, a test run on two storages) gets a session of its
+    own on the same Spark context: Spark keeps a catalog it has loaded for the session's
+    lifetime, so another catalog under the same name needs another session.
+    """
+    conf = spark_conf(settings, catalog_name, catalog_properties)
+    active = SparkSession.getActiveSession()
+    if active is None:
+        builder = SparkSession.builder.appName(settings.app_name)
+        if settings.master is not None:
+            builder = builder.master(settings.master)
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    session_conf = {key: value for key, value in conf.items() if key.startswith(_SESSION_CONF)}
+    if all(active.conf.get(key, None) == value for key, value in session_conf.items()):
+        return active
+    key = frozenset(session_conf.items())
+    session = _OWN_SESSIONS.get(key)
+    if session is None or session.sparkContext is not active.sparkContext:
+        session = _OWN_SESSIONS[key] = active.newSession()
+        for name, value in session_conf.items():
+            session.conf.set(name, value)
+    return session
+
+
+#: the sessions of their own ``build_session`` made, by their settings: the next window of
+#: the same pipeline uses its catalog as loaded
+_OWN_SESSIONS: dict[frozenset[tuple[str, str]], SparkSession] = {}
+
+
+#: what a session of its own may set differently: the context's settings (jars, master, the
+#: SQL extensions) are shared by every session of the process
+_SESSION_CONF = ("spark.sql.catalog.", "spark.sql.defaultCatalog", "spark.sql.session.")
 
 
 def spark_conf(

@@ -25,7 +25,15 @@ from tests.server_ids import ServerIds
 from tests.server_share import shared_servers
 from tests.stack_helpers import free_ports, second_stack_home
 from tidemark.catalog import load_catalog, purge_namespace
-from tidemark.stack.endpoints import SOURCE_FLAVORS, SourceEndpoint, SourceFlavor, StackEndpoints
+from tidemark.stack.endpoints import (
+    SOURCE_FLAVORS,
+    STORAGES,
+    LakeEndpoint,
+    SourceEndpoint,
+    SourceFlavor,
+    StackEndpoints,
+    Storage,
+)
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack, StackNotHealthyError
@@ -75,17 +83,25 @@ def _servers_shared(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test marked ``every_source`` runs once per source server of the stack, unless it
-    names its servers itself (``parametrize("source", ["mysql"], indirect=True)``)."""
-    if "source" not in metafunc.fixturenames:
-        return
-    if not metafunc.definition.get_closest_marker("every_source"):
-        return
+    """A test marked ``every_source`` runs once per source server of the stack, and one marked
+    ``every_storage`` once per lake of the stack (JDBC on local disk, REST on S3), unless it
+    names its servers or storages itself (``parametrize("source", ["mysql"], indirect=True)``)."""
+    for fixture, marker, values in (
+        ("source", "every_source", SOURCE_FLAVORS),
+        ("storage", "every_storage", STORAGES),
+    ):
+        if _chosen_by(metafunc, fixture, marker):
+            metafunc.parametrize(fixture, values, indirect=True)
+
+
+def _chosen_by(metafunc: pytest.Metafunc, fixture: str, marker: str) -> bool:
+    if fixture not in metafunc.fixturenames or not metafunc.definition.get_closest_marker(marker):
+        return False
     for mark in metafunc.definition.iter_markers("parametrize"):
         names = mark.args[0]
-        if "source" in (names.replace(" ", "").split(",") if isinstance(names, str) else names):
-            return
-    metafunc.parametrize("source", SOURCE_FLAVORS, indirect=True)
+        if fixture in (names.replace(" ", "").split(",") if isinstance(names, str) else names):
+            return False
+    return True
 
 
 @pytest.fixture
@@ -143,26 +159,57 @@ def admin_connection(
     conn.close()
 
 
+@pytest.fixture
+def storage(request: pytest.FixtureRequest) -> Storage:
+    """The lake the test writes to: each of the stack's in turn for a test marked
+    ``every_storage``, the JDBC catalog on local disk for the others."""
+    return getattr(request, "param", "local")
+
+
+@pytest.fixture
+def lake(endpoints: StackEndpoints, storage: Storage) -> LakeEndpoint:
+    """The catalog of the test's storage, described as a pipeline file describes it."""
+    return endpoints.lake(storage)
+
+
 @pytest.fixture(scope="session")
-def catalog(endpoints: StackEndpoints) -> Catalog:
-    """PyIceberg's view of the shared JDBC catalog."""
-    return load_catalog(endpoints.catalog.name, endpoints.catalog.properties())
+def catalogs(endpoints: StackEndpoints) -> dict[Storage, Catalog]:
+    """PyIceberg's view of each lake, opened once per run when first asked for."""
+    return {}
+
+
+@pytest.fixture
+def catalog(catalogs: dict[Storage, Catalog], lake: LakeEndpoint, storage: Storage) -> Catalog:
+    """PyIceberg's view of the test's lake."""
+    if storage not in catalogs:
+        catalogs[storage] = load_catalog(lake.name, lake.properties())
+    return catalogs[storage]
 
 
 @pytest.fixture
 def make_runner(catalog: Catalog) -> MakeRunner:
-    """``make_runner(config)``: the ingest run of a pipeline over the stack's catalog (see
+    """``make_runner(config)``: the ingest run of a pipeline over the test's catalog (see
     ``tests.runners``)."""
     return runner_factory(catalog)
 
 
 @pytest.fixture(scope="session")
-def spark(endpoints: StackEndpoints) -> Iterator[SparkSession]:
-    """One local Spark session for the whole run: the JVM takes seconds to start."""
+def spark_context(endpoints: StackEndpoints) -> Iterator[SparkSession]:
+    """One local Spark for the whole run, on the JDBC catalog: the JVM takes seconds to start."""
     settings = SparkSettings(app_name="tidemark-tests", jars=endpoints.spark.jars)
     session = build_session(settings, endpoints.catalog.name, endpoints.catalog.properties())
     yield session
     session.stop()
+
+
+@pytest.fixture
+def spark(
+    spark_context: SparkSession, endpoints: StackEndpoints, lake: LakeEndpoint
+) -> SparkSession:
+    """A Spark session on the test's lake, its catalog under the lake's name (a session of its
+    own on the one Spark, for the REST catalog: ``spark_jobs.session.build_session``)."""
+    settings = SparkSettings(app_name="tidemark-tests", jars=endpoints.spark.jars)
+    return build_session(settings, lake.name, lake.properties())
 
 
 @pytest.fixture

@@ -26,9 +26,45 @@ def test_a_jdbc_catalog_becomes_a_pyiceberg_sql_catalog_with_credentials_in_the_
 
 
 def test_a_rest_catalog_passes_through_unchanged() -> None:
-    rest = {"type": "rest", "uri": "https://catalog:8181", "warehouse": "lake", "s3.endpoint": "x"}
+    rest = {"type": "rest", "uri": "https://catalog:8181", "warehouse": "lake", "token": "t"}
 
     assert pyiceberg_properties(rest) == rest
+
+
+#: a REST catalog over an S3-compatible store, as Iceberg's Java clients (Flink, Spark) take it
+REST_ON_S3 = {
+    "type": "rest",
+    "uri": "http://catalog:8181",
+    "warehouse": "s3://lake/",
+    "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+    "s3.endpoint": "http://store:9000",
+    "s3.path-style-access": "true",
+    "s3.access-key-id": "key",
+    "s3.secret-access-key": "secret",
+    "client.region": "eu-west-1",
+}
+
+
+def test_java_s3_file_io_properties_become_pyiceberg_ones() -> None:
+    """PyIceberg picks its FileIO by the location's scheme and reads the shared names (keys,
+    endpoint, ``client.region``) itself; path style is its virtual addressing turned off."""
+    assert pyiceberg_properties(REST_ON_S3) == {
+        "type": "rest",
+        "uri": "http://catalog:8181",
+        "warehouse": "s3://lake/",
+        "s3.endpoint": "http://store:9000",
+        "s3.force-virtual-addressing": "false",
+        "s3.access-key-id": "key",
+        "s3.secret-access-key": "secret",
+        "client.region": "eu-west-1",
+    }
+
+
+def test_a_jdbc_catalog_on_s3_translates_its_file_io_too() -> None:
+    translated = pyiceberg_properties({**JDBC, "s3.path-style-access": "false", "s3.region": "x"})
+
+    assert translated["s3.force-virtual-addressing"] == "true"
+    assert "s3.path-style-access" not in translated
 
 
 @pytest.mark.parametrize(
@@ -51,6 +87,23 @@ def test_a_rest_catalog_passes_through_unchanged() -> None:
             {"type": "jdbc", "uri": "postgresql://u:hunter2@h/db?password=hunter2"},
             "catalog.properties.uri of a jdbc catalog must be a JDBC URL such as "
             "jdbc:postgresql://host:5432/catalog, got: postgresql://u:***@h/db?password=***",
+        ),
+        (
+            {**REST_ON_S3, "io-impl": "com.example.MyFileIO"},
+            "catalog.properties.io-impl 'com.example.MyFileIO' is not one of Iceberg's own "
+            "FileIOs (org.apache.iceberg.aws.s3.S3FileIO, org.apache.iceberg.azure.adlsv2."
+            "ADLSFileIO, org.apache.iceberg.gcp.gcs.GCSFileIO, org.apache.iceberg.hadoop."
+            "HadoopFileIO, org.apache.iceberg.io.ResolvingFileIO), and ingest's PyIceberg "
+            "cannot load a Java class: remove it, or use one of those",
+        ),
+        (
+            {**REST_ON_S3, "s3.path-style-access": "yes"},
+            "catalog.properties.s3.path-style-access must be true or false, got: 'yes'",
+        ),
+        (
+            {key: value for key, value in REST_ON_S3.items() if key != "client.region"},
+            "a catalog with catalog.properties.s3.endpoint needs catalog.properties.client.region "
+            "(the region the store answers for, us-east-1 for most S3-compatible stores)",
         ),
         (
             {"type": "jdbc", "uri": "jdbc:oracle:thin:@h:1521/db"},

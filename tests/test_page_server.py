@@ -30,7 +30,7 @@ from tidemark.app.pipeline import Pipeline, PipelinePage, StateLocation
 from tidemark.config.plan import Plan
 from tidemark.errors import TerminalError
 from tidemark.source import current_position
-from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint
 
 
 class _Pipeline:
@@ -143,9 +143,10 @@ def test_any_other_path_is_not_found(server: PageServer) -> None:
     assert refused.value.code == 404
 
 
+@pytest.mark.every_storage
 def test_tidemark_ui_shows_a_pipeline_without_reports_fresh_from_its_commits(
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
+    lake: LakeEndpoint,
     source_database: str,
     namespace: str,
     tmp_path: Path,
@@ -157,7 +158,7 @@ def test_tidemark_ui_shows_a_pipeline_without_reports_fresh_from_its_commits(
     path = orders_pipeline(
         tmp_path,
         source,
-        endpoints.catalog,
+        lake,
         database=source_database,
         namespace=namespace,
         server_id=server_id,

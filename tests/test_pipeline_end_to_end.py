@@ -29,7 +29,7 @@ from tests.prometheus import labels, scrape
 from tests.stack_helpers import free_ports
 from tidemark.app.cli import main
 from tidemark.contracts.mirror import MirrorKey
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import LakeEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
 if TYPE_CHECKING:
@@ -114,8 +114,10 @@ def _mirror_window_end(catalog: Catalog, identifier: str) -> int:
     return max(ends, default=0)
 
 
+@pytest.mark.every_storage
 def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     endpoints: StackEndpoints,
+    lake: LakeEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
@@ -136,7 +138,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     path.write_text(
         local_pipeline(
             endpoints.mariadb,
-            endpoints.catalog,
+            lake,
             database=source_database,
             tables="orders\\w*",
             namespace=namespace,

@@ -25,7 +25,7 @@ from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.app.pipeline import Pipeline
 from tidemark.errors import TerminalError
-from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint, StackEndpoints
 from tidemark.windows import Window
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ class _Terminal(io.StringIO):
 def pipeline(
     source: SourceEndpoint,
     endpoints: StackEndpoints,
+    lake: LakeEndpoint,
     admin_connection: Connection,
     source_database: str,
     namespace: str,
@@ -63,7 +64,7 @@ def pipeline(
     path = orders_pipeline(
         tmp_path,
         source,
-        endpoints.catalog,
+        lake,
         database=source_database,
         namespace=namespace,
         server_id=server_id,
@@ -82,6 +83,7 @@ def pipeline(
     return opened
 
 
+@pytest.mark.every_storage
 def test_a_reset_drops_what_the_pipeline_made_and_its_next_run_bootstraps_again(
     pipeline: Pipeline,
     source: SourceEndpoint,

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from tidemark.contracts.changelog import SummaryKey
+
+pytestmark = pytest.mark.every_storage
 
 ROWS = pa.table(
     {

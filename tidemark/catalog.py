@@ -117,6 +117,7 @@ def _jdbc(properties: dict[str, str]) -> dict[str, str]:
     user = properties.pop("jdbc.user", None)
     password = properties.pop("jdbc.password", None)
     properties.pop("type")
+    properties = _object_store(properties)
     if scheme == "sqlite":
         return {**properties, "type": "sql", "uri": f"sqlite:{url.removeprefix('sqlite:')}"}
     parts = urlsplit(url)
@@ -139,7 +140,53 @@ def _masked(uri: str) -> str:
 
 
 def _passthrough(properties: dict[str, str]) -> dict[str, str]:
+    return _object_store(properties)
+
+
+def _object_store(properties: dict[str, str]) -> dict[str, str]:
+    """Iceberg's Java S3FileIO properties in PyIceberg's words: the shared ones (``s3.endpoint``,
+    the keys, ``client.region``) mean the same in both; the rest differ.
+
+    ``io-impl`` names a Java class PyIceberg cannot load: it picks its FileIO by the location's
+    scheme. ``s3.path-style-access`` is Java's inverse of ``s3.force-virtual-addressing``.
+    """
+    io_impl = properties.pop("io-impl", None)
+    if io_impl is not None and io_impl not in _JAVA_FILE_IO:
+        raise ConfigError(
+            f"catalog.properties.io-impl {io_impl!r} is not one of Iceberg's own FileIOs "
+            f"({', '.join(sorted(_JAVA_FILE_IO))}), and ingest's PyIceberg cannot load a Java "
+            "class: remove it, or use one of those"
+        )
+    path_style = properties.pop("s3.path-style-access", None)
+    if path_style is not None:
+        if path_style.lower() not in ("true", "false"):
+            raise ConfigError(
+                "catalog.properties.s3.path-style-access must be true or false, got: "
+                f"{path_style!r}"
+            )
+        properties.setdefault(
+            "s3.force-virtual-addressing", "false" if path_style.lower() == "true" else "true"
+        )
+    if "s3.endpoint" in properties and not {"s3.region", "client.region"} & properties.keys():
+        # without a region PyIceberg asks AWS where the bucket is: a store of one's own (an
+        # endpoint) is not on AWS, and the question would hang or fail at the first write
+        raise ConfigError(
+            "a catalog with catalog.properties.s3.endpoint needs catalog.properties.client.region "
+            "(the region the store answers for, us-east-1 for most S3-compatible stores)"
+        )
     return properties
+
+
+#: the FileIO classes of Iceberg's Java catalogs that PyIceberg has its own equivalent of
+_JAVA_FILE_IO = frozenset(
+    {
+        "org.apache.iceberg.aws.s3.S3FileIO",
+        "org.apache.iceberg.hadoop.HadoopFileIO",
+        "org.apache.iceberg.io.ResolvingFileIO",
+        "org.apache.iceberg.gcp.gcs.GCSFileIO",
+        "org.apache.iceberg.azure.adlsv2.ADLSFileIO",
+    }
+)
 
 
 def _hadoop(properties: dict[str, str]) -> dict[str, str]:

@@ -7,35 +7,52 @@ import subprocess
 import sys
 
 import pyarrow.compute as pc
+import pytest
 from pyiceberg.catalog import Catalog
 
 from tidemark.app.demo.report_rows import latest_report
 from tidemark.app.demo.workload import ADDED_COLUMN
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.catalog import load_catalog
+from tidemark.stack.endpoints import STORAGES, StackEndpoints
 
 
-def test_a_short_demo_mirrors_the_shop_and_reports_every_window(
-    endpoints: StackEndpoints, catalog: Catalog
+def test_a_short_demo_mirrors_the_shop_and_reports_every_window_on_each_storage(
+    endpoints: StackEndpoints,
 ) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "tidemark.app.cli", "demo", "--duration", "1.5"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """On local disk, then on S3 behind the REST catalog: one after the other, as the two runs
+    share the shop's databases and the reader's server id."""
+    for storage in STORAGES:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tidemark.app.cli",
+                "demo",
+                "--duration",
+                "1.5",
+                "--storage",
+                storage,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
-    for mirror in ("demo.orders", "demo.payments", "demo.users"):
-        assert f"{mirror}: OK" in result.stdout
-    assert "0 missing, 0 extra, 0 different, 0 in flight" in result.stdout
-    assert "tidemark demo: every mirror equals its source table" in result.stdout
-    report = latest_report(catalog)
-    assert report is not None and report.windows >= 2
-    assert sum(row.orders for row in report.rows) > 0
+        said = f"on {storage}:\n{result.stdout[-4000:]}{result.stderr[-3000:]}"
+        assert result.returncode == 0, said
+        for mirror in ("demo.orders", "demo.payments", "demo.users"):
+            assert f"{mirror}: OK" in result.stdout, said
+        assert "0 missing, 0 extra, 0 different, 0 in flight" in result.stdout, said
+        assert "tidemark demo: every mirror equals its source table" in result.stdout, said
+        lake = endpoints.lake(storage)
+        report = latest_report(load_catalog(lake.name, lake.properties()))
+        assert report is not None and report.windows >= 2, said
+        assert sum(row.orders for row in report.rows) > 0, said
 
 
+@pytest.mark.every_storage
 def test_the_column_added_midway_reaches_the_orders_mirror(catalog: Catalog) -> None:
-    """Runs after the demo above (same module, file order): its ALTER TABLE is in the mirror."""
+    """Runs after the demos above (same module, file order): its ALTER TABLE is in the mirror."""
     orders = catalog.load_table("demo.orders").scan().to_arrow()
 
     assert ADDED_COLUMN in orders.column_names

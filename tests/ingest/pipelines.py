@@ -7,14 +7,14 @@ from pathlib import Path
 
 from ingest.stream.runner import IngestRunner, StopWhen
 from tidemark.source import BinlogPosition, current_position
-from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint
+from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint
 from tidemark.stack.pipeline_file import local_pipeline
 
 
 def write_pipeline(
     path: Path,
     source: SourceEndpoint,
-    catalog: CatalogEndpoint,
+    catalog: LakeEndpoint,
     *,
     database: str,
     tables: str,
@@ -44,7 +44,7 @@ def write_pipeline(
 def orders_pipeline(
     folder: Path,
     source: SourceEndpoint,
-    catalog: CatalogEndpoint,
+    catalog: LakeEndpoint,
     *,
     database: str,
     namespace: str,

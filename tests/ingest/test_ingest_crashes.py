@@ -19,7 +19,7 @@ from tests.ingest.stock_workload import (
     ingest_to_end,
     partial_commits,
 )
-from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint
 from tidemark.stack.process import wait_for
 
 KILLS = 10
@@ -29,23 +29,26 @@ pytestmark = pytest.mark.every_source
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
-    ("statements", "pause", "extra"),
+    ("statements", "pause", "extra", "storage"),
     [
-        pytest.param((1, 20), 0.0, "", id="small transactions"),
+        pytest.param((1, 20), 0.0, "", "local", id="small transactions"),
+        pytest.param((1, 20), 0.0, "", "s3", id="small transactions on S3"),
         pytest.param(
             (300, 700),
             0.5,
             "tidemark:\n  ingest:\n    max-transaction-rows: 250\n",
+            "local",
             id="transactions committed in parts",
         ),
     ],
+    indirect=["storage"],
 )
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     statements: tuple[int, int],
     pause: float,
     extra: str,
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
+    lake: LakeEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
@@ -56,7 +59,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     pipeline = write_pipeline(
         tmp_path / "stock.yaml",
         source,
-        endpoints.catalog,
+        lake,
         database=source_database,
         tables="stock",
         namespace=namespace,

@@ -12,11 +12,12 @@ from pyiceberg.catalog import Catalog
 
 from tests.ingest.changelog_checks import changelog, merged
 from tests.ingest.pipelines import run_to_end, write_pipeline
+from tests.lakes import each_source_and_s3
 from tests.runners import MakeRunner
 from tidemark.app.cli import main
 from tidemark.config import load_pipeline
 from tidemark.contracts.mirror import MirrorKey
-from tidemark.stack.endpoints import SourceEndpoint, StackEndpoints
+from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint
 
 if TYPE_CHECKING:
     import pymysql
@@ -40,9 +41,10 @@ def _mirror_from_changelog(catalog: Catalog, namespace: str) -> None:
     )
 
 
+@each_source_and_s3
 def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipelines_back(
     source: SourceEndpoint,
-    endpoints: StackEndpoints,
+    lake: LakeEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
@@ -57,7 +59,7 @@ def test_verify_passes_an_equal_mirror_and_finds_a_row_changed_behind_the_pipeli
     path = write_pipeline(
         tmp_path / "p.yaml",
         source,
-        endpoints.catalog,
+        lake,
         database=source_database,
         tables="orders",
         namespace=namespace,

@@ -27,6 +27,8 @@ from tidemark.sinks.commits import newest_tidemark_commit
 from tidemark.sinks.protocols import ChangelogWriter
 from tidemark.source import BinlogPosition
 
+pytestmark = pytest.mark.every_storage
+
 T0 = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 DATA = pa.schema([("id", pa.int64()), ("qty", pa.int64())])
 

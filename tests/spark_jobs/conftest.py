@@ -17,7 +17,7 @@ from tests.spark_jobs.orders_windows import OrdersWindows, StartOrders
 from tests.spark_jobs.sources import create_shards, orders_pipeline
 from tidemark.config.model import reveal
 from tidemark.config.plan import plan_from_source
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import LakeEndpoint, StackEndpoints
 
 if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
@@ -35,6 +35,7 @@ def merge_processes() -> Iterator[MergeProcesses]:
 def orders_windows(
     request: pytest.FixtureRequest,
     endpoints: StackEndpoints,
+    lake: LakeEndpoint,
     source_database: str,
     namespace: str,
     catalog: Catalog,
@@ -67,6 +68,7 @@ def orders_windows(
             top_level=top_level,
             table_options=table_options,
             unique_key=unique_key,
+            lake=lake,
         )
         lake_merges = None
         if in_processes:

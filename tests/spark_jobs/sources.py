@@ -13,7 +13,7 @@ from ingest.changelog.table import ChangelogTable
 from tests.ingest.pipelines import run_to_end
 from tests.runners import runner_factory
 from tidemark.config import PipelineConfig, load_pipeline
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import LakeEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 from tidemark.windows import from_epoch_ms
 
@@ -39,30 +39,31 @@ def orders_pipeline(
     top_level: str = "",
     table_options: str = "",
     unique_key: str = "order_no",
+    lake: LakeEndpoint | None = None,
 ) -> PipelineConfig:
     """Every ``orders_<n>`` shard of ``database`` into ``namespace.orders``, keyed by
     ``unique_key``;
     ``tidemark_block`` adds to the ``tidemark:`` block (indented two spaces), ``top_level``
     adds blocks such as ``transform:``, ``table_options`` adds to the orders table's options
-    (indented six spaces)."""
+    (indented six spaces); ``lake`` is the catalog, the stack's JDBC one unless given."""
     text = local_pipeline(
         endpoints.mariadb,
-        endpoints.catalog,
+        lake or endpoints.catalog,
         database=database,
         tables="orders_[0-9]+",
         namespace=namespace,
         server_id=server_id,
+        extra=(
+            f"\n{top_level}\ntidemark:\n  tables:\n"
+            f"    {namespace}.orders:\n      unique-key: {unique_key}\n"
+            + table_options
+            + tidemark_block
+        ),
     )
     text = text.replace(
         f"  - source-table: {database}.\\.*\n    sink-table: {namespace}.<>\n"
         "    replace-symbol: <>\n",
         f"  - source-table: {database}.orders_[0-9]+\n    sink-table: {namespace}.orders\n",
-    )
-    text += (
-        f"\n{top_level}\ntidemark:\n  tables:\n"
-        f"    {namespace}.orders:\n      unique-key: {unique_key}\n"
-        + table_options
-        + tidemark_block
     )
     path.write_text(text)
     return load_pipeline(path)

@@ -129,6 +129,7 @@ class Twin:
         merge_range(self.spark, spec, outcome.previous_order, outcome.merged_order, stamps)
 
 
+@pytest.mark.every_storage
 @pytest.mark.parametrize(
     ("unique_key", "keep_deletes", "in_processes"),
     [("order_no", False, False), ("order_no, id", True, False), ("order_no", False, True)],
@@ -205,6 +206,7 @@ def files_under(location: str) -> set[Path]:
     return {path for path in folder.rglob("*") if path.is_file()}
 
 
+@pytest.mark.every_storage
 def test_a_merge_onto_a_mirror_that_moved_meanwhile_commits_nothing_and_leaves_no_file(
     orders_windows: StartOrders, catalog: Catalog, spark: SparkSession
 ) -> None:

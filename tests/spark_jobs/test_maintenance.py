@@ -51,6 +51,7 @@ class Lake:
     newest_stamp_id: int
 
 
+@pytest.mark.every_storage
 def test_maintenance_compacts_and_expires_only_what_nothing_needs(
     catalog: Catalog, spark: SparkSession, namespace: str
 ) -> None:
@@ -250,6 +251,7 @@ def _quiet_spark(spark: SparkSession) -> None:
     spark.sparkContext.setLogLevel("ERROR")
 
 
+@pytest.mark.every_storage
 def test_compaction_beside_a_busy_ingest_loses_no_row_and_says_if_it_lost_the_race(
     catalog: Catalog, spark: SparkSession, namespace: str
 ) -> None:

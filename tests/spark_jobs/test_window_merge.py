@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from tests.spark_jobs.sources import Connection
 
 
+@pytest.mark.every_storage
 def test_each_window_leaves_the_mirror_equal_to_the_source_and_a_rerun_changes_nothing(
     orders_windows: StartOrders, admin_connection: Connection, spark: SparkSession
 ) -> None:

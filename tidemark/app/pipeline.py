@@ -232,6 +232,8 @@ class Pipeline:
         schema = location.schema or DEFAULT_SCHEMA
         if location.dsn:
             return StateSettings.from_dsn(location.dsn, schema)
+        if self.config.tidemark.state_dsn is not None:
+            return StateSettings.from_dsn(self.config.tidemark.state_dsn.get_secret_value(), schema)
         return StateSettings.from_catalog(self.catalog_properties, schema)
 
     def state_store(self, location: StateLocation = StateLocation()) -> StateStore:  # noqa: B008 - frozen

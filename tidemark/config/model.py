@@ -702,6 +702,15 @@ class TidemarkSettings(_Frozen):
     maintenance: MaintenanceOptions = option(
         MaintenanceOptions(), doc="compaction and snapshot expiry, run by the scheduler"
     )
+    state_dsn: SecretStr | None = option(
+        None,
+        parse=text,
+        default_text="the JDBC catalog's PostgreSQL database",
+        doc="libpq connection string of the PostgreSQL database the scheduler keeps its state "
+        "in (`host=... dbname=... user=... password=...` or `postgresql://...`); needed when "
+        "the catalog is not a `jdbc:postgresql:` one (a REST catalog); `--state-dsn` "
+        "overrides it",
+    )
     tables: dict[str, TableOptions] = option(
         {}, entry="table", doc="options per sink table, named as the route gives it (`shop.orders`)"
     )

@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 from pydantic_core import PydanticUndefined
 
 from tidemark.config.declaration import Declared, declared
@@ -31,6 +31,7 @@ _TYPES: dict[Any, str] = {
     bool: "boolean",
     int: "integer",
     str: "text",
+    SecretStr: "text (secret)",
     timedelta: "duration",
 }
 

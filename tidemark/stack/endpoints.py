@@ -111,6 +111,9 @@ class RestCatalogEndpoint(BaseModel):
     uri: str  # http://127.0.0.1:PORT
     warehouse: str  # s3://BUCKET/
     object_store: ObjectStoreEndpoint
+    #: the scheduler's state: a REST catalog has no database of its own to keep it in, so the
+    #: stack's PostgreSQL (``tidemark.state-dsn``)
+    state_dsn: SecretStr
 
     def properties(self) -> dict[str, str]:
         """What a pipeline YAML puts under ``sink: catalog.properties.*``."""
@@ -141,6 +144,10 @@ class SparkEndpoint(BaseModel):
     jars: tuple[Path, ...]
 
 
+#: the catalog of either lake: both say what a pipeline file puts under ``catalog.properties``
+LakeEndpoint = CatalogEndpoint | RestCatalogEndpoint
+
+
 class StackEndpoints(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -155,7 +162,7 @@ class StackEndpoints(BaseModel):
     def source(self, flavor: SourceFlavor) -> SourceEndpoint:
         return self.mariadb if flavor == "mariadb" else self.mysql
 
-    def lake(self, storage: Storage) -> CatalogEndpoint | RestCatalogEndpoint:
+    def lake(self, storage: Storage) -> LakeEndpoint:
         """The catalog of ``storage``: the JDBC one on local disk, or the REST one on S3."""
         return self.catalog if storage == "local" else self.rest_catalog
 
@@ -177,5 +184,9 @@ class StackEndpoints(BaseModel):
             "TIDEMARK_CATALOG_USER": catalog.user,
             "TIDEMARK_CATALOG_PASSWORD": catalog.password.get_secret_value(),
             "TIDEMARK_WAREHOUSE": catalog.warehouse,
+            "TIDEMARK_REST_CATALOG_URI": self.rest_catalog.uri,
+            "TIDEMARK_S3_ENDPOINT": self.object_store.endpoint,
+            "TIDEMARK_STATE_DSN": self.rest_catalog.state_dsn.get_secret_value(),
+            **self.object_store.environment(),
             "TIDEMARK_KAFKA_BOOTSTRAP": self.kafka.bootstrap_servers,
         }

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from tidemark.source import BinlogPosition
-from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint
+from tidemark.stack.endpoints import LakeEndpoint, RestCatalogEndpoint, SourceEndpoint
 
 
 def local_pipeline(
     source: SourceEndpoint,
-    catalog: CatalogEndpoint,
+    catalog: LakeEndpoint,
     *,
     database: str,
     tables: str,
@@ -47,12 +49,7 @@ source:
 {start}{_indented(source_options)}
 sink:
   type: iceberg
-  catalog.properties.type: jdbc
-  catalog.properties.uri: {catalog.uri}
-  catalog.properties.jdbc.user: {catalog.user}
-  catalog.properties.jdbc.password: {catalog.password.get_secret_value()}
-  catalog.properties.warehouse: {catalog.warehouse}
-
+{_catalog_properties(catalog)}
 route:
   - source-table: {database}.\\.*
     sink-table: {namespace}.<>
@@ -60,7 +57,26 @@ route:
 
 pipeline:
   name: {namespace}
-{_parallelism(parallelism)}{extra}"""
+{_parallelism(parallelism)}{_with_state(catalog, extra)}"""
+
+
+def _with_state(catalog: LakeEndpoint, extra: str) -> str:
+    """``extra``, its ``tidemark:`` block (one made if it has none) naming the scheduler's
+    state database when the catalog has none of its own to keep it in."""
+    if not isinstance(catalog, RestCatalogEndpoint):
+        return extra
+    line = f"  state-dsn: {catalog.state_dsn.get_secret_value()}\n"
+    block = re.compile(r"^tidemark:\n", re.MULTILINE)
+    if block.search(extra):
+        return block.sub(lambda match: match.group(0) + line, extra, count=1)
+    separator = "\n" if extra and not extra.endswith("\n") else ""
+    return f"{extra}{separator}tidemark:\n{line}"
+
+
+def _catalog_properties(catalog: LakeEndpoint) -> str:
+    return "".join(
+        f"  catalog.properties.{key}: {value}\n" for key, value in catalog.properties().items()
+    )
 
 
 def _parallelism(readers: int) -> str:

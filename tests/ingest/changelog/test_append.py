@@ -26,6 +26,8 @@ from tidemark.contracts.progress import TableProgress
 from tidemark.lake.manifest_tiers import FAN_IN
 from tidemark.source import BinlogPosition
 
+pytestmark = pytest.mark.every_storage
+
 DAY_US = 86_400_000_000
 
 

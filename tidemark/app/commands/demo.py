@@ -12,7 +12,7 @@ from tidemark.app.commands.command import Command, stop_on_signals
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    from tidemark.app.demo.runner import DEMO_PIPELINE
+    from tidemark.app.demo.runner import DEMO_PIPELINES
 
     parser.add_argument(
         "--duration",
@@ -29,17 +29,23 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="shop transactions per second (default: 20)",
     )
     parser.add_argument(
+        "--storage",
+        choices=sorted(DEMO_PIPELINES),
+        default="local",
+        help="the lake: a JDBC catalog on local disk (configs/demo.yaml), or the REST catalog "
+        "on the stack's S3 store (configs/demo_s3.yaml); default: local",
+    )
+    parser.add_argument(
         "--file",
         type=Path,
-        default=DEMO_PIPELINE,
-        help="the pipeline YAML file (default: configs/demo.yaml)",
+        help="the pipeline YAML file (default: the one --storage names)",
     )
     parser.add_argument("--master", help="Spark master URL (default: a local session)")
     parser.set_defaults(handler=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from tidemark.app.demo.runner import DemoSettings, run_demo
+    from tidemark.app.demo.runner import DEMO_PIPELINES, DemoSettings, run_demo
     from tidemark.app.demo.workload import WorkloadSettings
 
     workload = WorkloadSettings(
@@ -48,7 +54,7 @@ def _demo(args: argparse.Namespace) -> int:
         alter_after_seconds=args.duration.total_seconds() / 2,
     )
     settings = DemoSettings(
-        pipeline_file=args.file,
+        pipeline_file=args.file or DEMO_PIPELINES[args.storage],
         duration=args.duration,
         workload=workload,
         spark_master=args.master,

@@ -31,6 +31,7 @@ from tidemark.app.demo.report_rows import REPORT_TABLE, latest_report
 from tidemark.app.demo.shop import ShopSize, create_shop
 from tidemark.app.demo.workload import ShopWorkload, WorkloadSettings
 from tidemark.errors import TidemarkError
+from tidemark.stack.endpoints import Storage
 
 if TYPE_CHECKING:
     from tidemark.app.pipeline import Pipeline
@@ -40,6 +41,11 @@ logger = logging.getLogger(__name__)
 
 #: the pipeline file the demo runs, unless told otherwise
 DEMO_PIPELINE = Path(__file__).resolve().parents[3] / "configs" / "demo.yaml"
+#: the demo's pipeline file on each of the stack's lakes (``tidemark demo --storage``)
+DEMO_PIPELINES: dict[Storage, Path] = {
+    "local": DEMO_PIPELINE,
+    "s3": DEMO_PIPELINE.with_name("demo_s3.yaml"),
+}
 
 #: exit code of a demo stopped by Ctrl-C, as a shell reports SIGINT
 EXIT_INTERRUPTED = 130
