@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
+import subprocess
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -18,6 +20,8 @@ from tidemark.errors import TerminalError
 from tidemark.stack.process import run
 
 logger = logging.getLogger(__name__)
+
+MINIMUM_JAVA = 17  # Kafka 4 brokers, and Spark 4
 
 
 def ensure_debian_packages(packages: Sequence[str], *, present: bool) -> None:
@@ -74,6 +78,30 @@ def resolve_maven_jars(pom: str, destination: Path, substitutions: dict[str, str
     )
     stamp.write_text(digest)
     return sorted(destination.glob("*.jar"))
+
+
+def ensure_java(minimum: int, *, compiler: bool = False) -> None:
+    """Java ``minimum`` or newer on PATH, from Debian's OpenJDK when there is none; with
+    ``compiler``, a JDK's ``javac`` too."""
+    kind, tools = ("jdk", ("java", "javac")) if compiler else ("jre", ("java",))
+    ensure_debian_packages(
+        [f"openjdk-{minimum}-{kind}-headless"],
+        present=all(shutil.which(tool) is not None for tool in tools),
+    )
+    # Java writes its settings to stderr.
+    result = subprocess.run(
+        ["java", "-XshowSettings:properties", "-version"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    match = re.search(r"java\.specification\.version = (\d+)", result.stderr)
+    if match is None or int(match.group(1)) < minimum:
+        found = match.group(1) if match else "unknown"
+        raise TerminalError(
+            f"the stack's Java services need Java {minimum} or newer, and 'java' on PATH is "
+            f"{found}: install openjdk-{minimum}-{kind}-headless and put it first on PATH"
+        )
 
 
 def _sudo() -> list[str]:
