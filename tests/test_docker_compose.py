@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import importlib.metadata
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tidemark.stack import mariadb, mysql
+from tidemark.stack import mariadb, mysql, object_store
 from tidemark.stack.endpoints import StackEndpoints
-from tidemark.stack.settings import DEFAULT_PORTS, ICEBERG_VERSION, KAFKA_VERSION
+from tidemark.stack.postgres import REST_CATALOG_DATABASE
+from tidemark.stack.rest_catalog import RestCatalog, launcher_environment
+from tidemark.stack.settings import (
+    DEFAULT_PORTS,
+    ICEBERG_VERSION,
+    KAFKA_VERSION,
+    POSTGRES_JDBC_VERSION,
+    SEAWEEDFS_VERSION,
+    ObjectStorePorts,
+    StackSettings,
+)
 
 ROOT = Path(__file__).parent.parent
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -69,6 +80,8 @@ def test_mariadb_is_the_release_the_tests_run_against(endpoints: StackEndpoints)
         ("mysql", DEFAULT_PORTS["mysql"]),
         ("kafka", DEFAULT_PORTS["kafka"]),
         ("postgres", DEFAULT_PORTS["postgres"]),
+        ("seaweedfs", DEFAULT_PORTS["object_store"]),
+        ("iceberg-rest", DEFAULT_PORTS["rest_catalog"]),
     ],
 )
 def test_services_listen_where_the_local_stack_does(service: str, port: int) -> None:
@@ -80,6 +93,9 @@ def test_services_listen_where_the_local_stack_does(service: str, port: int) -> 
 def test_versions_match_the_code() -> None:
     assert SERVICES["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"
     assert SERVICES["iceberg-rest"]["image"] == f"apache/iceberg-rest-fixture:{ICEBERG_VERSION}"
+    assert SERVICES["seaweedfs"]["image"] == f"chrislusf/seaweedfs:{SEAWEEDFS_VERSION}"
+    driver = f"org/postgresql/postgresql/{POSTGRES_JDBC_VERSION}/"
+    assert driver in SERVICES["iceberg-rest"]["command"][0]
     spark_version = importlib.metadata.version("pyspark")
     for name in ("spark-master", "spark-worker"):
         assert SERVICES[name]["image"].startswith(f"apache/spark:{spark_version}-scala2.13-")
@@ -107,3 +123,57 @@ def test_mysql_is_the_long_term_release_our_users_run() -> None:
     # the local stack runs Debian's MySQL 9.x, the only MySQL Debian packages; Docker users
     # get the LTS release
     assert SERVICES["mysql"]["image"] == "mysql:8.4"
+
+
+def _defaults(environment: dict[str, str]) -> dict[str, str]:
+    """Compose's ``${NAME:-default}`` values, as a user who sets nothing gets them."""
+    return {
+        key: re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", str(value))
+        for key, value in environment.items()
+    }
+
+
+PARTS = ("s3", "master", "volume", "filer", "admin")
+
+
+def test_the_object_store_runs_with_the_local_stacks_flags_and_keys() -> None:
+    store = SERVICES["seaweedfs"]
+    local = object_store.weed_mini_flags(
+        Path("/data"), "127.0.0.1", ObjectStorePorts.from_s3_port(DEFAULT_PORTS["object_store"])
+    )
+    # in a container SeaweedFS keeps its own address and ports: the published port moves it
+    ports = (f"-{part}.port{grpc}=" for part in PARTS for grpc in ("", ".grpc"))
+    placement = ("-dir=", "-ip=", "-ip.bind=", *ports)
+
+    assert store["command"][0] == "mini"
+    assert {flag for flag in local if not flag.startswith(placement)} <= set(store["command"])
+    assert _defaults(store["environment"]) == {
+        "AWS_ACCESS_KEY_ID": object_store.ACCESS_KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": object_store.SECRET_ACCESS_KEY,
+        "GOMEMLIMIT": object_store.GO_MEMORY_LIMIT,
+    }
+
+
+def test_the_rest_catalog_is_configured_as_the_local_stacks() -> None:
+    local = launcher_environment(
+        {}, RestCatalog(StackSettings(home=Path("/x"))).catalog_properties()
+    )
+    compose = _defaults(SERVICES["iceberg-rest"]["environment"])
+    # addresses differ inside Docker's network; the image's port is its default
+    addresses = ("CATALOG_URI", "CATALOG_S3_ENDPOINT", "CATALOG_REST_HOST", "CATALOG_REST_PORT")
+
+    assert {k: v for k, v in compose.items() if k not in addresses} == {
+        k: v for k, v in local.items() if k not in addresses
+    } | {"CATALOG_JDBC_STRICT__MODE": "false"}
+    assert compose["CATALOG_URI"] == f"jdbc:postgresql://postgres:5432/{REST_CATALOG_DATABASE}"
+    assert compose["CATALOG_S3_ENDPOINT"] == "http://seaweedfs:8333"
+
+
+def test_the_postgres_service_creates_the_rest_catalogs_database() -> None:
+    init = (ROOT / "configs" / "docker" / "postgres-init.sql").read_text()
+
+    assert f"CREATE DATABASE {REST_CATALOG_DATABASE} OWNER tidemark;" in init
+    assert any(
+        volume.startswith("./configs/docker/postgres-init.sql:/docker-entrypoint-initdb.d/")
+        for volume in SERVICES["postgres"]["volumes"]
+    )

@@ -1,4 +1,4 @@
-"""`tidemark stack`: five real services, idempotent start, and it only ever stops its own."""
+"""`tidemark stack`: seven real services, idempotent start, and it only ever stops its own."""
 
 from __future__ import annotations
 
@@ -12,17 +12,22 @@ from typing import Any
 
 import pytest
 
-from tests.stack_helpers import free_ports
+from tests.stack_helpers import free_port_block, free_ports
 from tidemark.app.cli import main
 from tidemark.errors import ConfigError, TerminalError
 from tidemark.stack.mysql import MySQLSystem
 from tidemark.stack.process import owned_pid, port_is_open, wait_for
 from tidemark.stack.service import ServiceFailedError
-from tidemark.stack.settings import StackSettings
+from tidemark.stack.settings import (
+    OBJECT_STORE_HTTP_PORTS,
+    SEAWEEDFS_GRPC_OFFSET,
+    ObjectStorePorts,
+    StackSettings,
+)
 from tidemark.stack.stack import Stack
 
 
-def test_status_reports_five_healthy_services_as_json(
+def test_status_reports_seven_healthy_services_as_json(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["stack", "status", "--json"]) == 0
@@ -34,6 +39,8 @@ def test_status_reports_five_healthy_services_as_json(
         "mariadb": True,
         "mysql": True,
         "postgres": True,
+        "object_store": True,
+        "rest_catalog": True,
         "kafka": True,
         "spark": True,
     }
@@ -81,7 +88,14 @@ def test_a_second_stack_starts_from_nothing_and_stops_without_touching_the_first
             cursor.execute("SELECT @@binlog_format, @@binlog_row_image, @@binlog_row_metadata")
             assert cursor.fetchone() == ("ROW", "FULL", "FULL")
 
-    assert sorted(second.down()) == ["kafka", "mariadb", "mysql", "postgres"]
+    assert second.down() == [
+        "kafka",
+        "rest_catalog",
+        "object_store",
+        "postgres",
+        "mysql",
+        "mariadb",
+    ]
     assert not any(port_is_open("127.0.0.1", port) for port in ports)
     assert stack.status()["healthy"] is True
 
@@ -155,8 +169,20 @@ def test_a_mysql_system_that_cannot_be_built_is_refused_with_the_fix(tmp_path: P
 
 def stack_on_free_ports(home: Path, **settings: Any) -> tuple[Stack, list[int]]:
     """A stack in ``home`` whose services listen on ports nothing else uses."""
-    ports = free_ports(5)
-    names = ("mariadb_port", "mysql_port", "postgres_port", "kafka_port", "kafka_controller_port")
-    fields: dict[str, Any] = {**dict(zip(names, ports, strict=True)), **settings}
+    names = (
+        "mariadb_port",
+        "mysql_port",
+        "postgres_port",
+        "rest_catalog_port",
+        "kafka_port",
+        "kafka_controller_port",
+    )
+    ports = free_ports(len(names))
+    object_store = free_port_block(OBJECT_STORE_HTTP_PORTS, SEAWEEDFS_GRPC_OFFSET)
+    fields: dict[str, Any] = {
+        **dict(zip(names, ports, strict=True)),
+        "object_store_port": object_store,
+        **settings,
+    }
     stack = Stack(StackSettings(home=home, **fields))
-    return stack, ports
+    return stack, [*ports, *ObjectStorePorts.from_s3_port(object_store).all()]

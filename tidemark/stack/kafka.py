@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import re
 import shutil
 import subprocess
 import uuid
@@ -13,7 +12,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from tidemark.errors import TerminalError
-from tidemark.stack.installer import ensure_debian_packages, resolve_maven_jars
+from tidemark.stack.installer import MINIMUM_JAVA, ensure_java, resolve_maven_jars
 from tidemark.stack.process import port_is_open, run, spawn_daemon
 from tidemark.stack.service import Service
 from tidemark.stack.settings import KAFKA_VERSION
@@ -39,9 +38,6 @@ auto.create.topics.enable=false
 """
 
 
-MINIMUM_JAVA = 17  # Kafka 4 brokers, and Spark 4
-
-
 class Kafka(Service):
     name = "kafka"
 
@@ -54,10 +50,7 @@ class Kafka(Service):
         return str(self.settings.jars_dir / "kafka" / "*")
 
     def install(self) -> None:
-        ensure_debian_packages(
-            ["openjdk-17-jre-headless"], present=shutil.which("java") is not None
-        )
-        _require_java(MINIMUM_JAVA)
+        ensure_java(MINIMUM_JAVA)
         resolve_maven_jars(
             "kafka-pom.xml",
             self.settings.jars_dir / "kafka",
@@ -135,20 +128,3 @@ class Kafka(Service):
             "-cp",
             self.jars,
         ]
-
-
-def _require_java(minimum: int) -> None:
-    # Java writes its settings to stderr.
-    result = subprocess.run(
-        ["java", "-XshowSettings:properties", "-version"],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
-    match = re.search(r"java\.specification\.version = (\d+)", result.stderr)
-    if match is None or int(match.group(1)) < minimum:
-        found = match.group(1) if match else "unknown"
-        raise TerminalError(
-            f"Kafka needs Java {minimum} or newer, and 'java' on PATH is {found}: install "
-            f"openjdk-{minimum}-jre-headless and put it first on PATH"
-        )

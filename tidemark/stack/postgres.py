@@ -20,6 +20,9 @@ from tidemark.stack.settings import CATALOG_NAME
 
 CATALOG_USER, CATALOG_PASSWORD = "tidemark", "tidemark"
 CATALOG_DATABASE = "tidemark_catalog"
+#: the REST catalog's own JdbcCatalog: apart from the JDBC catalog's, whose tables live on local
+#: disk under the same catalog name
+REST_CATALOG_DATABASE = "tidemark_rest_catalog"
 # PostgreSQL refuses to run as root; as root the stack runs it as Debian's postgres user.
 _SERVICE_USER = "postgres"
 
@@ -121,13 +124,14 @@ class Postgres(Service):
                     ),
                     (CATALOG_PASSWORD,),
                 )
-            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (CATALOG_DATABASE,))
-            if cursor.fetchone() is None:
-                cursor.execute(
-                    sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                        sql.Identifier(CATALOG_DATABASE), sql.Identifier(CATALOG_USER)
+            for database in (CATALOG_DATABASE, REST_CATALOG_DATABASE):
+                cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,))
+                if cursor.fetchone() is None:
+                    cursor.execute(
+                        sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                            sql.Identifier(database), sql.Identifier(CATALOG_USER)
+                        )
                     )
-                )
         finally:
             conn.close()
 

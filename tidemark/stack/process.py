@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tidemark.errors import TransientError
@@ -22,10 +22,17 @@ Clock = Callable[[], float]
 
 
 def spawn_daemon(
-    argv: Sequence[str], *, log: Path, pid_file: Path, cwd: Path, user: str | None = None
+    argv: Sequence[str],
+    *,
+    log: Path,
+    pid_file: Path,
+    cwd: Path,
+    user: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in its own session as ``user``, appending its output to ``log``, and
-    record its pid in ``pid_file``."""
+    """Start ``argv`` in its own session as ``user`` with the environment ``env`` (this
+    process's by default), appending its output to ``log``, and record its pid in
+    ``pid_file``."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -36,6 +43,7 @@ def spawn_daemon(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             user=user,
+            env=None if env is None else dict(env),
         )
     pid_file.write_text(f"{process.pid}\n")
     return process

@@ -44,6 +44,11 @@ class Service(ABC):
     @abstractmethod
     def port(self) -> int: ...
 
+    @property
+    def ports(self) -> tuple[int, ...]:
+        """Every port the daemon listens on; ``port`` is the one its clients use."""
+        return (self.port,)
+
     @abstractmethod
     def install(self) -> None:
         """Install binaries and initialise the data folder; idempotent."""
@@ -95,14 +100,15 @@ class Service(ABC):
             raise ServiceFailedError(self.name, problem, self.log) from error
 
     def _start(self) -> subprocess.Popen[bytes]:
-        if port_is_open(self.settings.host, self.port):
-            raise ServiceFailedError(
-                self.name,
-                f"port {self.port} on {self.settings.host} is taken by a process the stack "
-                f"did not start; stop it or choose another port with "
-                f"TIDEMARK_{self.name.upper()}_PORT",
-                None,
-            )
+        for port in self.ports:
+            if port_is_open(self.settings.host, port):
+                raise ServiceFailedError(
+                    self.name,
+                    f"port {port} on {self.settings.host} is taken by a process the stack "
+                    f"did not start; stop it or choose another port with "
+                    f"TIDEMARK_{self.name.upper()}_PORT",
+                    None,
+                )
         logger.info("Starting %s on %s:%d", self.name, self.settings.host, self.port)
         return self._launch()
 

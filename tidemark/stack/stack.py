@@ -9,6 +9,8 @@ from tidemark.errors import TransientError
 from tidemark.stack.endpoints import (
     CatalogEndpoint,
     KafkaEndpoint,
+    ObjectStoreEndpoint,
+    RestCatalogEndpoint,
     SourceEndpoint,
     SparkEndpoint,
     StackEndpoints,
@@ -16,7 +18,9 @@ from tidemark.stack.endpoints import (
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.mariadb import MariaDB
 from tidemark.stack.mysql import MySQL
+from tidemark.stack.object_store import ObjectStore
 from tidemark.stack.postgres import Postgres
+from tidemark.stack.rest_catalog import RestCatalog
 from tidemark.stack.service import Service
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.spark_runtime import SparkRuntime
@@ -34,10 +38,13 @@ STATUS_VERSION = 1
 class Stack:
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
+        # in start order: the REST catalog's database is PostgreSQL's, its files the store's
         self.daemons: list[Service] = [
             MariaDB(settings),
             MySQL(settings),
             Postgres(settings),
+            ObjectStore(settings),
+            RestCatalog(settings),
             Kafka(settings),
         ]
         self.spark = SparkRuntime(settings)
@@ -66,6 +73,8 @@ class Stack:
             )
         services = report["services"]
         postgres = services["postgres"]
+        object_store = ObjectStoreEndpoint.model_validate(services["object_store"])
+        rest_catalog = services["rest_catalog"]
         return StackEndpoints(
             mariadb=SourceEndpoint.model_validate(services["mariadb"]),
             mysql=SourceEndpoint.model_validate(services["mysql"]),
@@ -75,6 +84,13 @@ class Stack:
                 user=postgres["user"],
                 password=postgres["password"],
                 warehouse=postgres["warehouse"],
+            ),
+            object_store=object_store,
+            rest_catalog=RestCatalogEndpoint(
+                name=rest_catalog["name"],
+                uri=rest_catalog["uri"],
+                warehouse=rest_catalog["warehouse"],
+                object_store=object_store,
             ),
             kafka=KafkaEndpoint.model_validate(services["kafka"]),
             spark=SparkEndpoint.model_validate(services["spark"]),

@@ -51,7 +51,7 @@ def _print_table(report: dict[str, Any]) -> None:
     lines = [f"tidemark stack in {report['home']}"]
     for name, service in services.items():
         state = "healthy" if service["healthy"] else "DOWN"
-        lines.append(f"  {name:<9}{state:<9}{_where(name, service)}")
+        lines.append(f"  {name:<13}{state:<9}{_where(name, service)}")
     sys.stdout.write("\n".join(lines) + "\n")
 
 
@@ -62,6 +62,12 @@ def _where(name: str, service: dict[str, Any]) -> str:
         return f"{service['master']}, {len(service['jars'])} jars"
     if name == "postgres":
         return f"{service['jdbc_uri']} (Iceberg catalog '{service['catalog_name']}')"
+    if name == "object_store":
+        return f"{service['endpoint']} (S3, bucket '{service['bucket']}')"
+    if name == "rest_catalog":
+        return (
+            f"{service['uri']} (Iceberg REST catalog '{service['name']}', {service['warehouse']})"
+        )
     return f"{service['host']}:{service['port']}"
 
 
