@@ -91,6 +91,11 @@ class Stack:
                 uri=rest_catalog["uri"],
                 warehouse=rest_catalog["warehouse"],
                 object_store=object_store,
+                state_dsn=(
+                    f"host={postgres['host']} port={postgres['port']} "
+                    f"dbname={postgres['database']} user={postgres['user']} "
+                    f"password={postgres['password']}"
+                ),
             ),
             kafka=KafkaEndpoint.model_validate(services["kafka"]),
             spark=SparkEndpoint.model_validate(services["spark"]),

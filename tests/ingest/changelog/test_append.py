@@ -64,6 +64,7 @@ def test_an_append_writes_what_pyiceberg_would(
     assert spark.table(f"tidemark.{lean.identifier}").count() == 6
 
 
+@pytest.mark.parametrize("storage", ["local"], indirect=True)  # the tiers: storage-blind
 def test_a_long_history_keeps_a_short_manifest_list_of_the_same_files(
     catalog: Catalog, namespace: str, spark: SparkSession
 ) -> None:
