@@ -129,11 +129,15 @@ class Twin:
         merge_range(self.spark, spec, outcome.previous_order, outcome.merged_order, stamps)
 
 
-@pytest.mark.every_storage
 @pytest.mark.parametrize(
-    ("unique_key", "keep_deletes", "in_processes"),
-    [("order_no", False, False), ("order_no, id", True, False), ("order_no", False, True)],
-    ids=["key", "composite key, deletes kept", "key, in worker processes"],
+    ("unique_key", "keep_deletes", "in_processes", "storage"),
+    [
+        pytest.param("order_no", False, False, "local", id="key"),
+        pytest.param("order_no, id", True, False, "local", id="composite key, deletes kept"),
+        pytest.param("order_no", False, True, "local", id="key, in worker processes"),
+        pytest.param("order_no", False, True, "s3", id="key, in worker processes, on S3"),
+    ],
+    indirect=["storage"],
 )
 def test_merges_without_spark_leave_the_mirror_as_spark_merges_of_the_same_ranges_do(
     orders_windows: StartOrders,
