@@ -20,6 +20,7 @@ from ingest.bootstrap.display import BootstrapDisplay, LogDisplay, MetricsDispla
 from ingest.changelog.error_table import ErrorTables, errors_sink, sink_of
 from ingest.changelog.formats import changelog_opener
 from ingest.changelog.listing import CatalogListing, namespace_of
+from ingest.changelog.storage_check import check_writable
 from ingest.errors import SchemaChangeStopError
 from ingest.schema.evolution import promotes
 from ingest.schema.source_tables import read_source_tables
@@ -213,6 +214,7 @@ def build_runner(
         process.warm()  # the reading process starts while the tables are onboarded
     metrics = IngestMetrics(config.pipeline.name)
     onboarding = onboard(config, catalog)
+    check_writable(catalog, next(iter(onboarding.tables.values())).identifier)
     source = config.source.connection
     source_id = f"{source.host}:{source.port}"
     databases = sorted({database for database, _ in onboarding.bindings})

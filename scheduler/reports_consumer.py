@@ -168,6 +168,45 @@ class ReportsConsumer:
         raise SchedulerError(f"Kafka consumer failed for good on {self._settings.topic}: {error}")
 
 
+def _wait_until_left(admin: AdminClient, settings: ConsumerSettings, timeout: float) -> None:
+    """Return once the pipeline's group has no member. A scheduler is a static member
+    (``consumer_config``): when it stops, the broker keeps it in the group until its session
+    ends, so a pipeline started over right after its scheduler stopped waits that long; a
+    member still there after it is a scheduler still running."""
+    group = settings.group_id
+    session = float(settings.kafka.get("session.timeout.ms", _SESSION_MS)) / 1000
+    deadline = time.monotonic() + session + timeout
+    said = False
+    while True:
+        members = (
+            admin.describe_consumer_groups([group], request_timeout=timeout)[group]
+            .result(timeout)
+            .members
+        )
+        if not members:
+            return
+        if time.monotonic() > deadline:
+            raise ReportsUnavailableError(
+                f"the consumer group {group} still has a member ({members[0].host}) "
+                f"{session + timeout:g} s on: a scheduler of this pipeline is running; stop it "
+                "and start over again"
+            )
+        if not said:
+            logger.info(
+                "Waiting for the scheduler that last read %s to leave group %s: a stopped "
+                "scheduler stays in it until its session ends (%g s)",
+                settings.topic,
+                group,
+                session,
+            )
+            said = True
+        time.sleep(0.5)
+
+
+#: librdkafka's default ``session.timeout.ms``
+_SESSION_MS = 45_000
+
+
 def forget_reports(settings: ConsumerSettings, timeout: float = 30.0) -> tuple[str, ...]:
     """Delete the pipeline's consumer group and the report topic, and return once the broker
     no longer lists the topic: for starting a pipeline over whose tables were recreated, so no
@@ -194,6 +233,7 @@ def forget_reports(settings: ConsumerSettings, timeout: float = 30.0) -> tuple[s
             _skip_to_end(settings, timeout)
             return others
         if settings.group_id in names:
+            _wait_until_left(admin, settings, timeout)
             admin.delete_consumer_groups([settings.group_id], request_timeout=timeout)[
                 settings.group_id
             ].result(timeout)

@@ -26,9 +26,16 @@ from tests.ingest.pipelines import orders_pipeline, reports_block
 from tidemark.app.cli import main
 from tidemark.app.page_server import StatusPages
 from tidemark.app.pipeline import Pipeline
+from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.metrics import REGISTRY
 from tidemark.source import current_position
-from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint, StackEndpoints
+from tidemark.stack.endpoints import (
+    CatalogEndpoint,
+    LakeEndpoint,
+    SourceEndpoint,
+    StackEndpoints,
+    Storage,
+)
 from tidemark.stack.postgres import CATALOG_DATABASE, Postgres
 from tidemark.stack.settings import StackSettings
 
@@ -101,13 +108,89 @@ def test_the_passwords_are_in_no_log_output_metric_page_report_or_table_property
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
+    path = _canary_pipeline(
+        canary_account,
+        canary_catalog,
+        source,
+        endpoints,
+        source_database,
+        namespace,
+        reports_topic,
+        tmp_path,
+        server_id,
+    )
+    places, errors = _look_everywhere(
+        path, CATALOG_CANARY, endpoints, namespace, reports_topic, catalog, caplog, capfd
+    )
+
+    for password in (CANARY, CATALOG_CANARY):
+        assert [place for place, content in places.items() if password in content] == []
+    assert "password authentication failed" in errors, "the wrong catalog password was tried"
+
+
+def test_the_object_store_s_keys_are_in_no_log_output_metric_page_report_or_table_property(
+    canary_account: str,
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    reports_topic: str,
+    tmp_path: Path,
+    server_id: int,
+    catalogs: dict[Storage, Catalog],
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A REST catalog on S3: the store's secret key is the catalog's canary (the stack's
+    store has one key pair); the namespace is made in that lake, not the test's default."""
+    lake = endpoints.rest_catalog
+    catalog = catalogs.get("s3") or load_catalog(lake.name, lake.properties())
+    secret = lake.object_store.secret_access_key.get_secret_value()
+    catalog.create_namespace(namespace)
+    try:
+        path = _canary_pipeline(
+            canary_account,
+            lake,
+            source,
+            endpoints,
+            source_database,
+            namespace,
+            reports_topic,
+            tmp_path,
+            server_id,
+        )
+        places, errors = _look_everywhere(
+            path, secret, endpoints, namespace, reports_topic, catalog, caplog, capfd
+        )
+    finally:
+        purge_namespace(catalog, namespace, drop=True)
+
+    for password in (CANARY, secret):
+        assert [place for place, content in places.items() if password in content] == []
+    assert "SignatureDoesNotMatch" in errors or "ACCESS_DENIED" in errors, (
+        "the wrong secret key was tried"
+    )
+
+
+def _canary_pipeline(
+    account: str,
+    lake: LakeEndpoint,
+    source: SourceEndpoint,
+    endpoints: StackEndpoints,
+    source_database: str,
+    namespace: str,
+    reports_topic: str,
+    tmp_path: Path,
+    server_id: int,
+) -> Path:
+    """The orders pipeline into ``lake``, read with the canary account, reporting to Kafka."""
     with source.admin_source().connect() as admin, admin.cursor() as cursor:
         cursor.execute(f"CREATE TABLE `{source_database}`.orders (id INT PRIMARY KEY, v INT)")
         cursor.execute(f"INSERT INTO `{source_database}`.orders VALUES (1, 1), (2, 2)")
     path = orders_pipeline(
         tmp_path,
         source,
-        canary_catalog,
+        lake,
         database=source_database,
         namespace=namespace,
         server_id=server_id,
@@ -117,14 +200,30 @@ def test_the_passwords_are_in_no_log_output_metric_page_report_or_table_property
     )
     text = path.read_text()
     path.write_text(
-        text.replace(f"username: {source.cdc_user}", f"username: {canary_account}").replace(
+        text.replace(f"username: {source.cdc_user}", f"username: {account}").replace(
             f"password: {source.cdc_password.get_secret_value()}", f"password: {CANARY}"
         )
     )
-    wrong = tmp_path / "wrong.yaml"  # the account refused: its message names no password
+    return path
+
+
+def _look_everywhere(
+    path: Path,
+    catalog_secret: str,
+    endpoints: StackEndpoints,
+    namespace: str,
+    reports_topic: str,
+    catalog: Catalog,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> tuple[dict[str, str], str]:
+    """Runs the pipeline at ``path``, looks at it with every command and the status page, and
+    with the source's and the catalog's secrets wrong; what each place showed, and the
+    standard error."""
+    wrong = path.with_name("wrong.yaml")  # the account refused: its message names no password
     wrong.write_text(path.read_text().replace(CANARY, f"{CANARY}-wrong"))
-    wrong_catalog = tmp_path / "wrong_catalog.yaml"
-    wrong_catalog.write_text(path.read_text().replace(CATALOG_CANARY, f"{CATALOG_CANARY}-wrong"))
+    wrong_catalog = path.with_name("wrong_catalog.yaml")
+    wrong_catalog.write_text(path.read_text().replace(catalog_secret, f"{catalog_secret}-wrong"))
 
     with caplog.at_level(logging.DEBUG):
         pipeline = Pipeline.open(path)
@@ -154,12 +253,10 @@ def test_the_passwords_are_in_no_log_output_metric_page_report_or_table_property
     assert all(places.values()), (
         f"nothing was captured in {[k for k, v in places.items() if not v]}"
     )
-    for password in (CANARY, CATALOG_CANARY):
-        assert [place for place, content in places.items() if password in content] == []
     assert "refused the account" in shown.err, "the wrong source password was tried"
-    assert "password authentication failed" in shown.err, "the wrong catalog password was tried"
     assert page.count("Cannot read this pipeline") == 2, "the page shows both refusals"
     assert 'data-table="' in page, "the page shows the pipeline that works"
+    return places, shown.err
 
 
 def _messages(endpoints: StackEndpoints, topic: str) -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.polling import wait_until
 from bench.workloads.shop_schedule import ORDERS, USERS, at, report
 from scheduler.gate import job_task
 from scheduler.reports_consumer import ConsumerSettings, forget_reports
@@ -63,3 +64,32 @@ def test_forget_reports_deletes_the_topic_and_the_consumer_group(
 
     assert reports_topic not in admin.list_topics(timeout=10).topics
     assert group not in consumer_groups(admin)
+
+
+def test_forget_reports_waits_for_a_stopped_scheduler_to_leave_its_group(
+    endpoints: StackEndpoints, unique_name: str
+) -> None:
+    """A scheduler is a static member: stopped, it stays in the group until its session ends
+    (6 s here, the broker's shortest), and the group cannot be deleted before."""
+    kafka: dict[str, Any] = {
+        "bootstrap.servers": endpoints.kafka.bootstrap_servers,
+        "session.timeout.ms": "6000",
+    }
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
+    reports_topic = f"reports.{unique_name}"
+    settings = ConsumerSettings(reports_topic, kafka, f"tidemark-{unique_name}")
+    admin.create_topics([NewTopic(reports_topic, num_partitions=1)])[reports_topic].result(30)
+    scheduler = Consumer(settings.consumer_config())
+    scheduler.subscribe([reports_topic])
+    wait_until("the scheduler in its group", lambda: _members(admin, settings.group_id), 30)
+    scheduler.close()
+    assert _members(admin, settings.group_id), "a static member stays after closing"
+
+    forget_reports(settings)
+
+    assert reports_topic not in admin.list_topics(timeout=10).topics
+    assert settings.group_id not in consumer_groups(admin)
+
+
+def _members(admin: AdminClient, group: str) -> int:
+    return len(admin.describe_consumer_groups([group])[group].result(30).members)
