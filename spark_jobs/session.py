@@ -52,12 +52,12 @@ def build_session(
     session_conf = {key: value for key, value in conf.items() if key.startswith(_SESSION_CONF)}
     if all(active.conf.get(key, None) == value for key, value in session_conf.items()):
         return active
-    key = frozenset(session_conf.items())
-    session = _OWN_SESSIONS.get(key)
+    settings_key = frozenset(session_conf.items())
+    session = _OWN_SESSIONS.get(settings_key)
     if session is None or session.sparkContext is not active.sparkContext:
-        session = _OWN_SESSIONS[key] = active.newSession()
-        for name, value in session_conf.items():
-            session.conf.set(name, value)
+        session = _OWN_SESSIONS[settings_key] = active.newSession()
+        for key, value in session_conf.items():
+            session.conf.set(key, value)
     return session
 
 

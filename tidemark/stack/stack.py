@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pydantic import SecretStr
+
 from tidemark.errors import TransientError
 from tidemark.stack.endpoints import (
     CatalogEndpoint,
@@ -91,7 +93,7 @@ class Stack:
                 uri=rest_catalog["uri"],
                 warehouse=rest_catalog["warehouse"],
                 object_store=object_store,
-                state_dsn=(
+                state_dsn=SecretStr(
                     f"host={postgres['host']} port={postgres['port']} "
                     f"dbname={postgres['database']} user={postgres['user']} "
                     f"password={postgres['password']}"
