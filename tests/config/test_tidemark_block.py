@@ -265,3 +265,31 @@ def test_bad_reports_and_ingest_options_are_named(
         load_pipeline(write_file(BASE + "tidemark:\n" + block), {})
 
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("block", "warned"),
+    [
+        ("  reports: {topic: r, kafka.bootstrap.servers: k:9092}\n", True),
+        ("  reports: {topic: r, kafka.bootstrap.servers: k:9092}\n  state-dsn: host=pg\n", False),
+        ("  window: 5 min\n", False),
+    ],
+    ids=["reports without a state database", "with one", "no scheduler"],
+)
+def test_a_rest_catalog_the_scheduler_follows_needs_a_state_database(
+    write_file: WriteFile, block: str, warned: bool
+) -> None:
+    config = load_pipeline(write_file(BASE + "tidemark:\n" + block), {})
+
+    assert [(w.key, w.message) for w in config.warnings] == (
+        [
+            (
+                "tidemark.reports",
+                "the scheduler keeps its state in a PostgreSQL database, and this catalog is not "
+                "a jdbc:postgresql: one: add tidemark.state-dsn (a libpq connection string), or "
+                "give --state-dsn to tidemark schedule, run, status, ui and reset",
+            )
+        ]
+        if warned
+        else []
+    )

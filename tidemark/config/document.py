@@ -21,6 +21,7 @@ from tidemark.config.model import (
     RouteRule,
     StartupMode,
     TidemarkSettings,
+    reveal,
 )
 from tidemark.config.patterns import split_table_id
 from tidemark.config.pipeline_block import read_pipeline
@@ -85,6 +86,8 @@ def parse_pipeline(text: str, path: Path, environ: Mapping[str, str]) -> Pipelin
         _check_across(reader, root, source, pipeline)
     if source is not None and routes is not None and tidemark is not None and sink is not None:
         _check_table_names(reader, root, source, routes, tidemark, sink)
+    if tidemark is not None and sink is not None:
+        _check_state_database(reader, root, tidemark, sink)
     problems.raise_if_errors()
     assert source is not None and sink is not None
     assert routes is not None and transforms is not None and tidemark is not None
@@ -159,6 +162,25 @@ def _check_table_names(
                 f"{table} is neither a table source.tables captures nor a route's sink-table: "
                 "check the name",
             )
+
+
+def _check_state_database(
+    reader: Reader, root: MapNode, tidemark: TidemarkSettings, sink: IcebergSink
+) -> None:
+    """A scheduler keeps its state in the catalog's PostgreSQL database unless told another:
+    a pipeline the scheduler follows on any other catalog (a REST one) must name one."""
+    if tidemark.reports is None or tidemark.state_dsn is not None:
+        return
+    uri = reveal(sink.catalog_properties).get("uri", "")
+    if uri.startswith("jdbc:postgresql:"):
+        return
+    reader.warning(
+        _at(root, EXTENSION_KEY, "reports"),
+        "tidemark.reports",
+        "the scheduler keeps its state in a PostgreSQL database, and this catalog is not a "
+        "jdbc:postgresql: one: add tidemark.state-dsn (a libpq connection string), or give "
+        "--state-dsn to tidemark schedule, run, status, ui and reset",
+    )
 
 
 def _at(node: Node | None, *keys: str) -> Node | None:
