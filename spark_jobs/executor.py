@@ -38,6 +38,13 @@ class SparkWindowExecutor:
                 f"the pipelines use different catalog names ({', '.join(sorted(catalogs))}) and "
                 "share one Spark application here: schedule them in separate processes"
             )
+        described = {frozenset(reveal(c.sink.catalog_properties).items()) for c in configs}
+        if len(described) > 1:
+            raise ConfigError(
+                f"the pipelines describe different catalogs under one name "
+                f"({catalogs.pop()}: {', '.join(str(c.path) for c in configs)}), and one Spark "
+                "session holds one catalog per name: schedule them in separate processes"
+            )
         self._session = session
         self._configs = tuple(configs)
         self._planning = threading.Lock()
