@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from spark_jobs.session import SparkSettings, spark_conf
-from tidemark.catalog import pyiceberg_properties
+from tidemark.catalog import FILE_IO_CLASS, pyiceberg_properties
 from tidemark.errors import ConfigError
+from tidemark.lake import file_io
 
 JDBC = {
     "type": "jdbc",
@@ -19,6 +20,7 @@ JDBC = {
 
 def test_a_jdbc_catalog_becomes_a_pyiceberg_sql_catalog_with_credentials_in_the_url() -> None:
     assert pyiceberg_properties(JDBC) == {
+        "py-io-impl": FILE_IO_CLASS,
         "type": "sql",
         "uri": "postgresql+psycopg2://iceberg:p%40ss%2Fword@db.internal:5432/lake?sslmode=require",
         "warehouse": "s3://bucket/warehouse",
@@ -28,7 +30,16 @@ def test_a_jdbc_catalog_becomes_a_pyiceberg_sql_catalog_with_credentials_in_the_
 def test_a_rest_catalog_passes_through_unchanged() -> None:
     rest = {"type": "rest", "uri": "https://catalog:8181", "warehouse": "lake", "token": "t"}
 
-    assert pyiceberg_properties(rest) == rest
+    assert pyiceberg_properties(rest) == {"py-io-impl": FILE_IO_CLASS, **rest}
+
+
+def test_pyicebergs_file_io_is_tidemarks_unless_the_file_names_one() -> None:
+    """``tidemark.lake.file_io`` sends small S3 files in one request; the name in
+    ``tidemark.catalog`` is the class's."""
+    assert FILE_IO_CLASS == file_io.FILE_IO_CLASS
+    assert FILE_IO_CLASS == f"{file_io.__name__}.{file_io.SmallWritesFileIO.__name__}"
+    own = {"type": "rest", "uri": "http://catalog", "py-io-impl": "my.FileIO"}
+    assert pyiceberg_properties(own)["py-io-impl"] == "my.FileIO"
 
 
 #: a REST catalog over an S3-compatible store, as Iceberg's Java clients (Flink, Spark) take it
@@ -49,6 +60,7 @@ def test_java_s3_file_io_properties_become_pyiceberg_ones() -> None:
     """PyIceberg picks its FileIO by the location's scheme and reads the shared names (keys,
     endpoint, ``client.region``) itself; path style is its virtual addressing turned off."""
     assert pyiceberg_properties(REST_ON_S3) == {
+        "py-io-impl": FILE_IO_CLASS,
         "type": "rest",
         "uri": "http://catalog:8181",
         "warehouse": "s3://lake/",

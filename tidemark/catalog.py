@@ -88,7 +88,8 @@ def purge_namespace(catalog: Catalog, namespace: str, *, drop: bool = False) -> 
 
 
 def pyiceberg_properties(properties: Mapping[str, str]) -> dict[str, str]:
-    """Translate Java-style catalog properties into PyIceberg's."""
+    """Translate Java-style catalog properties into PyIceberg's; PyIceberg's FileIO is
+    Tidemark's (``tidemark.lake.file_io``) unless ``py-io-impl`` names another."""
     catalog_type = properties.get("type", "").lower()
     translate = _TRANSLATIONS.get(catalog_type)
     if translate is None:
@@ -96,7 +97,12 @@ def pyiceberg_properties(properties: Mapping[str, str]) -> dict[str, str]:
         raise ConfigError(
             f"catalog.properties.type must be one of {known}, got: {catalog_type or '(missing)'}"
         )
-    return translate(dict(properties))
+    return {"py-io-impl": FILE_IO_CLASS, **translate(dict(properties))}
+
+
+#: ``tidemark.lake.file_io.FILE_IO_CLASS``, named here so that reading a pipeline file does not
+#: import the lake fence (which checks PyIceberg's version)
+FILE_IO_CLASS = "tidemark.lake.file_io.SmallWritesFileIO"
 
 
 def _jdbc(properties: dict[str, str]) -> dict[str, str]:

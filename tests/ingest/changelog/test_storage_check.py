@@ -11,6 +11,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from ingest.changelog.storage_check import StorageRefusedError, check_writable
 from tidemark.catalog import load_catalog
+from tidemark.lake.file_io import SmallWritesFileIO
 from tidemark.stack.endpoints import StackEndpoints
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -45,3 +46,17 @@ def test_a_wrong_secret_key_is_refused_before_the_first_row_with_the_fix(
     assert "SIGNATURE_DOES_NOT_MATCH" in said
     assert "Check the keys (catalog.properties.s3.access-key-id and s3.secret-access-key" in said
     assert "not-the-key" not in said
+
+
+@pytest.mark.parametrize("storage", ["s3"], indirect=True)
+def test_small_files_go_to_s3_in_one_request(catalog: Catalog, namespace: str) -> None:
+    """pyarrow otherwise starts a multipart upload on open: three requests for a file of a few
+    kilobytes (``tidemark.lake.file_io``)."""
+    table = catalog.create_table(f"{namespace}.orders", schema=SCHEMA)
+
+    assert isinstance(table.io, SmallWritesFileIO)
+    scheme, netloc, _ = PyArrowFileIO.parse_location(table.location())
+    _, (options,) = table.io.fs_by_scheme(scheme, netloc).__reduce__()
+    assert options["allow_delayed_open"] is True
+    table.append(pa.table({"id": [1, 2]}, schema=SCHEMA))
+    assert table.scan().to_arrow().num_rows == 2
