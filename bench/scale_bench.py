@@ -42,7 +42,8 @@ after their lake:
    the namespace keeps once ingest has stopped (current + 10 previous with retention).
 
 The targets are issue #25's, stated at 1,000 tables: they are shown for N ≥ 1,000 only; on
-S3 those #44 set again (start, idle commits, lag, merges) name #44. A
+S3 those #44 set again (start, idle commits, lag, merges) name #44. ``--commit-threads K``
+runs ingest with K commit threads (an experiment; the pipeline file cannot set it). A
 figure that could not be measured (ingest not streaming before ``--start-timeout``, a process
 that died) is "n/a" with the reason in its name; every load and wait has a deadline, and the
 database, namespace, topic, consumer group and scheduler state it created are removed.
@@ -127,6 +128,9 @@ class Options:
     #: the lakes each N runs on, in turn: ``local`` (JDBC catalog, local disk), ``s3`` (REST
     #: catalog, object store)
     storages: tuple[Storage, ...] = ("local",)
+    #: ingest's commit threads for this run only (``bench.scale_ingest --commit-threads``);
+    #: None: ingest's own default
+    commit_threads: int | None = None
 
 
 QUICK = Options(
@@ -541,6 +545,11 @@ class Phases:
                 "--max-seconds",
                 f"{lifetime:.0f}",
                 *(("--profile", str(self.profile)) if self.options.profile else ()),
+                *(
+                    ("--commit-threads", str(self.options.commit_threads))
+                    if self.options.commit_threads is not None
+                    else ()
+                ),
             ],
             self.folder / "ingest.log",
         )
@@ -974,8 +983,11 @@ def _forget_schedule(lake: BenchLake, kafka: AdminClient, name: str, changelogs:
 
 
 def run_label(result: ScaleResult) -> str:
-    """What a run's figures are named after: N and the lake."""
-    return f"{result.tables:,} tables on {LABELS[result.storage]}"
+    """What a run's figures are named after: N, the lake, and ingest's commit threads when the
+    run set them."""
+    label = f"{result.tables:,} tables on {LABELS[result.storage]}"
+    threads = result.options.commit_threads
+    return label if threads is None else f"{label} ({threads} commit threads)"
 
 
 def figures(result: ScaleResult, label: str | None = None, *, why: bool = True) -> list[Figure]:
@@ -1183,6 +1195,9 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
         choices=STORAGES,
         help="the lakes to run each N on, in turn (default: local); two: side by side",
     )
+    parser.add_argument(
+        "--commit-threads", type=int, help="ingest's commit threads, for this run only"
+    )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args(argv)
     options = QUICK if args.quick else Options()
@@ -1200,6 +1215,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
             "scheduler_workers",
             "merge_processes",
             "start_timeout",
+            "commit_threads",
         )
         if getattr(args, key) is not None
     }

@@ -172,13 +172,14 @@ def test_quick_runs_ten_and_a_hundred_tables_with_one_minute_windows() -> None:
     assert options.tables == (10, 100)
     assert (options.window_minutes, options.idle_seconds) == (1, 5.0)
     assert figures is None
-    assert options.storages == ("local",)
+    assert (options.storages, options.commit_threads) == (("local",), None)
 
 
 def test_both_lakes_run_each_n_in_the_order_given_and_once_each() -> None:
-    options, _ = scale_bench.parse_args(["--storage", "s3", "local", "s3"])
+    options, _ = scale_bench.parse_args(["--storage", "s3", "local", "s3", "--commit-threads", "8"])
 
     assert options.storages == ("s3", "local")
+    assert options.commit_threads == 8
 
 
 def test_figures_on_s3_name_their_lake_and_answer_to_issue_44_where_it_set_targets() -> None:
@@ -192,6 +193,14 @@ def test_figures_on_s3_name_their_lake_and_answer_to_issue_44_where_it_set_targe
     assert not lag.target.met_by(lag.value)
     # #44 set no memory target: #25's stands
     assert by_name["1,000 tables on REST+S3: ingest peak RSS"].target == Target("<=", 1024, 25)
+
+
+def test_a_runs_own_commit_threads_are_in_its_figures_names() -> None:
+    result = ScaleResult(100, Options(commit_threads=8), "s3", start_s=3.0)
+
+    names = [f.name for f in scale_bench.figures(result)]
+
+    assert names[0] == "100 tables on REST+S3 (8 commit threads): start → streaming"
 
 
 def test_side_by_side_puts_each_lakes_figure_of_an_n_in_a_row() -> None:
