@@ -82,9 +82,13 @@ class BenchLake(ABC):
     scheduler's state, and a namespace's files."""
 
     storage: ClassVar[Storage]
+    #: the stack's services (``tidemark stack status``) a commit to this lake runs on
+    services: ClassVar[tuple[str, ...]]
 
-    def __init__(self, endpoints: StackEndpoints) -> None:
+    def __init__(self, endpoints: StackEndpoints, pids: Mapping[str, int] | None = None) -> None:
         self.endpoints = endpoints
+        #: the process of each of ``services`` that runs, for their CPU
+        self.pids = {name: pid for name, pid in (pids or {}).items() if name in self.services}
 
     @property
     def label(self) -> str:
@@ -153,6 +157,7 @@ class LocalLake(BenchLake):
     scheduler's state in the catalog's own database."""
 
     storage = "local"
+    services = ("postgres",)
 
     @property
     def endpoint(self) -> CatalogEndpoint:
@@ -180,6 +185,7 @@ class S3Lake(BenchLake):
     the scheduler's account), and the scheduler its state in the database of ``state_dsn``."""
 
     storage = "s3"
+    services = ("postgres", "rest_catalog", "object_store")
 
     @property
     def endpoint(self) -> RestCatalogEndpoint:
@@ -214,11 +220,21 @@ class S3Lake(BenchLake):
 _LAKES: dict[Storage, type[BenchLake]] = {"local": LocalLake, "s3": S3Lake}
 
 
-def bench_lake(endpoints: StackEndpoints, storage: Storage) -> BenchLake:
+def bench_lake(
+    endpoints: StackEndpoints, storage: Storage, status: Mapping[str, Any] | None = None
+) -> BenchLake:
+    """The lake of ``storage``; with the stack's ``status`` (``Stack.status()``), it knows
+    its services' processes."""
     kind = _LAKES.get(storage)
     if kind is None:
         raise ValueError(f"the stack's lakes are {', '.join(_LAKES)}, got: {storage!r}")
-    return kind(endpoints)
+    return kind(endpoints, service_pids(status or {}))
+
+
+def service_pids(status: Mapping[str, Any]) -> dict[str, int]:
+    """Each running service's process, from ``Stack.status()``."""
+    services: Mapping[str, Mapping[str, Any]] = status.get("services", {})
+    return {name: service["pid"] for name, service in services.items() if service.get("pid")}
 
 
 def scan_folder(folder: Path) -> Usage:

@@ -66,7 +66,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -162,6 +162,8 @@ class ScaleResult:
     lag_p99_s: float = float("nan")
     lag_max_s: float = float("nan")
     load_commits_per_s: float = float("nan")
+    #: under the load, in cores: ingest (``INGEST``), each of the lake's services, the machine
+    load_cpu: dict[str, float] = field(default_factory=dict)
     flush_p50_s: float = float("nan")
     flush_max_s: float = float("nan")
     window_ends: list[datetime] = field(default_factory=list)
@@ -340,6 +342,43 @@ def tree_cpu_seconds(root: int) -> float:
         if stat is not None:
             total += stat.cpu_seconds + stat.children_cpu_seconds
     return total
+
+
+def busy_seconds(stat: str, ticks: int) -> float:
+    """CPU seconds the machine's cores spent busy since boot, from /proc/stat's first line
+    (``cpu  user nice system idle iowait irq softirq steal ...``): all but idle and iowait."""
+    fields = [int(value) for value in stat.splitlines()[0].split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / ticks
+
+
+#: the name ``read_cpu`` gives the whole machine
+MACHINE = "machine"
+#: what the CPU figures call ingest's process tree
+INGEST = "ingest"
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """CPU seconds so far of named process trees and of the machine, at ``at`` (monotonic)."""
+
+    at: float
+    seconds: dict[str, float]
+
+
+def read_cpu(pids: Mapping[str, int]) -> CpuReading:
+    """Now: each of ``pids``' trees (``tree_cpu_seconds``), and the ``MACHINE``."""
+    seconds = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}
+    seconds[MACHINE] = busy_seconds(Path("/proc/stat").read_text(), _TICKS)
+    return CpuReading(time.monotonic(), seconds)
+
+
+def cores_between(before: CpuReading, after: CpuReading) -> dict[str, float]:
+    """Each name's CPU between two readings, in cores (NaN for a process gone meanwhile)."""
+    wall = after.at - before.at
+    return {
+        name: (after.seconds.get(name, float("nan")) - used) / wall
+        for name, used in before.seconds.items()
+    }
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -649,11 +688,14 @@ class Phases:
 
     def load(self, idle_ended: float, idle_folder: Usage) -> None:
         options, result = self.options, self.result
-        began = time.time()
+        assert self.ingest is not None
+        pids = {INGEST: self.ingest.pid, **self.lake.pids}
+        began, cpu = time.time(), read_cpu(pids)
         done, took = run_load(
             self.endpoints, self.name, self.tables, options.tps, options.load_seconds
         )
         ended = time.time()
+        result.load_cpu = cores_between(cpu, read_cpu(pids))
         self.spans.append((f"{options.tps} tx/s", began, ended))
         result.load_tps = done / took
         if not self.alive():
@@ -982,6 +1024,27 @@ def _forget_schedule(lake: BenchLake, kafka: AdminClient, name: str, changelogs:
 # --- figures and the console -----------------------------------------------------------------
 
 
+def _load_cpu_figures(
+    result: ScaleResult, load: str, figure: Callable[[str, str, float, str], Figure]
+) -> list[Figure]:
+    """Where the cores went under the load: ingest, the lake's servers (the catalog's and the
+    storage's: PostgreSQL, and the REST server and object store on S3), the whole machine
+    (the source server and Kafka too)."""
+    cpu = result.load_cpu
+    services = [cores for name, cores in cpu.items() if name not in (INGEST, MACHINE)]
+    nan = float("nan")
+    return [
+        figure("load", f"{load}: ingest CPU", cpu.get(INGEST, nan), "cores"),
+        figure(
+            "load",
+            f"{load}: CPU of the catalog's and the storage's servers",
+            sum(services) if services else nan,
+            "cores",
+        ),
+        figure("load", f"{load}: CPU of the machine, busy", cpu.get(MACHINE, nan), "cores"),
+    ]
+
+
 def run_label(result: ScaleResult) -> str:
     """What a run's figures are named after: N, the lake, and ingest's commit threads when the
     run set them."""
@@ -1054,6 +1117,7 @@ def figures(result: ScaleResult, label: str | None = None, *, why: bool = True) 
         figure("load", f"{load}: watermark lag p50", result.lag_p50_s, "s"),
         figure("load", f"{load}: watermark lag p99", result.lag_p99_s, "s", "<=", 10, on_storage),
         figure("load", f"{load}: table commits/s", result.load_commits_per_s, "commits/s"),
+        *_load_cpu_figures(result, load, figure),
     ]
     if options.scheduler:
         windows = f"{label}, {options.window_minutes}-min windows"
@@ -1145,6 +1209,11 @@ def details(result: ScaleResult) -> str:
         f"warehouse {result.end_mb_per_table:.3f} MB per table at the end; changelog "
         f"metadata files max {result.changelog_metadata_files_max:.0f}",
     ]
+    if result.load_cpu:
+        lines.append(
+            "  CPU under the load, cores: "
+            + ", ".join(f"{name} {cores:.2f}" for name, cores in result.load_cpu.items())
+        )
     if result.merged_by_end:
         lines.append(
             "  mirror merges done by the end, per window end: "
@@ -1232,7 +1301,8 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
 
 def main(argv: Sequence[str] | None = None) -> int:
     options, figures_path = parse_args(argv)
-    endpoints = Stack(StackSettings.from_env()).endpoints()
+    stack = Stack(StackSettings.from_env())
+    endpoints, status = stack.endpoints(), stack.status()
     started = datetime.now(UTC)
     sys.stdout.write(
         f"machine: {os.cpu_count()} cores, load average {_load_average()}; "
@@ -1244,7 +1314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for n in options.tables:
         for storage in options.storages:  # each N on every lake in turn: alike conditions
-            results.append(measure(bench_lake(endpoints, storage), n, options))
+            results.append(measure(bench_lake(endpoints, storage, status), n, options))
             sys.stdout.write(details(results[-1]))
             sys.stdout.flush()
     every = [figure for result in results for figure in figures(result)]

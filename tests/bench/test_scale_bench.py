@@ -11,9 +11,13 @@ from pathlib import Path
 from bench import scale_bench
 from bench.report import Target
 from bench.scale_bench import (
+    MACHINE,
+    CpuReading,
     Events,
     Options,
     ScaleResult,
+    busy_seconds,
+    cores_between,
     first_window_ends,
     lag_samples,
     merge_delays,
@@ -52,6 +56,22 @@ def test_peak_memory_comes_from_proc_status() -> None:
 
     assert status_kib(text, "VmHWM") == 350212
     assert status_kib(text, "VmSwap") == 0
+
+
+def test_the_machine_is_busy_in_all_but_idle_and_iowait() -> None:
+    stat = "cpu  100 5 45 800 50 0 0 0 0 0\ncpu0  50 0 20 400 25 0 0 0 0 0\n"
+
+    assert busy_seconds(stat, ticks=100) == 1.5
+
+
+def test_cpu_between_two_readings_is_in_cores_and_a_process_gone_is_unknown() -> None:
+    before = CpuReading(100.0, {"ingest": 10.0, "gone": 1.0, MACHINE: 50.0})
+    after = CpuReading(104.0, {"ingest": 12.0, MACHINE: 56.0})
+
+    cores = cores_between(before, after)
+
+    assert (cores["ingest"], cores[MACHINE]) == (0.5, 1.5)
+    assert math.isnan(cores["gone"])
 
 
 def test_lag_is_each_tables_age_of_its_newest_watermark_every_second() -> None:
