@@ -139,7 +139,7 @@ def _at_once_figures(on: str, spans: Sequence[Span], cpu: Mapping[str, float]) -
             sum(services) if services else NAN,
             "cores",
         ),
-        Figure("commit", f"{on}: CPU of the machine, busy", machine, "cores"),
+        Figure("commit", f"{on}: CPU of all the machine's processes", machine, "cores"),
         Figure("commit", f"{on}: the machine's CPU per commit", machine / rate, "s"),
     ]
 

@@ -15,11 +15,12 @@ from bench.scale_bench import (
     CpuReading,
     Events,
     Options,
+    ProcStat,
     ScaleResult,
-    busy_seconds,
     cores_between,
     first_window_ends,
     lag_samples,
+    machine_cpu_seconds,
     merge_delays,
     paced,
     parse_stat,
@@ -58,10 +59,10 @@ def test_peak_memory_comes_from_proc_status() -> None:
     assert status_kib(text, "VmSwap") == 0
 
 
-def test_the_machine_is_busy_in_all_but_idle_and_iowait() -> None:
-    stat = "cpu  100 5 45 800 50 0 0 0 0 0\ncpu0  50 0 20 400 25 0 0 0 0 0\n"
+def test_the_machines_cpu_is_every_processs_and_its_ended_childrens() -> None:
+    stats = [ProcStat(1, 0, 2.0, 30.0), ProcStat(42, 1, 1.5, 0.0)]
 
-    assert busy_seconds(stat, ticks=100) == 1.5
+    assert machine_cpu_seconds(stats) == 33.5
 
 
 def test_cpu_between_two_readings_is_in_cores_and_a_process_gone_is_unknown() -> None:
