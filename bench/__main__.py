@@ -63,6 +63,7 @@ BENCHMARKS = (
         ("--commits", "600"),
         ("--commits", "100", "--sample", "10"),
     ),
+    Benchmark("commit", "bench.commit_bench", (), ("--quick",)),
     Benchmark("scale", "bench.scale_bench", ("--tables", "10", "100", "1000"), ("--quick",)),
     Benchmark("takeover", "bench.takeover_bench", ("--trials", "10"), ("--trials", "3")),
 )

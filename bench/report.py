@@ -88,6 +88,30 @@ def render(figures: Sequence[Figure], machine: Machine, when: datetime) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_columns(headers: Sequence[str], columns: Sequence[Sequence[Figure]]) -> str:
+    """Figures measured alike on several set-ups, side by side: a row per figure (each column
+    names them the same, in the same order, as its first does), a column per set-up; a value
+    that misses its target is bold, and the target names every issue that set it."""
+    lines = [
+        f"| figure | {' | '.join(headers)} | target |",
+        "|---|" + "---|" * len(headers) + "---|",
+    ]
+    for row in zip(*columns, strict=True):
+        cells = []
+        for figure in row:
+            value = _number(figure.value, figure.unit)
+            missed = figure.target is not None and not figure.target.met_by(figure.value)
+            cells.append(f"**{value}**" if missed else value)
+        targets = [figure.target for figure in row if figure.target is not None]
+        shown = ""
+        if targets:
+            issues = ", ".join(f"#{issue}" for issue in dict.fromkeys(t.issue for t in targets))
+            bound = _number(targets[0].bound, row[0].unit)
+            shown = f"{_SHOWN[targets[0].op]} {bound} ({issues})"
+        lines.append(f"| {row[0].name} | {' | '.join(cells)} | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
 def _number(value: float, unit: str) -> str:
     if unit == "%":
         return f"{value:.0f}%"

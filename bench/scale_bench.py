@@ -1,19 +1,24 @@
-"""Scale benchmark (issue #25): one pipeline of N small tables, N = 10, 100, 1,000 (3,000).
+"""Scale benchmark (issues #25, #44): one pipeline of N small tables, N = 10, 100, 1,000 (3,000),
+on either lake of the stack or both.
 
-For each N: a database ``scale_n{N}_{tag}`` of N tables (``id INT PRIMARY KEY, name
+For each N: a database ``scale_n{N}_{storage}_{tag}`` of N tables (``id INT PRIMARY KEY, name
 VARCHAR(32), qty INT, price DECIMAL(10,2), ts DATETIME(3)``, 10 rows each), selected by one
-pattern (``tables: scale_n{N}_{tag}.\\.*``) and routed 1:1 into the namespace of the same name,
-with default ingest settings; the method of the measurements by hand of 2026-11-25
-(``scale-2026-11-25.md``), in code:
+pattern and routed 1:1 into the namespace of the same name, with default ingest settings; the
+method of the measurements by hand of 2026-11-25 (``scale-2026-11-25.md``), in code. With
+``--storage local s3`` each N runs on the JDBC catalog over local disk, then on the REST
+catalog over S3 (``bench.lakes``: the catalog's rows, the scheduler's state and the
+namespace's files of each), one after the other, and the figures come side by side, named
+after their lake:
 
 1. **Start**: ingest runs as ``tidemark ingest`` does, under a wrapper that times its stages
    (``bench.scale_ingest``): from process start to the first binlog event read, and its parts,
    onboard (plan, changelog tables, schema trackers) and bootstrap (the 10 rows of each table).
 2. **Idle** for ``--idle-seconds``, ``--settle-seconds`` after streaming began: catalog
-   commits/s (the metadata versions of the namespace's tables in the JDBC catalog, summed;
-   the runner's own count beside it on the console) and ingest's CPU (its process and the
-   binlog-reading child, from /proc), in % of one core. Other databases' binlog events still
-   reach the reader: on a shared machine the minute is quiet for this pipeline only.
+   commits/s (the metadata versions of the namespace's tables in the catalog's database, the
+   REST server's too, summed; the runner's own count beside it on the console) and ingest's
+   CPU (its process and the binlog-reading child, from /proc), in % of one core. Other
+   databases' binlog events still reach the reader: on a shared machine the minute is quiet
+   for this pipeline only.
 3. **Load**: ``--tps`` single-row autocommit ``UPDATE`` transactions a second, round-robin
    over all tables, for ``--load-seconds`` (PyMySQL, paced; the rate reached is a figure).
    Watermark lag = t − the table's watermark at t: the newest its commits stamped (in their
@@ -31,16 +36,19 @@ with default ingest settings; the method of the measurements by hand of 2026-11-
    JVM) from its start-up's end to the phase's. On a new pipeline the measured window is
    usually each mirror's first (created by Spark): the console lists the merges done per
    window end.
-5. Ingest's peak RSS (VmHWM, main process); the warehouse folder of the namespace (du) growing
+5. Ingest's peak RSS (VmHWM, main process); the namespace's files (du of its folder on local
+   disk, the sizes of its objects on S3: small files count whole blocks on disk only) growing
    per table-hour while idle and under load; the most ``*.metadata.json`` files any table of
    the namespace keeps once ingest has stopped (current + 10 previous with retention).
 
-The targets are issue #25's, stated at 1,000 tables: they are shown for N ≥ 1,000 only. A
+The targets are issue #25's, stated at 1,000 tables: they are shown for N ≥ 1,000 only; on
+S3 those #44 set again (start, idle commits, lag, merges) name #44. ``--commit-threads K``
+runs ingest with K commit threads (an experiment; the pipeline file cannot set it). A
 figure that could not be measured (ingest not streaming before ``--start-timeout``, a process
 that died) is "n/a" with the reason in its name; every load and wait has a deadline, and the
 database, namespace, topic, consumer group and scheduler state it created are removed.
 
-``python -m bench.scale_bench [--quick] [--tables 10 100 1000] [--idle-seconds 60] ...``
+``python -m bench.scale_bench [--quick] [--tables 10 100 1000] [--storage local s3] ...``
 """
 
 from __future__ import annotations
@@ -58,32 +66,32 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import psycopg2
 from confluent_kafka.admin import AdminClient, NewTopic
-from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import NoSuchNamespaceError
 
-from bench.report import Figure, Target, render, this_machine, write_figures
-from bench.scratch import stack_catalog
+from bench.lakes import LABELS, BenchLake, Usage, bench_lake
+from bench.report import Figure, Target, render, render_columns, this_machine, write_figures
 from scheduler.gate import mirror_task
 from scheduler.reports_consumer import GROUP_PREFIX
-from scheduler.state import DEFAULT_SCHEMA, StateSettings, StateStore
+from scheduler.state import DEFAULT_SCHEMA, StateStore
 from tidemark.config.model import IngestOptions
-from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.endpoints import STORAGES, StackEndpoints, Storage
 from tidemark.stack.pipeline_file import local_pipeline
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 from tidemark.windows import Window
 
 ISSUE = 25
+#: the issue whose targets a lake's figures answer to: #44 set #25's (start, idle commits, lag,
+#: merges) for the REST catalog on S3
+ISSUES: dict[Storage, int] = {"local": ISSUE, "s3": 44}
 #: the benchmarks' replica ids are 4900-4999; one pipeline runs at a time
 SERVER_ID = 4975
 ROWS_PER_TABLE = 10
@@ -117,6 +125,12 @@ class Options:
     #: sample ingest's main thread (``bench.scale_ingest --profile``) and print where the idle
     #: minute and the load spent it
     profile: bool = False
+    #: the lakes each N runs on, in turn: ``local`` (JDBC catalog, local disk), ``s3`` (REST
+    #: catalog, object store)
+    storages: tuple[Storage, ...] = ("local",)
+    #: ingest's commit threads for this run only (``bench.scale_ingest --commit-threads``);
+    #: None: ingest's own default
+    commit_threads: int | None = None
 
 
 QUICK = Options(
@@ -135,6 +149,7 @@ class ScaleResult:
 
     tables: int
     options: Options
+    storage: Storage = "local"
     start_s: float = float("nan")
     onboard_s: float = float("nan")
     bootstrap_s: float = float("nan")
@@ -147,6 +162,8 @@ class ScaleResult:
     lag_p99_s: float = float("nan")
     lag_max_s: float = float("nan")
     load_commits_per_s: float = float("nan")
+    #: under the load, in cores: ingest (``INGEST``), each of the lake's services, the machine
+    load_cpu: dict[str, float] = field(default_factory=dict)
     flush_p50_s: float = float("nan")
     flush_max_s: float = float("nan")
     window_ends: list[datetime] = field(default_factory=list)
@@ -206,12 +223,6 @@ def status_kib(text: str, key: str) -> int:
         if line.startswith(key + ":"):
             return int(line.split()[1])
     return 0
-
-
-def metadata_version(location: str) -> int:
-    """The version of an Iceberg metadata file, from its name (``00042-<uuid>.metadata.json``):
-    one more for every commit, PyIceberg's and Spark's alike."""
-    return int(location.rsplit("/", 1)[-1].split("-", 1)[0])
 
 
 def lag_samples(
@@ -303,14 +314,20 @@ def _stat(pid: int) -> ProcStat | None:
         return None  # gone
 
 
-def descendants(root: int) -> list[int]:
-    """``root``'s children, theirs, and so on (from every process's parent in /proc)."""
-    children: dict[int, list[int]] = {}
+def _every_stat() -> Iterator[ProcStat]:
+    """Every process's, in /proc."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             stat = _stat(int(entry.name))
             if stat is not None:
-                children.setdefault(stat.ppid, []).append(stat.pid)
+                yield stat
+
+
+def descendants(root: int) -> list[int]:
+    """``root``'s children, theirs, and so on (from every process's parent in /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in _every_stat():
+        children.setdefault(stat.ppid, []).append(stat.pid)
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -333,62 +350,49 @@ def tree_cpu_seconds(root: int) -> float:
     return total
 
 
+def machine_cpu_seconds(stats: Iterable[ProcStat]) -> float:
+    """CPU seconds used by every process of ``stats`` (each process of the machine), and by
+    those that ended and were waited for. Not /proc/stat's busy time: it samples a core at each
+    tick, and missed most of the short bursts of a paced load (0.09 cores for the whole machine
+    against 0.18 for ingest alone, whose time is the scheduler's own count)."""
+    return sum(stat.cpu_seconds + stat.children_cpu_seconds for stat in stats)
+
+
+#: the name ``read_cpu`` gives the whole machine
+MACHINE = "machine"
+#: what the CPU figures call ingest's process tree
+INGEST = "ingest"
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """CPU seconds so far of named process trees and of the machine, at ``at`` (monotonic)."""
+
+    at: float
+    seconds: dict[str, float]
+
+
+def read_cpu(pids: Mapping[str, int]) -> CpuReading:
+    """Now: each of ``pids``' trees (``tree_cpu_seconds``), and the ``MACHINE``."""
+    seconds = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}
+    seconds[MACHINE] = machine_cpu_seconds(_every_stat())
+    return CpuReading(time.monotonic(), seconds)
+
+
+def cores_between(before: CpuReading, after: CpuReading) -> dict[str, float]:
+    """Each name's CPU between two readings, in cores (NaN for a process gone meanwhile)."""
+    wall = after.at - before.at
+    return {
+        name: (after.seconds.get(name, float("nan")) - used) / wall
+        for name, used in before.seconds.items()
+    }
+
+
 def peak_rss_mb(pid: int) -> float:
     try:
         return status_kib(Path(f"/proc/{pid}/status").read_text(), "VmHWM") / 1024
     except OSError:
         return float("nan")
-
-
-@dataclass(frozen=True)
-class Folder:
-    """A warehouse folder: bytes used (as du counts them), and each table's metadata files."""
-
-    bytes: int = 0
-    metadata_files: dict[str, int] = field(default_factory=dict)
-
-
-def scan_folder(folder: Path) -> Folder:
-    used, metadata = 0, dict[str, int]()
-    for parent, _dirs, files in os.walk(folder):
-        path = Path(parent)
-        for name in files:
-            try:
-                used += (path / name).stat().st_blocks * 512
-            except OSError:
-                continue  # deleted meanwhile (a metadata file past retention)
-            if name.endswith(".metadata.json") and path.name == "metadata":
-                metadata[path.parent.name] = metadata.get(path.parent.name, 0) + 1
-    return Folder(used, metadata)
-
-
-def namespace_folder(endpoints: StackEndpoints, namespace: str) -> Path:
-    """Where the catalog's tables of ``namespace`` keep their files (a local warehouse)."""
-    return Path(urlsplit(endpoints.catalog.warehouse).path) / namespace
-
-
-def catalog_commits(endpoints: StackEndpoints, namespace: str) -> int:
-    """Commits so far to the tables of ``namespace``: their metadata versions, summed."""
-    with _postgres(endpoints) as cursor:
-        cursor.execute(
-            "SELECT metadata_location FROM iceberg_tables "
-            "WHERE catalog_name = %s AND table_namespace = %s",
-            (endpoints.catalog.name, namespace),
-        )
-        return sum(metadata_version(location) for (location,) in cursor.fetchall())
-
-
-@contextmanager
-def _postgres(endpoints: StackEndpoints) -> Iterator[psycopg2.extensions.cursor]:
-    """A cursor on the catalog's PostgreSQL database (which holds the scheduler's state too)."""
-    settings = StateSettings.from_catalog(endpoints.catalog.properties())
-    params: dict[str, Any] = dict(settings.connection)
-    connection = psycopg2.connect(**params)
-    try:
-        with connection.cursor() as cursor:
-            yield cursor
-    finally:
-        connection.close()
 
 
 # --- processes ---------------------------------------------------------------------------------
@@ -524,12 +528,13 @@ def run_load(
         connection.close()
 
 
-def _pipeline(folder: Path, endpoints: StackEndpoints, name: str, window_minutes: int) -> Path:
+def _pipeline(folder: Path, lake: BenchLake, name: str, window_minutes: int) -> Path:
+    endpoints = lake.endpoints
     path = folder / f"{name}.yaml"
     path.write_text(
         local_pipeline(
             endpoints.mariadb,
-            endpoints.catalog,
+            lake.endpoint,
             database=name,
             tables="\\.*",
             namespace=name,
@@ -553,19 +558,19 @@ def _pipeline(folder: Path, endpoints: StackEndpoints, name: str, window_minutes
 class Phases:
     """One N's run: the processes, the files, and the result they fill in."""
 
-    def __init__(self, endpoints: StackEndpoints, n: int, options: Options, folder: Path) -> None:
-        self.endpoints = endpoints
+    def __init__(self, lake: BenchLake, n: int, options: Options, folder: Path) -> None:
+        self.endpoints = lake.endpoints
+        self.lake = lake
         self.options = options
-        self.name = f"scale_n{n}_{uuid.uuid4().hex[:6]}"
+        self.name = f"scale_n{n}_{lake.storage}_{uuid.uuid4().hex[:6]}"
         self.tables = table_names(n)
         self.sinks = [f"{self.name}.{table}" for table in self.tables]
         self.changelogs = {f"{sink}_changelog" for sink in self.sinks}
         self.folder = folder
-        self.result = ScaleResult(n, options)
+        self.result = ScaleResult(n, options, lake.storage)
         self.events = Events(folder / "events.jsonl")
         self.ingest: subprocess.Popen[bytes] | None = None
         self.launched = 0.0
-        self.warehouse = namespace_folder(endpoints, self.name)
         self.profile = folder / "profile.jsonl"
         #: (name, began, ended) of the idle minute and the load, for the profile
         self.spans: list[tuple[str, float, float]] = []
@@ -586,6 +591,11 @@ class Phases:
                 "--max-seconds",
                 f"{lifetime:.0f}",
                 *(("--profile", str(self.profile)) if self.options.profile else ()),
+                *(
+                    ("--commit-threads", str(self.options.commit_threads))
+                    if self.options.commit_threads is not None
+                    else ()
+                ),
             ],
             self.folder / "ingest.log",
         )
@@ -650,14 +660,14 @@ class Phases:
 
     # -- the phases
 
-    def idle(self) -> tuple[float, Folder] | None:
+    def idle(self) -> tuple[float, Usage] | None:
         """The quiet minute; its end and the folder then, or None if ingest died."""
         assert self.ingest is not None
         if not self.wait(self.options.settle_seconds):
             self._died("idle")
             return None
         began, cpu, commits = time.time(), tree_cpu_seconds(self.ingest.pid), self._catalog()
-        folder = scan_folder(self.warehouse)
+        folder = self.lake.files(self.name)
         if not self.wait(self.options.idle_seconds):
             self._died("idle")
             return None
@@ -666,7 +676,7 @@ class Phases:
         result = self.result
         result.idle_cpu_cores = (tree_cpu_seconds(self.ingest.pid) - cpu) / (ended - began)
         result.idle_catalog_commits_per_s = (self._catalog() - commits) / (ended - began)
-        end_folder = scan_folder(self.warehouse)
+        end_folder = self.lake.files(self.name)
         self.events.poll()
         result.idle_runner_commits_per_s = len(self._commits_between(began, ended)) / (
             ended - began
@@ -678,18 +688,21 @@ class Phases:
 
     def _catalog(self) -> float:
         try:
-            return float(catalog_commits(self.endpoints, self.name))
+            return float(self.lake.commits(self.name))
         except psycopg2.Error as error:
             sys.stdout.write(f"  catalog not readable: {error}\n")
             return float("nan")
 
-    def load(self, idle_ended: float, idle_folder: Folder) -> None:
+    def load(self, idle_ended: float, idle_folder: Usage) -> None:
         options, result = self.options, self.result
-        began = time.time()
+        assert self.ingest is not None
+        pids = {INGEST: self.ingest.pid, **self.lake.pids}
+        began, cpu = time.time(), read_cpu(pids)
         done, took = run_load(
             self.endpoints, self.name, self.tables, options.tps, options.load_seconds
         )
         ended = time.time()
+        result.load_cpu = cores_between(cpu, read_cpu(pids))
         self.spans.append((f"{options.tps} tx/s", began, ended))
         result.load_tps = done / took
         if not self.alive():
@@ -723,7 +736,7 @@ class Phases:
         if flushes:
             result.flush_p50_s = statistics.median(flushes)
             result.flush_max_s = max(flushes)
-        folder = scan_folder(self.warehouse)
+        folder = self.lake.files(self.name)
         result.load_mb_per_table_hour = _per_table_hour(
             folder.bytes - idle_folder.bytes, len(self.tables), ended - idle_ended
         )
@@ -842,7 +855,7 @@ class Phases:
                 result.merged_by_end[end] = result.merged_by_end.get(end, 0) + 1
 
     def _window_runs(self) -> list[tuple[str, datetime, str, datetime]]:
-        with _postgres(self.endpoints) as cursor:
+        with self.lake.state_cursor() as cursor:
             cursor.execute("SELECT to_regclass(%s)", (f"{DEFAULT_SCHEMA}.window_runs",))
             if (cursor.fetchone() or (None,))[0] is None:
                 return []
@@ -861,14 +874,14 @@ class Phases:
             result.peak_rss_mb = peak_rss_mb(self.ingest.pid)
             readers = [peak_rss_mb(pid) for pid in descendants(self.ingest.pid)]
             result.reader_peak_rss_mb = max(readers, default=float("nan"))
-        folder = scan_folder(self.warehouse)
+        folder = self.lake.files(self.name)
         if folder.metadata_files:
             result.end_mb_per_table = folder.bytes / 2**20 / len(self.tables)
 
     def count_metadata_files(self) -> None:
         """Each table's metadata files once ingest has stopped: while it runs, a commit under
         way has written its new file and not yet removed the oldest (four commit at once)."""
-        folder = scan_folder(self.warehouse)
+        folder = self.lake.files(self.name)
         if folder.metadata_files:
             result = self.result
             result.metadata_files_max = max(folder.metadata_files.values())
@@ -915,16 +928,17 @@ def _per_table_hour(grown: int, tables: int, seconds: float) -> float:
     return grown / 2**20 / tables / (seconds / 3600)
 
 
-def measure(endpoints: StackEndpoints, n: int, options: Options) -> ScaleResult:
+def measure(lake: BenchLake, n: int, options: Options) -> ScaleResult:
+    endpoints = lake.endpoints
     with tempfile.TemporaryDirectory(prefix="scale_bench_") as scratch:
-        phases = Phases(endpoints, n, options, Path(scratch))
+        phases = Phases(lake, n, options, Path(scratch))
         run_started = time.time()
-        sys.stdout.write(f"\n{n:,} tables: {phases.name}\n")
+        sys.stdout.write(f"\n{n:,} tables on {lake.label}: {phases.name}\n")
         sys.stdout.flush()
         with ExitStack() as cleanup:
             _create(endpoints, phases, cleanup)
             sys.stdout.write(f"  source created in {time.time() - run_started:.0f} s\n")
-            path = _pipeline(Path(scratch), endpoints, phases.name, options.window_minutes)
+            path = _pipeline(Path(scratch), lake, phases.name, options.window_minutes)
             lifetime = (
                 options.start_timeout
                 + options.settle_seconds
@@ -994,8 +1008,8 @@ def _create(endpoints: StackEndpoints, phases: Phases, cleanup: ExitStack) -> No
     kafka = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
     kafka.create_topics([NewTopic(name, num_partitions=1)])[name].result(timeout=30)
     cleanup.callback(_delete_topic, kafka, name)
-    cleanup.callback(_drop_namespace, endpoints, name)
-    cleanup.callback(_forget_schedule, endpoints, kafka, name, sorted(phases.changelogs))
+    cleanup.callback(phases.lake.drop_namespace, name)
+    cleanup.callback(_forget_schedule, phases.lake, kafka, name, sorted(phases.changelogs))
 
 
 def _drop_database(endpoints: StackEndpoints, name: str) -> None:
@@ -1007,58 +1021,77 @@ def _delete_topic(kafka: AdminClient, name: str) -> None:
     kafka.delete_topics([name])[name].result(timeout=30)
 
 
-def _forget_schedule(
-    endpoints: StackEndpoints, kafka: AdminClient, name: str, changelogs: list[str]
-) -> None:
-    state = StateSettings.from_catalog(endpoints.catalog.properties(), DEFAULT_SCHEMA)
-    StateStore(state).forget(name, changelogs)
+def _forget_schedule(lake: BenchLake, kafka: AdminClient, name: str, changelogs: list[str]) -> None:
+    StateStore(lake.state()).forget(name, changelogs)
     group = GROUP_PREFIX + name
     with _ignoring(Exception):  # no such group: the scheduler never ran
         kafka.delete_consumer_groups([group])[group].result(timeout=30)
 
 
-def _drop_namespace(endpoints: StackEndpoints, name: str) -> None:
-    """Drop the namespace's tables from the catalog, then remove its folder at once: purging
-    thousands of tables file by file takes minutes."""
-    catalog: Catalog = stack_catalog(endpoints)
-    try:
-        tables = catalog.list_tables(name)
-    except NoSuchNamespaceError:
-        tables = []
-    for identifier in tables:
-        catalog.drop_table(identifier)
-    with _ignoring(NoSuchNamespaceError):
-        catalog.drop_namespace(name)
-    folder = namespace_folder(endpoints, name)
-    warehouse = Path(urlsplit(endpoints.catalog.warehouse).path)
-    if folder.parent == warehouse and folder.name == name and name.startswith("scale_n"):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 # --- figures and the console -----------------------------------------------------------------
 
 
-def figures(result: ScaleResult) -> list[Figure]:
-    """Issue #25's targets, at 1,000 tables and more; a figure not measured says why."""
+def _load_cpu_figures(
+    result: ScaleResult, load: str, figure: Callable[[str, str, float, str], Figure]
+) -> list[Figure]:
+    """Where the cores went under the load: ingest, the lake's servers (the catalog's and the
+    storage's: PostgreSQL, and the REST server and object store on S3), the whole machine
+    (the source server and Kafka too)."""
+    cpu = result.load_cpu
+    services = [cores for name, cores in cpu.items() if name not in (INGEST, MACHINE)]
+    nan = float("nan")
+    return [
+        figure("load", f"{load}: ingest CPU", cpu.get(INGEST, nan), "cores"),
+        figure(
+            "load",
+            f"{load}: CPU of the catalog's and the storage's servers",
+            sum(services) if services else nan,
+            "cores",
+        ),
+        figure(
+            "load", f"{load}: CPU of all the machine's processes", cpu.get(MACHINE, nan), "cores"
+        ),
+    ]
+
+
+def run_label(result: ScaleResult) -> str:
+    """What a run's figures are named after: N, the lake, and ingest's commit threads when the
+    run set them."""
+    label = f"{result.tables:,} tables on {LABELS[result.storage]}"
+    threads = result.options.commit_threads
+    return label if threads is None else f"{label} ({threads} commit threads)"
+
+
+def figures(result: ScaleResult, label: str | None = None, *, why: bool = True) -> list[Figure]:
+    """Issue #25's targets, at 1,000 tables and more, and on S3 issue #44's (the same bounds
+    for start, idle commits, lag and merges); named after ``label`` (``run_label``'s by
+    default); a figure not measured says why, unless not ``why``."""
     n, options = result.tables, result.options
     at_scale = n >= 1000
+    on_storage = ISSUES[result.storage]
 
     def figure(
-        phase: str, text: str, value: float, unit: str, op: str = "", bound: float = 0.0
+        phase: str,
+        text: str,
+        value: float,
+        unit: str,
+        op: str = "",
+        bound: float = 0.0,
+        issue: int = ISSUE,
     ) -> Figure:
-        if value != value:  # NaN: why, from its phase or else the phase that failed first
-            why = missing.get(phase) or next(iter(result.missing.values()), None)
-            text = f"{text} ({why})" if why else text
-        target = Target(op, bound, ISSUE) if op and at_scale else None
+        if value != value and why:  # NaN: why, from its phase or else the phase that failed first
+            reason = missing.get(phase) or next(iter(result.missing.values()), None)
+            text = f"{text} ({reason})" if reason else text
+        target = Target(op, bound, issue) if op and at_scale else None
         return Figure("scale", text, value, unit, target)
 
     missing = dict(result.missing)
     if result.merge_delays:  # measured, but merged later than the wait
         missing["merges"] = f"not all merged {options.merge_wait:.0f} s after the end"
-    label = f"{n:,} tables"
+    label = run_label(result) if label is None else label
     load = f"{label}, {options.tps} tx/s"
     out = [
-        figure("start", f"{label}: start → streaming", result.start_s, "s", "<=", 30),
+        figure("start", f"{label}: start → streaming", result.start_s, "s", "<=", 30, on_storage),
         figure("start", f"{label}: onboard", result.onboard_s, "s"),
         figure("start", f"{label}: bootstrap", result.bootstrap_s, "s"),
         figure(
@@ -1068,6 +1101,7 @@ def figures(result: ScaleResult) -> list[Figure]:
             "commits/s",
             "<=",
             2,
+            on_storage,
         ),
         figure(
             "idle",
@@ -1078,6 +1112,7 @@ def figures(result: ScaleResult) -> list[Figure]:
             "commits/s",
             "<=",
             2,
+            on_storage,
         ),
         figure(
             "idle",
@@ -1089,8 +1124,9 @@ def figures(result: ScaleResult) -> list[Figure]:
         ),
         figure("load", f"{load}: transactions/s reached", result.load_tps, "tx/s"),
         figure("load", f"{load}: watermark lag p50", result.lag_p50_s, "s"),
-        figure("load", f"{load}: watermark lag p99", result.lag_p99_s, "s", "<=", 10),
+        figure("load", f"{load}: watermark lag p99", result.lag_p99_s, "s", "<=", 10, on_storage),
         figure("load", f"{load}: table commits/s", result.load_commits_per_s, "commits/s"),
+        *_load_cpu_figures(result, load, figure),
     ]
     if options.scheduler:
         windows = f"{label}, {options.window_minutes}-min windows"
@@ -1113,6 +1149,7 @@ def figures(result: ScaleResult) -> list[Figure]:
                 "s",
                 "<=",
                 60,
+                on_storage,
             ),
             figure("windows", f"{windows}: mirrors merged within 60 s of the end", within, "%"),
             figure(
@@ -1155,18 +1192,37 @@ def figures(result: ScaleResult) -> list[Figure]:
     return out
 
 
+def side_by_side(results: Sequence[ScaleResult]) -> str:
+    """Each N's figures on every lake it ran on, one column per lake (why a figure is missing
+    is in the table of every figure)."""
+    tables = []
+    for n in dict.fromkeys(result.tables for result in results):
+        runs = [result for result in results if result.tables == n]
+        tables.append(
+            render_columns(
+                [LABELS[run.storage] for run in runs],
+                [figures(run, f"{n:,} tables", why=False) for run in runs],
+            )
+        )
+    return "\n".join(tables)
+
+
 def details(result: ScaleResult) -> str:
     """What the figures leave out, for the console."""
-    n = result.tables
     delays = [d for d in result.merge_delays if d is not None]
     lines = [
-        f"{n:,} tables: build_runner {result.build_runner_s:.1f} s; idle: the runner's own "
+        f"{run_label(result)}: build_runner {result.build_runner_s:.1f} s; idle: the runner's own "
         f"{result.idle_runner_commits_per_s:.1f} commits/s; load: one flush median "
         f"{result.flush_p50_s:.2f} s, max {result.flush_max_s:.2f} s; lag max "
         f"{result.lag_max_s:.1f} s; reader child peak RSS {result.reader_peak_rss_mb:.0f} MB; "
         f"warehouse {result.end_mb_per_table:.3f} MB per table at the end; changelog "
         f"metadata files max {result.changelog_metadata_files_max:.0f}",
     ]
+    if result.load_cpu:
+        lines.append(
+            "  CPU under the load, cores: "
+            + ", ".join(f"{name} {cores:.2f}" for name, cores in result.load_cpu.items())
+        )
     if result.merged_by_end:
         lines.append(
             "  mirror merges done by the end, per window end: "
@@ -1211,6 +1267,15 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
     parser.add_argument(
         "--profile", action="store_true", help="sample ingest's stack; print the idle and load"
     )
+    parser.add_argument(
+        "--storage",
+        nargs="+",
+        choices=STORAGES,
+        help="the lakes to run each N on, in turn (default: local); two: side by side",
+    )
+    parser.add_argument(
+        "--commit-threads", type=int, help="ingest's commit threads, for this run only"
+    )
     parser.add_argument("--figures", type=Path, help="also write the figures here (JSON)")
     args = parser.parse_args(argv)
     options = QUICK if args.quick else Options()
@@ -1228,9 +1293,12 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
             "scheduler_workers",
             "merge_processes",
             "start_timeout",
+            "commit_threads",
         )
         if getattr(args, key) is not None
     }
+    if args.storage:
+        given["storages"] = tuple(dict.fromkeys(args.storage))
     if args.tables:
         given["tables"] = tuple(args.tables)
     if args.no_scheduler:
@@ -1242,7 +1310,8 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
 
 def main(argv: Sequence[str] | None = None) -> int:
     options, figures_path = parse_args(argv)
-    endpoints = Stack(StackSettings.from_env()).endpoints()
+    stack = Stack(StackSettings.from_env())
+    endpoints, status = stack.endpoints(), stack.status()
     started = datetime.now(UTC)
     sys.stdout.write(
         f"machine: {os.cpu_count()} cores, load average {_load_average()}; "
@@ -1253,12 +1322,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = []
     for n in options.tables:
-        results.append(measure(endpoints, n, options))
-        sys.stdout.write(details(results[-1]))
-        sys.stdout.flush()
+        for storage in options.storages:  # each N on every lake in turn: alike conditions
+            results.append(measure(bench_lake(endpoints, storage, status), n, options))
+            sys.stdout.write(details(results[-1]))
+            sys.stdout.flush()
     every = [figure for result in results for figure in figures(result)]
     sys.stdout.write(f"load average at the end {_load_average()}\n\n")
-    sys.stdout.write(render(every, this_machine(), started))
+    machine = this_machine()
+    sys.stdout.write(render(every, machine, started))
+    if len(options.storages) > 1:
+        sys.stdout.write(f"\nSide by side ({machine.describe()}):\n\n{side_by_side(results)}")
     if figures_path:
         write_figures(figures_path, every)
     return 0

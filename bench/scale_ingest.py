@@ -21,8 +21,9 @@ installed on the build machines) and writes each sample to PATH as a JSON line: 
 "s": stack id}``, each stack's frames (outermost first) once, when first seen, as ``{"stack":
 id, "frames": [...]}``. ``bench.scale_bench --profile`` sums them per phase.
 
-Nothing in ingest changes; SIGTERM and SIGINT stop the run at its next event (a heartbeat comes
-every second), as ``StopWhen.requested`` does.
+Nothing in ingest changes, except with ``--commit-threads N``: ingest's commit pool then has N
+threads for this run (an experiment: the pipeline file cannot set it). SIGTERM and SIGINT stop
+the run at its next event (a heartbeat comes every second), as ``StopWhen.requested`` does.
 
 ``python -m bench.scale_ingest FILE --events PATH``
 """
@@ -37,6 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -139,6 +141,18 @@ def instrument(log: EventLog) -> None:
     KafkaReports.publish_watermark = logged_watermark  # type: ignore[method-assign]
 
 
+def set_commit_threads(threads: int) -> None:
+    """Give ingest's settings ``threads`` commit threads, whatever its options say."""
+    from ingest.settings import IngestSettings
+
+    from_options = IngestSettings.from_options
+
+    def with_threads(options: Any) -> IngestSettings:
+        return replace(from_options(options), commit_threads=threads)
+
+    IngestSettings.from_options = with_threads  # type: ignore[method-assign]
+
+
 class StackSampler:
     """A poor man's py-spy: the main thread's stack every ``interval`` seconds, to a file."""
 
@@ -189,6 +203,7 @@ def main() -> int:
     parser.add_argument("--events", type=Path, required=True)
     parser.add_argument("--max-seconds", type=float, help="stop after this many seconds")
     parser.add_argument("--profile", type=Path, help="sample the main thread's stack to here")
+    parser.add_argument("--commit-threads", type=int, help="ingest's commit threads, this run")
     args = parser.parse_args()
     log = EventLog(args.events)
     stop = threading.Event()
@@ -207,6 +222,8 @@ def main() -> int:
     from tidemark.app.pipeline import Pipeline
 
     instrument(log)
+    if args.commit_threads is not None:
+        set_commit_threads(args.commit_threads)
     log.write("imported", at=time.time())
     sampler = StackSampler(args.profile) if args.profile else None
     if sampler is not None:

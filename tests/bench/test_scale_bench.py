@@ -1,5 +1,5 @@
-"""The scale benchmark's pure parts: percentiles, /proc, metadata versions, lag, merges, pacing,
-and its figures' targets."""
+"""The scale benchmark's pure parts: percentiles, /proc, lag, merges, pacing, and its figures'
+targets and labels on each lake."""
 
 from __future__ import annotations
 
@@ -11,17 +11,20 @@ from pathlib import Path
 from bench import scale_bench
 from bench.report import Target
 from bench.scale_bench import (
+    MACHINE,
+    CpuReading,
     Events,
     Options,
+    ProcStat,
     ScaleResult,
+    cores_between,
     first_window_ends,
     lag_samples,
+    machine_cpu_seconds,
     merge_delays,
-    metadata_version,
     paced,
     parse_stat,
     percentile,
-    scan_folder,
     status_kib,
     table_names,
 )
@@ -56,9 +59,20 @@ def test_peak_memory_comes_from_proc_status() -> None:
     assert status_kib(text, "VmSwap") == 0
 
 
-def test_a_metadata_files_version_counts_the_tables_commits() -> None:
-    assert metadata_version("file:///w/ns/t_changelog/metadata/00042-9f45-4e22.metadata.json") == 42
-    assert metadata_version("file:/w/ns/t/metadata/00000-a.gz.metadata.json") == 0
+def test_the_machines_cpu_is_every_processs_and_its_ended_childrens() -> None:
+    stats = [ProcStat(1, 0, 2.0, 30.0), ProcStat(42, 1, 1.5, 0.0)]
+
+    assert machine_cpu_seconds(stats) == 33.5
+
+
+def test_cpu_between_two_readings_is_in_cores_and_a_process_gone_is_unknown() -> None:
+    before = CpuReading(100.0, {"ingest": 10.0, "gone": 1.0, MACHINE: 50.0})
+    after = CpuReading(104.0, {"ingest": 12.0, MACHINE: 56.0})
+
+    cores = cores_between(before, after)
+
+    assert (cores["ingest"], cores[MACHINE]) == (0.5, 1.5)
+    assert math.isnan(cores["gone"])
 
 
 def test_lag_is_each_tables_age_of_its_newest_watermark_every_second() -> None:
@@ -130,20 +144,6 @@ def test_events_are_read_as_whole_lines_as_they_come(tmp_path: Path) -> None:
     assert [item["e"] for item in events.items] == ["onboard", "streaming"]
 
 
-def test_the_folder_scan_counts_each_tables_metadata_files(tmp_path: Path) -> None:
-    for table, count in (("t_0000_changelog", 3), ("t_0000", 1)):
-        metadata = tmp_path / table / "metadata"
-        metadata.mkdir(parents=True)
-        for version in range(count):
-            (metadata / f"{version:05d}-x.metadata.json").write_text("{}")
-        (metadata / "snap-1.avro").write_text("x" * 5000)
-
-    folder = scan_folder(tmp_path)
-
-    assert folder.metadata_files == {"t_0000_changelog": 3, "t_0000": 1}
-    assert folder.bytes >= 2 * 5000
-
-
 def test_table_names_sort_in_creation_order() -> None:
     assert table_names(3) == ["t_0000", "t_0001", "t_0002"]
     assert table_names(12_000)[-1] == "t_11999"
@@ -158,10 +158,12 @@ def test_issue_25s_targets_apply_at_a_thousand_tables_and_say_why_a_figure_is_mi
     assert all(target is None for target in targets.values())
     by_name = {f.name: f for f in scale_bench.figures(large)}
 
-    start = by_name["1,000 tables: start → streaming (not streaming after 300 s)"]
+    start = by_name["1,000 tables on JDBC+local: start → streaming (not streaming after 300 s)"]
     assert start.target == Target("<=", 30, 25)
-    assert by_name["1,000 tables, 500 tx/s: watermark lag p99 (not streaming after 300 s)"].target
-    memory = by_name["1,000 tables: ingest peak RSS (not streaming after 300 s)"]
+    assert by_name[
+        "1,000 tables on JDBC+local, 500 tx/s: watermark lag p99 (not streaming after 300 s)"
+    ].target
+    memory = by_name["1,000 tables on JDBC+local: ingest peak RSS (not streaming after 300 s)"]
     assert memory.target == Target("<=", 1024, 25)
 
 
@@ -171,12 +173,17 @@ def test_merges_later_than_the_wait_make_the_p95_unmeasured_and_say_so() -> None
     by_name = {f.name: f for f in scale_bench.figures(result)}
 
     p95 = by_name[
-        "1,000 tables, 5-min windows: window end → mirror merged, p95 "
+        "1,000 tables on JDBC+local, 5-min windows: window end → mirror merged, p95 "
         "(not all merged 180 s after the end)"
     ]
     assert math.isnan(p95.value)
-    assert by_name["1,000 tables, 5-min windows: window end → mirror merged, p50"].value == 10.0
-    within = by_name["1,000 tables, 5-min windows: mirrors merged within 60 s of the end"]
+    assert (
+        by_name["1,000 tables on JDBC+local, 5-min windows: window end → mirror merged, p50"].value
+        == 10.0
+    )
+    within = by_name[
+        "1,000 tables on JDBC+local, 5-min windows: mirrors merged within 60 s of the end"
+    ]
     assert within.value == 90.0
 
 
@@ -186,6 +193,49 @@ def test_quick_runs_ten_and_a_hundred_tables_with_one_minute_windows() -> None:
     assert options.tables == (10, 100)
     assert (options.window_minutes, options.idle_seconds) == (1, 5.0)
     assert figures is None
+    assert (options.storages, options.commit_threads) == (("local",), None)
+
+
+def test_both_lakes_run_each_n_in_the_order_given_and_once_each() -> None:
+    options, _ = scale_bench.parse_args(["--storage", "s3", "local", "s3", "--commit-threads", "8"])
+
+    assert options.storages == ("s3", "local")
+    assert options.commit_threads == 8
+
+
+def test_figures_on_s3_name_their_lake_and_answer_to_issue_44_where_it_set_targets() -> None:
+    result = ScaleResult(1000, Options(), "s3", start_s=20.0, lag_p99_s=12.0, peak_rss_mb=500)
+
+    by_name = {f.name: f for f in scale_bench.figures(result)}
+
+    assert by_name["1,000 tables on REST+S3: start → streaming"].target == Target("<=", 30, 44)
+    lag = by_name["1,000 tables on REST+S3, 500 tx/s: watermark lag p99"]
+    assert lag.target == Target("<=", 10, 44)
+    assert not lag.target.met_by(lag.value)
+    # #44 set no memory target: #25's stands
+    assert by_name["1,000 tables on REST+S3: ingest peak RSS"].target == Target("<=", 1024, 25)
+
+
+def test_a_runs_own_commit_threads_are_in_its_figures_names() -> None:
+    result = ScaleResult(100, Options(commit_threads=8), "s3", start_s=3.0)
+
+    names = [f.name for f in scale_bench.figures(result)]
+
+    assert names[0] == "100 tables on REST+S3 (8 commit threads): start → streaming"
+
+
+def test_side_by_side_puts_each_lakes_figure_of_an_n_in_a_row() -> None:
+    options = Options(tables=(1000,), scheduler=False, storages=("local", "s3"))
+    local = ScaleResult(1000, options, "local", start_s=18.0)
+    s3 = ScaleResult(1000, options, "s3", start_s=41.0)
+    s3.missing["idle"] = "ingest exited with code 1"
+
+    table = scale_bench.side_by_side([local, s3]).splitlines()
+
+    assert table[0] == "| figure | JDBC+local | REST+S3 | target |"
+    assert table[2] == "| 1,000 tables: start → streaming | 18 s | **41 s** | ≤ 30 s (#25, #44) |"
+    # the reason is in the table of every figure: the row keeps one name
+    assert table[5].startswith("| 1,000 tables, idle: catalog commits/s | **n/a** | **n/a** |")
 
 
 def test_the_profile_ranks_frames_by_the_share_of_samples_holding_them(tmp_path: Path) -> None:
