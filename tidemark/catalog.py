@@ -37,7 +37,8 @@ _SQLALCHEMY_DIALECTS = {"postgresql": "postgresql+psycopg2", "sqlite": "sqlite"}
 def load_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
     """A PyIceberg catalog named ``name`` from Java-style catalog ``properties``; a JDBC
     catalog is ``TidemarkSqlCatalog`` (``open_sql_catalog``), which commits without re-reading
-    each table first."""
+    each table first, a REST one ``TidemarkRestCatalog``, which leaves old metadata files to
+    the server."""
     translated = pyiceberg_properties(properties)
     if translated.get("type") == "sql":
         # here, not at the top: the fence checks PyIceberg's version when first imported, and
@@ -47,6 +48,10 @@ def load_catalog(name: str, properties: Mapping[str, str]) -> Catalog:
         from tidemark.lake.sql_catalog import open_sql_catalog
 
         return open_sql_catalog(name, **translated)
+    if translated.get("type") == "rest":
+        from tidemark.lake.rest_catalog import TidemarkRestCatalog
+
+        return TidemarkRestCatalog(name, **translated)
     return load_pyiceberg_catalog(name, **translated)
 
 

@@ -16,7 +16,9 @@ the stages; this package only writes what PyIceberg would.
   ``manifests``: PyIceberg's Avro manifest writers with their set-up made once.
 - ``transactions``: PyIceberg's transaction with its staged metadata computed once, a retry
   that asks first, and a new table's transaction without a failed load.
-- ``sql_catalog``: PyIceberg's SQL catalog committing on the metadata the table holds.
+- ``sql_catalog``: PyIceberg's SQL catalog committing on the metadata the table holds;
+  ``rest_catalog``: PyIceberg's REST catalog leaving old metadata files to the server.
+- ``file_io``: PyIceberg's pyarrow FileIO sending a small S3 file in one request.
 
 Public PyIceberg (``Catalog``, ``Table``, expressions, schemas, types) is used everywhere as
 it is.
