@@ -147,8 +147,8 @@ def set_commit_threads(threads: int) -> None:
 
     from_options = IngestSettings.from_options
 
-    def with_threads(options: Any) -> IngestSettings:
-        return replace(from_options(options), commit_threads=threads)
+    def with_threads(options: Any, catalog_type: str = "jdbc") -> IngestSettings:
+        return replace(from_options(options, catalog_type), commit_threads=threads)
 
     IngestSettings.from_options = with_threads  # type: ignore[method-assign]
 

@@ -24,7 +24,7 @@ from ingest.launch import build_runner
 from ingest.lease import LeaseTiming, SourceLease, ingest_lease
 from ingest.settings import IngestSettings
 from ingest.stream.runner import RunSummary, StopWhen
-from tidemark.config.model import PipelineConfig, StartupMode
+from tidemark.config.model import PipelineConfig, StartupMode, reveal
 from tidemark.metrics import IngestMetrics, forget_stream
 
 logger = logging.getLogger(__name__)
@@ -90,7 +90,9 @@ def _while_active(
     else:
         publisher = CommitReportPublisher(PublisherSettings.from_reports(config.tidemark.reports))
         reports = KafkaReports(publisher, catalog)
-    settings = IngestSettings.from_options(config.tidemark.ingest)
+    settings = IngestSettings.from_options(
+        config.tidemark.ingest, reveal(config.sink.catalog_properties).get("type", "")
+    )
     runner = build_runner(config, catalog, reports=reports, settings=settings, display=display)
     if reports is not None:
         reports.start(runner.changelog_identifiers())

@@ -12,6 +12,13 @@ from tidemark.config.model import IngestOptions
 
 _FILE_DEFAULTS = IngestOptions()
 
+#: commits in flight by catalog type, where ``tidemark.ingest.commit-threads`` does not say: on
+#: a JDBC catalog and a local disk a commit spends about half its time waiting for the database
+#: and the files, and more threads than a few only wait for Python's lock; a REST catalog's
+#: commit waits for the server and the object store several times as long (bench/README.md,
+#: the commit benchmark: 59 commits/s with 4 threads, 72 with 16 on the stack's)
+COMMIT_THREADS = {"jdbc": 4, "rest": 16}
+
 
 @dataclass(frozen=True)
 class IngestSettings:
@@ -32,9 +39,8 @@ class IngestSettings:
     #: reconnect attempts in a row before giving up
     max_reconnects: int = 5
     progress_log_seconds: float = 30.0
-    #: threads committing changelog tables in the background (``ingest.stream.
-    #: background_commits``): a commit spends about half its time waiting for the catalog's
-    #: database and the file system, which another table's commit uses
+    #: tidemark.ingest.commit-threads: threads committing changelog tables in the background
+    #: (``ingest.stream.background_commits``)
     commit_threads: int = 4
     #: how long one tick may spend on idle tables' empty commits before reading goes on
     tick_budget_seconds: float = 0.5
@@ -49,9 +55,11 @@ class IngestSettings:
     snapshot_resource_group: str | None = _FILE_DEFAULTS.snapshot_resource_group
 
     @classmethod
-    def from_options(cls, options: IngestOptions) -> IngestSettings:
+    def from_options(cls, options: IngestOptions, catalog_type: str = "jdbc") -> IngestSettings:
+        """The file's options, on a catalog of ``catalog_type`` (``catalog.properties.type``)."""
         flush_interval = options.flush_interval.total_seconds()
         return cls(
+            commit_threads=options.commit_threads or COMMIT_THREADS.get(catalog_type.lower(), 4),
             flush_interval_seconds=flush_interval,
             flush_rows=options.flush_rows,
             max_transaction_rows=options.max_transaction_rows,

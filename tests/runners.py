@@ -10,7 +10,7 @@ from ingest.bootstrap.display import BootstrapDisplay
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import Clock, IngestRunner, ReportSink
-from tidemark.config import PipelineConfig
+from tidemark.config import PipelineConfig, reveal
 
 
 class MakeRunner(Protocol):
@@ -35,7 +35,9 @@ def runner_factory(catalog: Catalog) -> MakeRunner:
         display: BootstrapDisplay | None = None,
         clock: Clock | None = None,
     ) -> IngestRunner:
-        settings = settings or IngestSettings.from_options(config.tidemark.ingest)
+        settings = settings or IngestSettings.from_options(
+            config.tidemark.ingest, reveal(config.sink.catalog_properties).get("type", "")
+        )
         if clock is None:
             return build_runner(config, catalog, reports, settings, display)
         return build_runner(config, catalog, reports, settings, display, clock)

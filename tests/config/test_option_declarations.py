@@ -120,3 +120,16 @@ def test_a_task_without_a_retry_policy_of_its_own_gets_a_jobs_default() -> None:
         jobs_default["retries"],
         jobs_default["retry_delay"],
     )
+
+
+@pytest.mark.parametrize(
+    ("catalog_type", "option", "threads"),
+    [("jdbc", None, 4), ("rest", None, 16), ("REST", None, 16), ("rest", 2, 2), ("hive", None, 4)],
+)
+def test_commit_threads_follow_the_catalog_unless_the_file_says(
+    catalog_type: str, option: int | None, threads: int
+) -> None:
+    """A REST catalog's commit waits several times as long for its server and the store."""
+    options = IngestOptions(commit_threads=option)
+
+    assert IngestSettings.from_options(options, catalog_type).commit_threads == threads

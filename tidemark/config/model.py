@@ -638,6 +638,14 @@ class IngestOptions(_Frozen):
         "it moves where a restart reads from, and the watermark readers of the table itself "
         "see (without `tidemark.reports`, the only way it moves)",
     )
+    commit_threads: int | None = option(
+        None,
+        parse=at_least_one,
+        default_text="4; 16 on a REST catalog",
+        doc="changelog commits in flight at once, each of a table of its own: a commit mostly "
+        "waits for the catalog and the object store, so a lake whose commits take longer wants "
+        "more of them at a time (a REST catalog on S3: 59 commits/s with 4, 72 with 16, here)",
+    )
     snapshot_max_rows_per_second: int | None = option(
         None,
         parse=at_least_one,
