@@ -81,7 +81,12 @@ def test_forget_reports_waits_for_a_stopped_scheduler_to_leave_its_group(
     admin.create_topics([NewTopic(reports_topic, num_partitions=1)])[reports_topic].result(30)
     scheduler = Consumer(settings.consumer_config())
     scheduler.subscribe([reports_topic])
-    wait_until("the scheduler in its group", lambda: _members(admin, settings.group_id), 30)
+
+    def assigned() -> bool:  # polled, as a scheduler does: close() waits on an unpolled join
+        scheduler.poll(0.2)
+        return bool(scheduler.assignment())
+
+    wait_until("the scheduler in its group", assigned, 30)
     scheduler.close()
     assert _members(admin, settings.group_id), "a static member stays after closing"
 
