@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pydantic import SecretStr
 from pyiceberg.catalog import Catalog, load_catalog
 
 from tests.stack_helpers import free_port_block, free_ports, listening_addresses
@@ -109,6 +110,7 @@ def test_a_catalog_stopped_and_started_again_keeps_its_tables(second_home: Path)
     endpoint = RestCatalogEndpoint(
         **RestCatalog(settings).endpoint(),
         object_store=ObjectStoreEndpoint(**ObjectStore(settings).endpoint()),
+        state_dsn=SecretStr(Postgres(settings).state_dsn()),
     )
     catalog = pyiceberg_catalog(endpoint)
     catalog.create_namespace("kept")

@@ -153,6 +153,15 @@ class Postgres(Service):
             "jdbc_uri": f"jdbc:postgresql://{host}:{port}/{CATALOG_DATABASE}",
         }
 
+    def state_dsn(self) -> str:
+        """A libpq connection string of the catalog's database, where a pipeline on the REST
+        catalog keeps its scheduler's state (``tidemark.state-dsn``)."""
+        endpoint = self.endpoint()
+        return (
+            f"host={endpoint['host']} port={endpoint['port']} dbname={endpoint['database']} "
+            f"user={endpoint['user']} password={endpoint['password']}"
+        )
+
     def superuser(self, database: str = "postgres") -> Any:
         """A connection as the cluster's superuser, over the socket in the data folder (tests
         make roles with it)."""

@@ -93,11 +93,7 @@ class Stack:
                 uri=rest_catalog["uri"],
                 warehouse=rest_catalog["warehouse"],
                 object_store=object_store,
-                state_dsn=SecretStr(
-                    f"host={postgres['host']} port={postgres['port']} "
-                    f"dbname={postgres['database']} user={postgres['user']} "
-                    f"password={postgres['password']}"
-                ),
+                state_dsn=SecretStr(Postgres(self.settings).state_dsn()),
             ),
             kafka=KafkaEndpoint.model_validate(services["kafka"]),
             spark=SparkEndpoint.model_validate(services["spark"]),
