@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,7 +26,6 @@ from tests.ingest.pipelines import orders_pipeline, reports_block
 from tidemark.app.cli import main
 from tidemark.app.page_server import StatusPages
 from tidemark.app.pipeline import Pipeline
-from tidemark.catalog import load_catalog, purge_namespace
 from tidemark.metrics import REGISTRY
 from tidemark.source import current_position
 from tidemark.stack.endpoints import (
@@ -34,7 +33,6 @@ from tidemark.stack.endpoints import (
     LakeEndpoint,
     SourceEndpoint,
     StackEndpoints,
-    Storage,
 )
 from tidemark.stack.postgres import CATALOG_DATABASE, Postgres
 from tidemark.stack.settings import StackSettings
@@ -94,9 +92,14 @@ def canary_catalog(
         superuser.close()
 
 
-def test_the_passwords_are_in_no_log_output_metric_page_report_or_table_property(
+#: ``look(lake, secret, refused_by, page_refusals)``: runs the canary pipeline into ``lake`` and
+#: looks at it everywhere (``_look_everywhere``); what each place showed, and standard error
+Look = Callable[[LakeEndpoint, str, str, int], tuple[dict[str, str], str]]
+
+
+@pytest.fixture
+def look(
     canary_account: str,
-    canary_catalog: CatalogEndpoint,
     source: SourceEndpoint,
     endpoints: StackEndpoints,
     source_database: str,
@@ -107,56 +110,10 @@ def test_the_passwords_are_in_no_log_output_metric_page_report_or_table_property
     server_id: int,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
-) -> None:
-    path = _canary_pipeline(
-        canary_account,
-        canary_catalog,
-        source,
-        endpoints,
-        source_database,
-        namespace,
-        reports_topic,
-        tmp_path,
-        server_id,
-    )
-    places, errors = _look_everywhere(
-        path,
-        CATALOG_CANARY,
-        "status",
-        2,
-        endpoints,
-        namespace,
-        reports_topic,
-        catalog,
-        caplog,
-        capfd,
-    )
-
-    for password in (CANARY, CATALOG_CANARY):
-        assert [place for place, content in places.items() if password in content] == []
-    assert "password authentication failed" in errors, "the wrong catalog password was tried"
-
-
-def test_the_object_store_s_keys_are_in_no_log_output_metric_page_report_or_table_property(
-    canary_account: str,
-    source: SourceEndpoint,
-    endpoints: StackEndpoints,
-    source_database: str,
-    namespace: str,
-    reports_topic: str,
-    tmp_path: Path,
-    server_id: int,
-    catalogs: dict[Storage, Catalog],
-    caplog: pytest.LogCaptureFixture,
-    capfd: pytest.CaptureFixture[str],
-) -> None:
-    """A REST catalog on S3: the store's secret key is the catalog's canary (the stack's
-    store has one key pair); the namespace is made in that lake, not the test's default."""
-    lake = endpoints.rest_catalog
-    catalog = catalogs.get("s3") or load_catalog(lake.name, lake.properties())
-    secret = lake.object_store.secret_access_key.get_secret_value()
-    catalog.create_namespace(namespace)
-    try:
+) -> Look:
+    def looked(
+        lake: LakeEndpoint, secret: str, refused_by: str, page_refusals: int
+    ) -> tuple[dict[str, str], str]:
         path = _canary_pipeline(
             canary_account,
             lake,
@@ -168,11 +125,41 @@ def test_the_object_store_s_keys_are_in_no_log_output_metric_page_report_or_tabl
             tmp_path,
             server_id,
         )
-        places, errors = _look_everywhere(
-            path, secret, "ingest", 1, endpoints, namespace, reports_topic, catalog, caplog, capfd
+        return _look_everywhere(
+            path,
+            secret,
+            refused_by,
+            page_refusals,
+            endpoints,
+            namespace,
+            reports_topic,
+            catalog,
+            caplog,
+            capfd,
         )
-    finally:
-        purge_namespace(catalog, namespace, drop=True)
+
+    return looked
+
+
+def test_the_passwords_are_in_no_log_output_metric_page_report_or_table_property(
+    look: Look, canary_catalog: CatalogEndpoint
+) -> None:
+    places, errors = look(canary_catalog, CATALOG_CANARY, "status", 2)
+
+    for password in (CANARY, CATALOG_CANARY):
+        assert [place for place, content in places.items() if password in content] == []
+    assert "password authentication failed" in errors, "the wrong catalog password was tried"
+
+
+@pytest.mark.parametrize("storage", ["s3"], indirect=True)
+def test_the_object_store_s_keys_are_in_no_log_output_metric_page_report_or_table_property(
+    look: Look, lake: LakeEndpoint, endpoints: StackEndpoints
+) -> None:
+    """A REST catalog on S3: the store's secret key is the catalog's canary (the stack's
+    store has one key pair)."""
+    secret = endpoints.rest_catalog.object_store.secret_access_key.get_secret_value()
+
+    places, errors = look(lake, secret, "ingest", 1)
 
     for password in (CANARY, secret):
         assert [place for place, content in places.items() if password in content] == []
