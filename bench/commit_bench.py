@@ -22,9 +22,6 @@ server's JIT), untimed.
    first, shows here, with the CPU this process used and the machine's (every process: the
    REST server and the object store share this machine's cores), in cores.
 
-On REST, PyIceberg's client deletes the metadata files past retention after each commit,
-which the server has already deleted: the warnings it logs are counted, not shown.
-
 Figures, never assertions; the namespaces are removed at the end.
 
 ``python -m bench.commit_bench [--commits 50] [--rounds 3] [--threads 1 4 16] ...``
@@ -33,7 +30,6 @@ Figures, never assertions; the namespaces are removed at the end.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import threading
@@ -46,7 +42,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.lakes import LABELS, BenchLake, bench_lake
-from bench.report import Figure, render, render_columns, this_machine, write_figures
+from bench.report import (
+    Figure,
+    load_average,
+    render,
+    render_columns,
+    this_machine,
+    write_figures,
+)
 from bench.scale_bench import MACHINE, cores_between, percentile, read_cpu
 from bench.workloads.changelog_commits import DATA, commit
 from ingest.changelog.table import open_changelog
@@ -266,18 +269,6 @@ def measure(lakes: Sequence[BenchLake], options: Options) -> list[LakeTimes]:
     return results
 
 
-class _Counted(logging.Filter):
-    """Counts the records it holds back."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        self.count += 1
-        return False
-
-
 def _round_line(round_: int, results: Sequence[LakeTimes]) -> str:
     return f"round {round_ + 1}: " + ", ".join(
         f"{LABELS[times.storage]} p50 {1000 * percentile(times.serial[-1], 50):.1f} ms"
@@ -326,21 +317,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     lakes = [bench_lake(endpoints, storage, status) for storage in options.storages]
     started = datetime.now(UTC)
     sys.stdout.write(
-        f"load average {_load_average()}; {options.rounds} rounds of {options.commits} "
+        f"load average {load_average()}; {options.rounds} rounds of {options.commits} "
         f"commits, then {', '.join(map(str, options.threads))} threads of "
         f"{options.concurrent_commits}, on {', '.join(lake.label for lake in lakes)}\n"
     )
     began = time.monotonic()
     # PyIceberg's warning for each metadata file past retention the REST server deleted first
-    deletes = _Counted()
-    logging.getLogger("pyiceberg.catalog").addFilter(deletes)
     results = measure(lakes, options)
     every = figures(results)
     machine = this_machine()
     sys.stdout.write(
-        f"{time.monotonic() - began:.0f} s; load average at the end {_load_average()}; "
-        f"{deletes.count:,} warnings of PyIceberg's catalog held back (its deletes of metadata "
-        "files the REST server had deleted)\n\n"
+        f"{time.monotonic() - began:.0f} s; load average at the end {load_average()}\n\n"
         + render(every, machine, started)
         + "\n"
         + side_by_side(results)
@@ -348,10 +335,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if figures_path:
         write_figures(figures_path, every)
     return 0
-
-
-def _load_average() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 if __name__ == "__main__":

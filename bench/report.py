@@ -127,6 +127,11 @@ def _number(value: float, unit: str) -> str:
     return f"{shown} {unit}".rstrip()
 
 
+def load_average() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes, as uptime shows them."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def this_machine(services: Sequence[tuple[str, str]] = ()) -> Machine:
     """What this machine is, read from /proc and the tools on it."""
     return Machine(

@@ -77,7 +77,15 @@ import psycopg2
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.lakes import LABELS, BenchLake, Usage, bench_lake
-from bench.report import Figure, Target, render, render_columns, this_machine, write_figures
+from bench.report import (
+    Figure,
+    Target,
+    load_average,
+    render,
+    render_columns,
+    this_machine,
+    write_figures,
+)
 from scheduler.gate import mirror_task
 from scheduler.reports_consumer import GROUP_PREFIX
 from scheduler.state import DEFAULT_SCHEMA, StateStore
@@ -1314,7 +1322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     endpoints, status = stack.endpoints(), stack.status()
     started = datetime.now(UTC)
     sys.stdout.write(
-        f"machine: {os.cpu_count()} cores, load average {_load_average()}; "
+        f"machine: {os.cpu_count()} cores, load average {load_average()}; "
         f"{', '.join(f'{n:,}' for n in options.tables)} tables; idle "
         f"{options.idle_seconds:g} s, load {options.tps} tx/s for {options.load_seconds:g} s"
         + (f", {options.window_minutes}-min windows" if options.scheduler else ", no scheduler")
@@ -1327,7 +1335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(details(results[-1]))
             sys.stdout.flush()
     every = [figure for result in results for figure in figures(result)]
-    sys.stdout.write(f"load average at the end {_load_average()}\n\n")
+    sys.stdout.write(f"load average at the end {load_average()}\n\n")
     machine = this_machine()
     sys.stdout.write(render(every, machine, started))
     if len(options.storages) > 1:
@@ -1335,10 +1343,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if figures_path:
         write_figures(figures_path, every)
     return 0
-
-
-def _load_average() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 if __name__ == "__main__":
