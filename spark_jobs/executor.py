@@ -40,10 +40,12 @@ class SparkWindowExecutor:
             )
         described = {frozenset(reveal(c.sink.catalog_properties).items()) for c in configs}
         if len(described) > 1:
+            (name,) = catalogs
+            files = ", ".join(str(config.path) for config in configs)
             raise ConfigError(
-                f"the pipelines describe different catalogs under one name "
-                f"({catalogs.pop()}: {', '.join(str(c.path) for c in configs)}), and one Spark "
-                "session holds one catalog per name: schedule them in separate processes"
+                f"the pipelines describe different catalogs under one name ({name}: {files}), "
+                "and one Spark session holds one catalog per name: schedule them in separate "
+                "processes"
             )
         self._session = session
         self._configs = tuple(configs)
