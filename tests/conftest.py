@@ -35,6 +35,7 @@ from tidemark.stack.endpoints import (
     Storage,
 )
 from tidemark.stack.kafka import Kafka
+from tidemark.stack.postgres import Postgres
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack, StackNotHealthyError
 
@@ -238,6 +239,16 @@ def own_kafka(second_home: Path) -> Kafka:
     )
     kafka.up()
     return kafka
+
+
+@pytest.fixture
+def own_postgres(second_home: Path) -> Postgres:
+    """A PostgreSQL of the test's own (a JDBC catalog, a state database) to kill and start
+    again; the shared one serves every other test."""
+    (port,) = free_ports(1)
+    postgres = Postgres(StackSettings(home=second_home, postgres_port=port))
+    postgres.up()
+    return postgres
 
 
 @pytest.fixture
