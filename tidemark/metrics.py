@@ -127,6 +127,32 @@ INGEST_RECONNECTS = Counter(
 )
 
 
+# --- every process, per service it depends on (tidemark.outages) -----------------------------
+
+_DEPENDENCY = ("pipeline", "dependency")
+
+DEPENDENCY_UP = Gauge(
+    "tidemark_dependency_up",
+    "1 while the process reaches the service (source, catalog, object_store, warehouse_disk, "
+    "kafka, state_database), 0 while it waits for it to come back",
+    _DEPENDENCY,
+    registry=REGISTRY,
+)
+DEPENDENCY_DOWN_SINCE = Gauge(
+    "tidemark_dependency_down_since_timestamp_seconds",
+    "When the service's current outage began (Unix time; time() minus it is the seconds "
+    "down); 0 while it answers",
+    _DEPENDENCY,
+    registry=REGISTRY,
+)
+DEPENDENCY_OUTAGES = Counter(
+    "tidemark_dependency_outages",
+    "Outages of the service this process waited out",
+    _DEPENDENCY,
+    registry=REGISTRY,
+)
+
+
 # --- the scheduler, per task or table ---------------------------------------------------------
 
 _TASK = ("pipeline", "task")
