@@ -120,7 +120,10 @@ class OutageLog:
                 DEPENDENCY_DOWN_SINCE.labels(self._pipeline, self.dependency.value).set(wall)
                 DEPENDENCY_OUTAGES.labels(self._pipeline, self.dependency.value).inc()
                 self._logger.warning(
-                    "%s is unavailable (%s): %s", _capital(self.dependency.described), detail, action
+                    "%s is unavailable (%s): %s",
+                    _capital(self.dependency.described),
+                    detail,
+                    action,
                 )
             elif now - self._said_at >= self._remind_seconds:
                 self._said_at = now
