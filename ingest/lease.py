@@ -146,9 +146,12 @@ class SourceLease:
 
     def _keep(self) -> None:
         """Confirm the lease until released; set ``lost`` when it is gone."""
-        assert self._connection is not None and self.active is not None
-        query = f"SELECT {_sql(self.active.tag())} IS_USED_LOCK(%s) = CONNECTION_ID(), SLEEP(%s)"
+        assert self._connection is not None
         while not self._releasing.is_set():
+            active = self.active
+            assert active is not None
+            # who it is, each time: ``waiting`` may have changed what it says
+            query = f"SELECT {_sql(active.tag())} IS_USED_LOCK(%s) = CONNECTION_ID(), SLEEP(%s)"
             try:
                 with self._connection.cursor() as cursor:
                     cursor.execute(query, (self.name, self._timing.check_seconds))
@@ -165,6 +168,13 @@ class SourceLease:
                 )
                 self.lost.set()
                 return
+
+    def waiting(self, why: str | None) -> None:
+        """Say in the lease's query (what ``tidemark status`` reads) that the active process
+        waits for ``why``, a service that is down; None when it no longer does."""
+        active = self.active
+        if active is not None:
+            self.active = active.model_copy(update={"waiting_for": why})
 
     def release(self) -> None:
         """Give the lease up (a no-op when not held)."""

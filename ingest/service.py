@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from pyiceberg.catalog import Catalog
@@ -22,10 +23,12 @@ from ingest.changelog.fencing import ConcurrentWriterError
 from ingest.changelog.reports import CommitReportPublisher, KafkaReports, PublisherSettings
 from ingest.launch import build_runner
 from ingest.lease import LeaseTiming, SourceLease, ingest_lease
+from ingest.outages import ingest_outage, probe
 from ingest.settings import IngestSettings
-from ingest.stream.runner import RunSummary, StopWhen
+from ingest.stream.runner import LEASE_LOST, RunSummary, StopWhen
 from tidemark.config.model import PipelineConfig, StartupMode, reveal
 from tidemark.metrics import IngestMetrics, forget_stream
+from tidemark.outages import Backoff, Dependency, OutageLog
 
 logger = logging.getLogger(__name__)
 
@@ -37,29 +40,41 @@ WRITER_CONFLICT_SECONDS = 600.0
 
 def run(
     config: PipelineConfig,
-    catalog: Catalog,
+    open_catalog: Callable[[], Catalog],
     stop: StopWhen,
     timing: LeaseTiming = LeaseTiming(),  # noqa: B008 - frozen
     display: BootstrapDisplay | None = None,
+    backoff: Backoff = Backoff(),  # noqa: B008 - frozen
 ) -> RunSummary:
-    """Ingest ``config``'s pipeline into ``catalog`` until ``stop`` says, as its standby while
-    another process is active. The bootstrap reports to ``display`` (log lines without one).
-    Raises ``ConcurrentWriterError`` when terms keep ending on another writer's commit."""
+    """Ingest ``config``'s pipeline into the catalog ``open_catalog`` opens until ``stop``
+    says, as its standby while another process is active, waiting out outages of the services
+    it needs (``ingest.outages``). The bootstrap reports to ``display`` (log lines without
+    one). Raises ``ConcurrentWriterError`` when terms keep ending on another writer's commit."""
     requested = stop.requested or threading.Event()
     deadline = None if stop.max_seconds is None else time.monotonic() + stop.max_seconds
     name = config.pipeline.name
     lease = SourceLease(config.source.connection, ingest_lease(config), name, timing)
+    waits = _Waits(config, open_catalog, backoff, requested, deadline)
     conflicts: list[float] = []  # when terms ended meeting another writer's commit
     metrics = IngestMetrics(name)
+    if config.tidemark.reports is None:
+        logger.warning(
+            "The pipeline has no tidemark.reports block: commit reports are not published, "
+            "and the scheduler cannot see this pipeline's progress"
+        )
     while True:
         metrics.active(False)
-        if not lease.acquire(requested, deadline):
+        try:
+            acquired = lease.acquire(requested, deadline)
+        except Exception as error:  # noqa: BLE001 - an outage is waited out, the rest raised
+            if not waits.wait_out(error):
+                return RunSummary(stopped_because=f"stopped while {waits.waiting}")
+            continue
+        if not acquired:
             return RunSummary(stopped_because="stopped while waiting as a standby")
         metrics.active(True)
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        term = replace(stop, max_seconds=remaining, requested=requested, lease=lease.lost)
         try:
-            summary = _while_active(config, catalog, term, display)
+            summary = _terms(config, open_catalog, stop, lease, waits, display)
         except ConcurrentWriterError:
             # a writer without the lease (a process frozen past it, or another pipeline
             # name on the same tables): nothing was committed; read the progress again
@@ -77,17 +92,117 @@ def run(
             return summary
 
 
+def _terms(
+    config: PipelineConfig,
+    open_catalog: Callable[[], Catalog],
+    stop: StopWhen,
+    lease: SourceLease,
+    waits: _Waits,
+    display: BootstrapDisplay | None,
+) -> RunSummary:
+    """Terms as the active ingest while this process holds the lease: a term that meets an
+    outage ends, and the next starts once the service answers again, from the tables' own
+    progress (``ingest.outages``)."""
+    while True:
+        remaining = None if waits.deadline is None else max(0.0, waits.deadline - time.monotonic())
+        term = replace(stop, max_seconds=remaining, requested=waits.requested, lease=lease.lost)
+        try:
+            return _while_active(config, open_catalog(), term, display)
+        except ConcurrentWriterError:
+            raise
+        except Exception as error:  # noqa: BLE001 - an outage is waited out, the rest raised
+            if not waits.wait_out(error, lease):
+                reason = LEASE_LOST if lease.lost.is_set() else f"stopped while {waits.waiting}"
+                return RunSummary(stopped_because=reason)
+
+
+class _Waits:
+    """Waiting out the outages one ingest process meets: each service's ``OutageLog``, and
+    the waits between probes until every service that was down answers."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        open_catalog: Callable[[], Catalog],
+        backoff: Backoff,
+        requested: threading.Event,
+        deadline: float | None,
+    ) -> None:
+        self._source = config.source.connection
+        self._pipeline = config.pipeline.name
+        self._open_catalog = open_catalog
+        self._backoff = backoff
+        self.requested = requested
+        self.deadline = deadline
+        self._logs: dict[Dependency, OutageLog] = {}
+        #: what the last wait waited for, for the reason a run stopped in it
+        self.waiting = ""
+
+    def wait_out(self, error: Exception, lease: SourceLease | None = None) -> bool:
+        """Wait until the service whose outage ``error`` shows answers again (True), or until
+        stopped, the deadline passes or ``lease`` is lost (False); raise ``error`` when it
+        shows no outage. The lease, when held, says that its holder waits."""
+        outage = ingest_outage(error, self._catalog_if_open())
+        if outage is None:
+            raise error
+        down = {outage.dependency}
+        self._log(outage.dependency).down(
+            outage.detail, "ingest pauses and retries; no row is lost, none doubled"
+        )
+        attempt = 0
+        try:
+            while down:
+                dependency = min(down)
+                self.waiting = f"waiting for {dependency.described}"
+                if lease is not None:
+                    lease.waiting(self._log(dependency).waiting())
+                attempt += 1
+                if self._stopped(lease, self._backoff.delay(attempt)):
+                    return False
+                try:
+                    probe(dependency, self._source, self._open_catalog)
+                except Exception as again:  # noqa: BLE001 - as above
+                    outage = ingest_outage(again, self._catalog_if_open())
+                    if outage is None:
+                        raise
+                    self._log(outage.dependency).down(outage.detail)
+                    down.add(outage.dependency)
+                    continue
+                self._log(dependency).up()
+                down.discard(dependency)
+            return True
+        finally:
+            if lease is not None:
+                lease.waiting(None)
+
+    def _stopped(self, lease: SourceLease | None, seconds: float) -> bool:
+        if self.deadline is not None:
+            seconds = min(seconds, max(0.0, self.deadline - time.monotonic()))
+        if self.requested.wait(seconds):
+            return True
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return True
+        return lease is not None and lease.lost.is_set()
+
+    def _log(self, dependency: Dependency) -> OutageLog:
+        log = self._logs.get(dependency)
+        if log is None:
+            log = self._logs[dependency] = OutageLog(dependency, self._pipeline, logger)
+        return log
+
+    def _catalog_if_open(self) -> Catalog | None:
+        try:
+            return self._open_catalog()
+        except Exception:  # noqa: BLE001 - only names a full disk's folder
+            return None
+
+
 def _while_active(
     config: PipelineConfig, catalog: Catalog, stop: StopWhen, display: BootstrapDisplay | None
 ) -> RunSummary:
     """One term as the active ingest: onboard, bootstrap what needs it, stream."""
     reports = None
-    if config.tidemark.reports is None:
-        logger.warning(
-            "The pipeline has no tidemark.reports block: commit reports are not published, "
-            "and the scheduler cannot see this pipeline's progress"
-        )
-    else:
+    if config.tidemark.reports is not None:
         publisher = CommitReportPublisher(PublisherSettings.from_reports(config.tidemark.reports))
         reports = KafkaReports(publisher, catalog)
     settings = IngestSettings.from_options(

@@ -41,6 +41,7 @@ def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_an_outage_is_said_once_then_once_a_minute_then_once_when_over(
     outages: OutageLog, clock: _Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, "tests.outages")
     for _ in range(150):  # an attempt every second for two and a half minutes
         outages.down("connection refused")
         clock.now += 1

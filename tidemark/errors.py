@@ -6,6 +6,8 @@ names what is wrong and what to do about it, and never contains a secret.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 
 class TidemarkError(Exception):
     """Something the user can act on; the CLI prints the message as one line."""
@@ -28,3 +30,13 @@ def first_line(error: BaseException) -> str:
     class's name when it has none."""
     lines = str(error).strip().splitlines()
     return lines[0] if lines else type(error).__name__
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then the error it was raised from or during, and so on."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__

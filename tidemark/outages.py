@@ -143,7 +143,7 @@ class OutageLog:
             self._down_at, self.since = None, None
             DEPENDENCY_UP.labels(self._pipeline, self.dependency.value).set(1)
             DEPENDENCY_DOWN_SINCE.labels(self._pipeline, self.dependency.value).set(0)
-            self._logger.warning(
+            self._logger.info(
                 "%s is back after %.0f s", _capital(self.dependency.described), seconds
             )
 

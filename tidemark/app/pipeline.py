@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from tidemark.config import PipelineConfig, load_pipeline
 from tidemark.config.model import reveal
+from tidemark.contracts.instance import Instance, LeaseHolders
 from tidemark.errors import ConfigError, TerminalError
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from spark_jobs.window_jobs import WindowJobs
     from tidemark.config.model import ReportsSettings
     from tidemark.config.plan import Plan
-    from tidemark.contracts.instance import LeaseHolders
     from tidemark.freshness import FreshnessSample
 
 logger = logging.getLogger(__name__)
@@ -74,6 +74,16 @@ class PipelineStatus:
     ingest: LeaseHolders | None = None
     #: the active scheduler and its standbys; None when no scheduler has run
     scheduler: LeaseHolders | None = None
+
+    def waiting(self) -> list[str]:
+        """What the pipeline's active processes wait for, a service that is down, as
+        ``ingest: waiting for the catalog since ...``; empty when none waits."""
+        found = []
+        for role, holders in (("ingest", self.ingest), ("scheduler", self.scheduler)):
+            active = None if holders is None else holders.active
+            if isinstance(active, Instance) and active.waiting_for is not None:
+                found.append(f"{role}: {active.waiting_for}")
+        return found
 
 
 #: the error rows a status page shows, newest first
@@ -195,7 +205,10 @@ class Pipeline:
         from ingest import service
         from ingest.lease import LeaseTiming
 
-        return service.run(self.config, self.catalog, stop, timing or LeaseTiming(), display)
+        # opened when first needed, and again until it opens: a catalog down at start is waited for
+        return service.run(
+            self.config, lambda: self.catalog, stop, timing or LeaseTiming(), display
+        )
 
     # --- scheduler ----------------------------------------------------------------------------
 

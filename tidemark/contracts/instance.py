@@ -48,6 +48,8 @@ class Instance(BaseModel):
     pid: int
     #: when it took this state: became active, or began to wait
     since: datetime
+    #: what an active process waits for: ``waiting for the catalog since ...``
+    waiting_for: str | None = None
 
     def tag(self) -> str:
         """This instance as an SQL comment (``/*`` and ``*/`` never occur in its JSON)."""
@@ -66,7 +68,8 @@ class Instance(BaseModel):
             return None  # a tag of another Tidemark version, or somebody's own comment
 
     def describe(self) -> str:
-        return f"on {self.host} (pid {self.pid}) since {self.since:%Y-%m-%d %H:%M:%S} UTC"
+        said = f"on {self.host} (pid {self.pid}) since {self.since:%Y-%m-%d %H:%M:%S} UTC"
+        return said if self.waiting_for is None else f"{said}, {self.waiting_for}"
 
 
 @dataclass(frozen=True)

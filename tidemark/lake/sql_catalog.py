@@ -54,6 +54,9 @@ class CatalogUnavailableError(TransientError):
 def open_sql_catalog(name: str, **properties: str) -> TidemarkSqlCatalog:
     """``TidemarkSqlCatalog``, connected: a refusal or an unreachable database becomes an error
     that says which, without the driver's traceback (nor the password, which it never names)."""
+    # a pooled connection is checked before use: after the database restarted (a failover)
+    # the first query of a long-running process would otherwise fail on a dead connection
+    properties = {"pool_pre_ping": "true", **properties}
     try:
         return TidemarkSqlCatalog(name, **properties)
     except OperationalError as error:

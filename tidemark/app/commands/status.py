@@ -31,7 +31,8 @@ def _status(args: argparse.Namespace) -> int:
         sys.stdout.write(status_json(status, now) + "\n")
     else:
         write(sys.stdout, status_view(status, now))
-    return 0
+    # a monitor's check: a process that waits for a service is not healthy, though it runs
+    return 1 if status.waiting() else 0
 
 
 COMMAND = Command("status", "watermark, lag and last commit of each changelog table", _configure)

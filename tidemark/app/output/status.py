@@ -76,10 +76,11 @@ def _processes(status: PipelineStatus) -> Table:
                 table.add_row(role, "active", instance, "", "")
             elif instance is not None:
                 style = "green" if instance.state is State.ACTIVE else ""
+                state = Text(instance.state, style=style)
+                if instance.waiting_for is not None:
+                    state = Text(f"{instance.state}, {instance.waiting_for}", style="red")
                 since = f"{instance.since:%Y-%m-%d %H:%M:%S} UTC"
-                table.add_row(
-                    role, Text(instance.state, style=style), instance.host, str(instance.pid), since
-                )
+                table.add_row(role, state, instance.host, str(instance.pid), since)
     return table
 
 

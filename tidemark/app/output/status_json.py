@@ -73,6 +73,8 @@ class ProcessEntry(_Document):
     pid: int | None
     since: datetime | None
     description: str | None = None
+    #: what an active process waits for: ``waiting for the catalog since ...``
+    waiting_for: str | None = None
 
 
 class ProcessesEntry(_Document):
@@ -168,5 +170,9 @@ def _process(instance: Instance | str | None) -> ProcessEntry | None:
 
 def _process_of(instance: Instance) -> ProcessEntry:
     return ProcessEntry(
-        state=str(instance.state), host=instance.host, pid=instance.pid, since=instance.since
+        state=str(instance.state),
+        host=instance.host,
+        pid=instance.pid,
+        since=instance.since,
+        waiting_for=instance.waiting_for,
     )

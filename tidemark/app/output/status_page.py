@@ -208,4 +208,7 @@ def _process(role: str, instance: Instance | str) -> ProcessView:
     if isinstance(instance, str):
         return ProcessView(role, "active", instance)
     since = f"since {instance.since:%Y-%m-%d %H:%M:%S} UTC"
-    return ProcessView(role, str(instance.state), f"{instance.host} pid {instance.pid}, {since}")
+    state = str(instance.state)
+    if instance.waiting_for is not None:
+        state = f"{state}, {instance.waiting_for}"
+    return ProcessView(role, state, f"{instance.host} pid {instance.pid}, {since}")
