@@ -3,12 +3,22 @@ pipeline runs on them (the shared ones serve every other test)."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
+from pydantic import SecretStr
 from pyiceberg.catalog import Catalog
 
+from tests.stack_helpers import free_port_block, free_ports
 from tidemark.catalog import load_catalog
-from tidemark.stack.endpoints import CatalogEndpoint
+from tidemark.stack.endpoints import CatalogEndpoint, ObjectStoreEndpoint, RestCatalogEndpoint
+from tidemark.stack.object_store import ObjectStore
 from tidemark.stack.postgres import Postgres
+from tidemark.stack.rest_catalog import RestCatalog
+from tidemark.stack.settings import OBJECT_STORE_HTTP_PORTS, SEAWEEDFS_GRPC_OFFSET, StackSettings
 
 
 @pytest.fixture
@@ -25,5 +35,59 @@ def own_lake(own_postgres: Postgres) -> CatalogEndpoint:
 
 
 @pytest.fixture
+def small_disk(second_home: Path) -> Iterator[Path]:
+    """A folder on a filesystem of its own, 16 MiB (a tmpfs: the test runs as root, as the
+    stack's PostgreSQL does), to fill up."""
+    folder = second_home / "small-disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    assert mounted.returncode == 0, f"could not mount a tmpfs (run the tests as root): {mounted}"
+    yield folder
+    subprocess.run(["umount", "--lazy", str(folder)], check=True)
+
+
+@pytest.fixture
 def own_catalog(own_lake: CatalogEndpoint) -> Catalog:
     return load_catalog(own_lake.name, own_lake.properties())
+
+
+@dataclass(frozen=True)
+class OwnS3Lake:
+    """A REST catalog on an S3 store, both the test's own (the catalog's tables in a
+    PostgreSQL of its own too)."""
+
+    postgres: Postgres
+    store: ObjectStore
+    rest: RestCatalog
+    endpoint: RestCatalogEndpoint
+
+
+@pytest.fixture
+def own_s3_lake(second_home: Path) -> OwnS3Lake:
+    postgres_port, rest_port = free_ports(2)
+    settings = StackSettings(
+        home=second_home,
+        postgres_port=postgres_port,
+        object_store_port=free_port_block(OBJECT_STORE_HTTP_PORTS, SEAWEEDFS_GRPC_OFFSET),
+        rest_catalog_port=rest_port,
+    )
+    postgres, store, rest = Postgres(settings), ObjectStore(settings), RestCatalog(settings)
+    for service in (postgres, store, rest):  # the stack's order: each needs the ones before
+        service.up()
+    described = rest.endpoint()
+    return OwnS3Lake(
+        postgres,
+        store,
+        rest,
+        RestCatalogEndpoint(
+            name=described["name"],
+            uri=described["uri"],
+            warehouse=described["warehouse"],
+            object_store=ObjectStoreEndpoint.model_validate(store.endpoint()),
+            state_dsn=SecretStr(postgres.state_dsn()),
+        ),
+    )

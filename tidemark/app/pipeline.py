@@ -74,6 +74,9 @@ class PipelineStatus:
     ingest: LeaseHolders | None = None
     #: the active scheduler and its standbys; None when no scheduler has run
     scheduler: LeaseHolders | None = None
+    #: what could not be read because a service is down, as ``the changelog tables: the
+    #: catalog (...)``; what could be read is shown all the same
+    unreadable: Sequence[str] = ()
 
     def waiting(self) -> list[str]:
         """What the pipeline's active processes wait for, a service that is down, as
@@ -341,12 +344,21 @@ class Pipeline:
     ) -> PipelineStatus:
         from ingest.changelog.status import table_status
         from ingest.lease import lease_holders
+        from tidemark.lake.outages import lake_outage
 
         sinks = plan.sinks
-        tables = [
-            table_status(self.catalog, sink.name, sink.changelog, history_since, error_tables)
-            for sink in sinks
-        ]
+        unreadable = []
+        try:
+            tables = [
+                table_status(self.catalog, sink.name, sink.changelog, history_since, error_tables)
+                for sink in sinks
+            ]
+        except Exception as error:
+            outage = lake_outage(error)
+            if outage is None:
+                raise
+            # who runs the pipeline, and whether it waits, matters most now
+            tables, unreadable = [], [f"the changelog tables: {outage.describe()}"]
         scheduled = self.config.tidemark.reports is not None
         windows = self._windows(plan, now, location) if scheduled else None
         schedulers = None
@@ -363,7 +375,7 @@ class Pipeline:
         ingest = None
         if error_tables is None:  # not for the page, which asks on its own (``page``)
             ingest = lease_holders(self.config.source.connection, self.ingest_lease)
-        return PipelineStatus(tables, scheduled, windows, ingest, schedulers)
+        return PipelineStatus(tables, scheduled, windows, ingest, schedulers, unreadable)
 
     # --- starting over ------------------------------------------------------------------------
 

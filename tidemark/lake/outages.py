@@ -64,7 +64,7 @@ def lake_outage(error: BaseException) -> Outage | None:
 
 def _outage(error: BaseException) -> Outage | None:
     if isinstance(error, CatalogUnavailableError):
-        return Outage(Dependency.CATALOG, str(error))
+        return Outage(Dependency.CATALOG, error.said)
     if isinstance(error, DBAPIError):
         return _postgres(error.orig) if error.orig is not None else None
     if isinstance(error, psycopg2.OperationalError | psycopg2.InterfaceError):

@@ -48,7 +48,14 @@ class CatalogRefusedError(TerminalError):
 
 
 class CatalogUnavailableError(TransientError):
-    """The catalog's database could not be reached (yet)."""
+    """The catalog's database could not be reached (yet); ``said`` is what the driver said."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(
+            f"the catalog's database cannot be reached ({said}): is it running at "
+            "catalog.properties.uri?"
+        )
+        self.said = said
 
 
 def open_sql_catalog(name: str, **properties: str) -> TidemarkSqlCatalog:
@@ -66,10 +73,7 @@ def open_sql_catalog(name: str, **properties: str) -> TidemarkSqlCatalog:
                 f"the catalog's database refused the connection ({said}): check "
                 "catalog.properties.uri, jdbc.user and jdbc.password"
             ) from None
-        raise CatalogUnavailableError(
-            f"the catalog's database cannot be reached ({said}): is it running at "
-            "catalog.properties.uri?"
-        ) from None
+        raise CatalogUnavailableError(said) from None
 
 
 def staged_metadata(

@@ -32,7 +32,7 @@ def _status(args: argparse.Namespace) -> int:
     else:
         write(sys.stdout, status_view(status, now))
     # a monitor's check: a process that waits for a service is not healthy, though it runs
-    return 1 if status.waiting() else 0
+    return 1 if status.waiting() or status.unreadable else 0
 
 
 COMMAND = Command("status", "watermark, lag and last commit of each changelog table", _configure)

@@ -26,7 +26,10 @@ _POSITION_GAP = 1
 
 
 def status_view(status: PipelineStatus, now: datetime) -> RenderableType:
-    parts: list[RenderableType] = [_tables(status, now)]
+    parts: list[RenderableType] = [
+        Text(f"Could not read {what}", style="red") for what in status.unreadable
+    ]
+    parts.append(_tables(status, now))
     nulled = _nulled(status)
     if nulled is not None:
         parts += [NewLine(), nulled]

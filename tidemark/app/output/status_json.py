@@ -91,6 +91,9 @@ class StatusDocument(_Document):
     tasks: list[TaskEntry] | None
     ingest: ProcessesEntry | None
     scheduler: ProcessesEntry | None
+    #: what could not be read because a service is down ("the changelog tables: the catalog
+    #: (...)"); ``tables`` is empty then
+    unreadable: list[str] = []
 
 
 def status_json(status: PipelineStatus, now: datetime) -> str:
@@ -105,6 +108,7 @@ def status_document(status: PipelineStatus, now: datetime) -> StatusDocument:
         tasks=None if status.windows is None else [_task(task) for task in status.windows],
         ingest=_processes(status.ingest),
         scheduler=_processes(status.scheduler),
+        unreadable=list(status.unreadable),
     )
 
 
