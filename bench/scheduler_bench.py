@@ -33,6 +33,7 @@ from scheduler.spec import PipelineSchedule
 from scheduler.state import StateSettings, StateStore
 from tidemark.config.plan import SinkTable
 from tidemark.contracts.reports import CommitReport
+from tidemark.outages import Outage
 from tidemark.stack.settings import StackSettings
 from tidemark.stack.stack import Stack
 from tidemark.windows import Window
@@ -54,6 +55,9 @@ class TimingExecutor:
         return None
 
     def maintain(self, sink_table: str) -> object:
+        return None
+
+    def outage(self) -> Outage | None:
         return None
 
     def run_job(self, job_name: str, window: Window) -> object:

@@ -16,9 +16,8 @@ import pymysql
 from pyiceberg.catalog import Catalog
 
 from ingest.binlog.reader import StreamInterruptedError
-from ingest.changelog.storage_check import check_warehouse_writable, warehouse_folder
 from tidemark.errors import causes, first_line
-from tidemark.lake.outages import lake_outage
+from tidemark.lake.outages import lake_outage, probe_catalog, probe_storage, warehouse_folder
 from tidemark.outages import Dependency, Outage
 from tidemark.source import SourceConnection
 
@@ -52,6 +51,6 @@ def probe(
     if dependency is Dependency.SOURCE:
         source.connect().close()
     elif dependency is Dependency.CATALOG:
-        open_catalog().list_namespaces()
+        probe_catalog(open_catalog())
     else:
-        check_warehouse_writable(open_catalog())
+        probe_storage(open_catalog())

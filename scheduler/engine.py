@@ -9,7 +9,9 @@ are idempotent per window, so its effect is exactly once.
 
 A failed window is retried after ``retry_delay``, doubled at each attempt, ``retries`` times;
 then it is *held*: an ERROR names the task, the window and the error, and later windows of
-that task wait until someone releases it (``StateStore.release``).
+that task wait until someone releases it (``StateStore.release``). A window that failed
+because the lake did not answer (the executor's ``outage``) is no attempt: it is retried with
+capped backoff for as long as the outage lasts, said once (``tidemark.outages``).
 
 The engine has no threads and no clock of its own: ``submit`` and ``clock`` are injected, so
 tests run windows inline at chosen instants, and ``scheduler.service`` runs them in
@@ -32,7 +34,9 @@ from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
 from tidemark.contracts.reports import CommitReport, WatermarkReport
+from tidemark.lake.outages import lake_outage
 from tidemark.metrics import SchedulerMetrics
+from tidemark.outages import Backoff, Dependency, Outage, OutageLog
 from tidemark.windows import (
     EPOCH,
     TaskKind,
@@ -136,6 +140,10 @@ class WindowEngine:
         #: when each sink table's maintenance last started (the engine's start at first)
         self._maintained: dict[str, datetime] = {}
         self._created = clock()
+        #: per service a window needs, its outages; windows it stopped in a row, for backoff
+        self._outages: dict[Dependency, OutageLog] = {}
+        self._interrupted = 0
+        self._backoff = Backoff()
 
     @property
     def pipeline(self) -> str:
@@ -396,8 +404,13 @@ class WindowEngine:
         try:
             self._call_executor(due)
         except Exception as error:  # any failure of a window job is the job's, not ours
-            self._fail(spec, due, attempt, error)
+            outage = self._outage_behind(error)
+            if outage is None:
+                self._fail(spec, due, attempt, error)
+            else:  # ... unless the lake did not answer: no attempt, retried until it does
+                self._wait_for(due, outage, error)
             return
+        self._lake_answers()
         now = self._clock()
         self._store.mark_succeeded(self.pipeline, due.task, due.window, now)
         self.metrics.succeeded(
@@ -451,6 +464,41 @@ class WindowEngine:
                     if first.start <= window.start and window.end <= due.window.start
                 )
         return sorted(windows)
+
+    def _outage_behind(self, error: Exception) -> Outage | None:
+        """The outage that made a window fail: seen in its error, or (a Spark job's errors
+        are Java's) found by asking the lake now."""
+        outage = lake_outage(error)
+        if outage is not None:
+            return outage
+        try:
+            return self._executor.outage()
+        except Exception:  # the question failed, not the lake: the window's failure counts
+            logger.exception("Could not ask whether the lake answers")
+            return None
+
+    def _wait_for(self, due: DueWindow, outage: Outage, error: Exception) -> None:
+        log = self._outages.get(outage.dependency)
+        if log is None:
+            seconds = lambda: self._clock().timestamp()  # noqa: E731 - the engine's clock
+            log = self._outages[outage.dependency] = OutageLog(
+                outage.dependency, self.pipeline, logger, clock=seconds, wall_clock=seconds
+            )
+        log.down(outage.detail, "windows wait and retry, without counting attempts")
+        with self._lock:
+            self._interrupted += 1
+            delay = self._backoff.delay(self._interrupted)
+        now = self._clock()
+        text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]
+        self._store.mark_interrupted(
+            self.pipeline, due.task, due.window, text, now + timedelta(seconds=delay), now
+        )
+
+    def _lake_answers(self) -> None:
+        with self._lock:
+            self._interrupted = 0
+        for log in self._outages.values():
+            log.up()
 
     def _fail(self, spec: TaskSpec, due: DueWindow, attempt: int, error: Exception) -> None:
         text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]

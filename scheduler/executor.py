@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from tidemark.outages import Outage
 from tidemark.windows import Window
 
 
@@ -26,4 +27,9 @@ class WindowExecutor(Protocol):
     def maintain(self, sink_table: str) -> object:
         """Compact the changelog and the mirror of ``sink_table`` and expire the snapshots no
         window needs; the scheduler runs no merge of that mirror meanwhile."""
+        ...
+
+    def outage(self) -> Outage | None:
+        """A service the windows need (the lake's catalog, its storage) that does not answer
+        now; asked after a window failed, whose attempt then does not count."""
         ...

@@ -677,6 +677,26 @@ class StateStore:
             (error, retry_at, now),
         )
 
+    def mark_interrupted(
+        self,
+        pipeline: str,
+        task: WindowTask,
+        window: Window,
+        error: str,
+        retry_at: datetime,
+        now: datetime,
+    ) -> None:
+        """Record a failure because a service the window needs was down: retried at
+        ``retry_at``, its attempt not counted (the outage was not the window's)."""
+        self._update(
+            pipeline,
+            task,
+            window,
+            "state = 'failed', attempts = GREATEST(attempts - 1, 0), last_error = %s, "
+            "retry_at = %s, updated_at = %s",
+            (error, retry_at, now),
+        )
+
     def release(self, pipeline: str, task: WindowTask, now: datetime) -> Window | None:
         """Let the held window of ``task`` be tried again at once, its retries counted afresh;
         that window, or None when none was held."""

@@ -22,9 +22,12 @@ from pyspark.sql import SparkSession
 from spark_jobs.maintenance import TableMaintainer, TableResult
 from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
 from spark_jobs.window_jobs import JobOutcome, LakeMerges, MergeOutcome, WindowJobs
+from tidemark.catalog import load_catalog
 from tidemark.config.model import PipelineConfig, reveal
 from tidemark.config.plan import Plan, SinkTable, plan_from_source
 from tidemark.errors import ConfigError, TransientError
+from tidemark.lake.outages import lake_outage, probe_catalog, probe_storage
+from tidemark.outages import Outage
 from tidemark.windows import Window
 
 
@@ -109,6 +112,23 @@ class SparkWindowExecutor:
                 + "; ".join(f"{result.table}: {result.error}" for result in failed)
             )
         return results
+
+    def outage(self) -> Outage | None:
+        """A pipeline's catalog or storage that does not answer now (asked after a window
+        failed: a Spark job's errors are Java's, so the lake is asked rather than the error)."""
+        for config in self._configs:
+            try:
+                catalog = load_catalog(
+                    config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
+                )
+                probe_catalog(catalog)
+                probe_storage(catalog)
+            except Exception as error:
+                outage = lake_outage(error)
+                if outage is None:
+                    raise
+                return outage
+        return None
 
     def _window_jobs(self) -> list[WindowJobs]:
         """This thread's ``WindowJobs``, one per pipeline, on this thread's session."""

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg2
 
 from scheduler.state import StateSettings
+from tidemark.outages import Outage
 from tidemark.windows import Window
 
 
@@ -30,12 +31,14 @@ class RecordingExecutor:
     """Records every call and its effect in tables of the state schema it is given.
 
     Like the real window jobs it is idempotent per window: a window whose effect is recorded
-    does not record it again. ``fail`` names tasks ("job:gmv") whose every call raises.
+    does not record it again. ``fail`` names tasks ("job:gmv") whose every call raises;
+    ``down``, when set, is the lake's outage it answers ``outage`` with.
     """
 
     def __init__(self, state: StateSettings, fail: Sequence[str] = ()) -> None:
         self._state = state
         self._fail = set(fail)
+        self.down: Outage | None = None
         with self._cursor() as cursor:
             cursor.execute(
                 f"CREATE TABLE IF NOT EXISTS {state.schema}.calls (seq serial PRIMARY KEY, "
@@ -48,6 +51,9 @@ class RecordingExecutor:
 
     def stop_failing(self) -> None:
         self._fail.clear()
+
+    def outage(self) -> Outage | None:
+        return self.down
 
     def merge_mirror(self, sink_table: str, window: Window, up_to_order: int | None) -> object:
         self._call(f"mirror:{sink_table}", window, up_to_order, None)

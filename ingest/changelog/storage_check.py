@@ -8,12 +8,9 @@ writes (and deletes) an empty object where the table's data files go.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from urllib.parse import unquote, urlsplit
 
 from pyiceberg.catalog import Catalog
-from pyiceberg.io import load_file_io
 
 from tidemark.errors import TerminalError, TransientError, first_line
 
@@ -64,32 +61,3 @@ def check_writable(catalog: Catalog, identifier: str) -> None:
         raise StorageUnreachableError(
             f"the lake's storage did not take a write of {location}: {reason}"
         ) from None
-
-
-#: what ``check_warehouse_writable`` writes: a changelog commit writes a few files of this
-#: order, so a disk with room for it has room for the next commit
-PROBE_BYTES = 1 << 20
-
-
-def check_warehouse_writable(catalog: Catalog, size: int = PROBE_BYTES) -> None:
-    """Write ``size`` bytes at the top of the catalog's warehouse and delete them: raises the
-    storage's own ``OSError`` while it is down or full (``tidemark.lake.outages`` tells which).
-    A warehouse that is not a location (some REST catalogs name one) is not checked."""
-    warehouse = catalog.properties.get("warehouse", "")
-    if "://" not in warehouse:
-        return
-    location = f"{warehouse.rstrip('/')}/.tidemark-write-check-{uuid.uuid4().hex}"
-    io = load_file_io(catalog.properties, location)
-    try:
-        with io.new_output(location).create(overwrite=True) as stream:
-            stream.write(bytes(size))
-    finally:
-        with contextlib.suppress(OSError):
-            io.delete(location)
-
-
-def warehouse_folder(catalog: Catalog) -> str:
-    """Where the catalog's warehouse is, as a user names it (a path for a local one)."""
-    warehouse = catalog.properties.get("warehouse", "")
-    parts = urlsplit(warehouse)
-    return unquote(parts.path) if parts.scheme == "file" else warehouse

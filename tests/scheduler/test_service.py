@@ -53,6 +53,7 @@ from tidemark.contracts.instance import State
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import TerminalError
 from tidemark.metrics import sample
+from tidemark.outages import Dependency, Outage
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.process import wait_for
 from tidemark.windows import Window
@@ -351,6 +352,51 @@ def test_a_failing_job_retries_with_backoff_then_holds_its_later_windows(
     assert newest == at("10:10").timestamp()
     # the 10:05 and 10:10 windows finished at 11:30 by the scheduler's clock
     assert sample("tidemark_scheduler_window_delay_seconds_sum", **labels) == (85 + 80) * 60
+
+
+def test_a_window_failing_while_the_lake_is_down_is_retried_uncounted_and_never_held(
+    store: StateStore,
+    state_settings: StateSettings,
+    consumer: ReportsConsumer,
+    servers: str,
+    reports_topic: str,
+    unique_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    executor = RecordingExecutor(state_settings, fail=["job:gmv"])
+    executor.down = Outage(Dependency.CATALOG, "connection refused")
+    schedule = two_table_schedule(unique_name, job_retries=1, job_retry_delay=timedelta(minutes=1))
+    clock = Clock(at("10:20"))
+    engine = WindowEngine(schedule, store, consumer, executor, clock=clock)
+    publish(servers, reports_topic, REPORTS)
+    gmv = job_task("gmv")
+
+    with caplog.at_level(logging.INFO, "scheduler.engine"):
+        for _ in range(40):  # ten minutes of an outage: far more failures than retries
+            engine.tick()
+            clock.now += timedelta(seconds=15)
+        (waiting,) = store.runs(unique_name, gmv)
+        assert (waiting.state, waiting.attempts, waiting.held) == (RunState.FAILED, 0, False)
+        assert [c.task for c in executor.calls()].count("job:gmv") > 5
+
+        executor.down = None
+        executor.stop_failing()
+        clock.now += timedelta(seconds=30)  # the longest wait between retries
+        tick_until(engine, all_succeeded(store, unique_name))
+    assert executor.effects() == EXPECTED
+    said = [r.getMessage() for r in caplog.records if r.name == "scheduler.engine"]
+    outage = [line for line in said if "unavailable" in line or "is back" in line]
+    assert outage[0] == (
+        "The catalog is unavailable (connection refused): windows wait and retry, without "
+        "counting attempts"
+    )
+    assert outage[-1].startswith("The catalog is back after ")
+    reminders = outage[1:-1]
+    assert len(reminders) <= 10  # once a minute at most
+    assert all(line.startswith("Still waiting for the catalog") for line in reminders)
+    labels = {"pipeline": unique_name, "task": "job:gmv"}
+    assert sample("tidemark_scheduler_windows_total", **labels, outcome="failed") is None
+    assert sample("tidemark_scheduler_windows_held", **labels) in (None, 0)
 
 
 def test_reports_every_task_has_passed_are_pruned_and_later_windows_still_fire(

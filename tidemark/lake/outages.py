@@ -8,16 +8,21 @@ answer here is the ``Outage`` to wait out, or None for an error that must stop t
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import uuid
+from urllib.parse import unquote, urlsplit
 
 import psycopg2
 import requests
+from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import (
     CommitStateUnknownException,
     ServerError,
     ServiceUnavailableError,
     TooManyRequestsError,
 )
+from pyiceberg.io import load_file_io
 from sqlalchemy.exc import DBAPIError
 
 from tidemark.errors import causes, first_line
@@ -108,3 +113,37 @@ def _storage(error: OSError) -> Outage | None:
     if "AWS Error" in said and any(name in said for name in _STORE_OUTAGES):
         return Outage(Dependency.OBJECT_STORE, said)
     return None
+
+
+def probe_catalog(catalog: Catalog) -> None:
+    """Raise unless the catalog answers: one listing of its namespaces."""
+    catalog.list_namespaces()
+
+
+#: what ``probe_storage`` writes: a changelog commit writes a few files of this order, so a
+#: disk with room for it has room for the next commit
+PROBE_BYTES = 1 << 20
+
+
+def probe_storage(catalog: Catalog, size: int = PROBE_BYTES) -> None:
+    """Write ``size`` bytes at the top of the catalog's warehouse and delete them: raises the
+    storage's own ``OSError`` while it is down or full (``lake_outage`` tells which). A
+    warehouse that is not a location (some REST catalogs name one) is not checked."""
+    warehouse = catalog.properties.get("warehouse", "")
+    if "://" not in warehouse:
+        return
+    location = f"{warehouse.rstrip('/')}/.tidemark-write-check-{uuid.uuid4().hex}"
+    io = load_file_io(catalog.properties, location)
+    try:
+        with io.new_output(location).create(overwrite=True) as stream:
+            stream.write(bytes(size))
+    finally:
+        with contextlib.suppress(OSError):
+            io.delete(location)
+
+
+def warehouse_folder(catalog: Catalog) -> str:
+    """Where the catalog's warehouse is, as a user names it (a path for a local one)."""
+    warehouse = catalog.properties.get("warehouse", "")
+    parts = urlsplit(warehouse)
+    return unquote(parts.path) if parts.scheme == "file" else warehouse
