@@ -6,6 +6,7 @@ ingests, its freshness from its changelog's commits."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+import requests
 
 from bench.polling import wait_until
 from ingest.stream.runner import StopWhen
@@ -97,6 +99,31 @@ def test_a_pipeline_that_cannot_be_read_is_shown_with_why_and_the_others_still_a
     assert "Cannot read this pipeline's state: ValueError (see the log)" in html
     assert "unexpected" not in html
     assert 'data-table="shop.orders"' in html
+
+
+def test_a_pipeline_whose_lake_is_down_shows_since_when_and_the_log_says_it_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = _Clock()
+    refused = requests.ConnectionError("refused")
+    shop = _Pipeline("shop", refused, refused, refused, pipeline_page())
+    pages = _pages(clock, shop)
+
+    with caplog.at_level(logging.INFO, "tidemark.app.page_server"):
+        for _ in range(3):  # three builds while the REST catalog is down
+            html = pages.html()
+            clock.now += timedelta(seconds=15)
+        assert (
+            "waiting for the catalog since 2026-11-27 12:00:00 UTC: the REST catalog refused "
+            "the connection or did not answer"
+        ) in html.replace("\n", " ")
+        assert 'data-table="shop.orders"' in pages.html()  # back
+    said = [record.getMessage() for record in caplog.records]
+    assert said == [
+        "The catalog is unavailable (the REST catalog refused the connection or did not "
+        "answer): the status page shows what it can meanwhile",
+        "The catalog is back after 45 s",
+    ]
 
 
 def test_the_tables_are_read_from_the_source_every_few_minutes_and_kept_while_it_is_down() -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from tidemark.errors import TidemarkError, first_line
+from tidemark.outages import Dependency, OutageLog
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -64,6 +65,8 @@ class StatusPages:
         self._built: tuple[datetime, str] | None = None
         #: per pipeline (the object: two files may share a name), its plan and when read
         self._plans: dict[int, tuple[datetime, Plan]] = {}
+        #: per pipeline (the same), the outages of the services its page reads
+        self._outages: dict[int, dict[Dependency, OutageLog]] = {}
 
     def html(self) -> str:
         # imported here: every command's arguments name this module's defaults
@@ -83,17 +86,38 @@ class StatusPages:
 
     def _pages(self, now: datetime) -> Iterable[PipelinePage | Unavailable]:
         from tidemark.app.output.status_page import Unavailable
+        from tidemark.lake.outages import lake_outage
 
         for pipeline in self._pipelines:
             try:
                 plan = self._plan(pipeline, now)
-                yield pipeline.page(now, now - self._history, plan, self._location)
+                page = pipeline.page(now, now - self._history, plan, self._location)
             except TidemarkError as error:
                 yield Unavailable(pipeline.name, str(error))
+                continue
             except Exception as error:  # a page shows what it can: the others still show
+                outage = lake_outage(error)
+                if outage is not None:  # said once, not at every build, while it lasts
+                    log = self._outage_log(pipeline, outage.dependency)
+                    log.down(outage.detail, "the status page shows what it can meanwhile")
+                    yield Unavailable(pipeline.name, f"{log.waiting()}: {outage.detail}")
+                    continue
                 logger.exception("The status page could not read pipeline %s", pipeline.name)
                 # the type only: a driver's message is for the log, not for any visitor
                 yield Unavailable(pipeline.name, f"{type(error).__name__} (see the log)")
+                continue
+            for log in self._outages.get(id(pipeline), {}).values():
+                log.up()
+            yield page
+
+    def _outage_log(self, pipeline: Pipeline, dependency: Dependency) -> OutageLog:
+        logs = self._outages.setdefault(id(pipeline), {})
+        if dependency not in logs:
+            seconds = lambda: self._clock().timestamp()  # noqa: E731 - the page's clock
+            logs[dependency] = OutageLog(
+                dependency, pipeline.name, logger, clock=seconds, wall_clock=seconds
+            )
+        return logs[dependency]
 
     def _plan(self, pipeline: Pipeline, now: datetime) -> Plan:
         """The pipeline's plan, read again every ``REPLAN``; the last one while its source
