@@ -13,14 +13,17 @@ worker processes (``spark_jobs.merge.processes``); ``close`` stops them.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 
 from pyspark.sql import SparkSession
 
 from spark_jobs.maintenance import TableMaintainer, TableResult
 from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
+from spark_jobs.session import forget_dead_jvm, jvm_died
 from spark_jobs.window_jobs import JobOutcome, LakeMerges, MergeOutcome, WindowJobs
 from tidemark.catalog import load_catalog
 from tidemark.config.model import PipelineConfig, reveal
@@ -30,11 +33,19 @@ from tidemark.lake.outages import lake_outage, probe_catalog, probe_storage
 from tidemark.outages import Outage
 from tidemark.windows import Window
 
+logger = logging.getLogger(__name__)
+
 
 class SparkWindowExecutor:
     def __init__(
-        self, configs: Sequence[PipelineConfig], session: SparkSession, merge_processes: int = 0
+        self,
+        configs: Sequence[PipelineConfig],
+        session: SparkSession,
+        merge_processes: int = 0,
+        rebuild: Callable[[], SparkSession] | None = None,
     ) -> None:
+        """``rebuild`` makes the session again after its JVM died (``spark_jobs.session``);
+        without it, such a death fails every window from then on."""
         catalogs = {config.tidemark.catalog_name for config in configs}
         if len(catalogs) > 1:
             raise ConfigError(
@@ -51,6 +62,8 @@ class SparkWindowExecutor:
                 "processes"
             )
         self._session = session
+        self._rebuild = rebuild
+        self._reviving = threading.Lock()
         self._configs = tuple(configs)
         self._planning = threading.Lock()
         self._local = threading.local()
@@ -85,9 +98,35 @@ class SparkWindowExecutor:
     ) -> MergeOutcome:
         self._know(sink_table)
         # the scheduler never runs two windows that touch one mirror at once (docs/scheduler.md)
-        return self._window_jobs()[self._mirrors[sink_table]].merge_mirror(
-            sink_table, window, up_to_order
-        )
+        with self._reviving_a_dead_jvm():
+            return self._window_jobs()[self._mirrors[sink_table]].merge_mirror(
+                sink_table, window, up_to_order
+            )
+
+    @contextmanager
+    def _reviving_a_dead_jvm(self) -> Iterator[None]:
+        """A call that failed because the driver's JVM died starts a new one, and fails with
+        a ``TransientError`` that says so: the window is retried as any failed one."""
+        try:
+            yield
+        except Exception as error:
+            if self._rebuild is None or not jvm_died(self._session):
+                raise
+            self._revive()
+            raise TransientError(
+                "the Spark driver's JVM died during the window; a new one is up and the "
+                "window runs again"
+            ) from error
+
+    def _revive(self) -> None:
+        with self._reviving:
+            if not jvm_died(self._session):
+                return  # another window's thread revived it
+            assert self._rebuild is not None
+            logger.error("The Spark driver's JVM died: starting a new one")
+            forget_dead_jvm()
+            self._session = self._rebuild()
+            self._generation += 1  # every thread's session and jobs are made again
 
     def _know(self, sink_table: str) -> None:
         """Plan again for a sink table ingest onboarded while running, which the scheduler
@@ -98,13 +137,15 @@ class SparkWindowExecutor:
                     self._plan()
 
     def run_job(self, job_name: str, window: Window) -> JobOutcome:
-        return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window)
+        with self._reviving_a_dead_jvm():
+            return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window)
 
     def maintain(self, sink_table: str) -> list[TableResult]:
         catalog = self._plans[0][0].tidemark.catalog_name  # one catalog name, checked above
-        maintainer = TableMaintainer(self._thread_session(), catalog)
         self._know(sink_table)
-        results = maintainer.maintain(self._sinks[sink_table])
+        with self._reviving_a_dead_jvm():
+            maintainer = TableMaintainer(self._thread_session(), catalog)
+            results = maintainer.maintain(self._sinks[sink_table])
         failed = [result for result in results if result.error is not None]
         if failed:
             raise TransientError(
@@ -153,7 +194,7 @@ class SparkWindowExecutor:
 
     def _thread_session(self) -> SparkSession:
         session: SparkSession | None = getattr(self._local, "session", None)
-        if session is None:
+        if session is None or session.sparkContext is not self._session.sparkContext:
             session = self._session.newSession()
             self._local.session = session
         return session

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from spark_jobs.arguments import SparkTarget
@@ -64,6 +65,24 @@ def build_session(
 #: the sessions of their own ``build_session`` made, by their settings: the next window of
 #: the same pipeline uses its catalog as loaded
 _OWN_SESSIONS: dict[frozenset[tuple[str, str]], SparkSession] = {}
+
+
+def jvm_died(session: SparkSession) -> bool:
+    """Whether the driver's JVM this process started for ``session`` has exited (killed by
+    the kernel's OOM killer, say): every call on the session fails from then on."""
+    process = getattr(session.sparkContext._gateway, "proc", None)
+    return process is not None and process.poll() is not None
+
+
+def forget_dead_jvm() -> None:
+    """Drop pyspark's handles on a driver JVM that died, so that the next ``build_session``
+    starts a new one (pyspark would hand out the dead session for ever)."""
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    _OWN_SESSIONS.clear()
 
 
 #: what a session of its own may set differently: the context's settings (jars, master, the

@@ -573,6 +573,7 @@ def run_scheduler(
         session,
         # a window's thread waits for its merge: more processes than threads would idle
         merge_processes=min(usable_cores(), workers) if processes is None else processes,
+        rebuild=lambda: pipelines[0].spark_session(spark, options.app_name),
     )
     engine = EngineSettings()
     with closing(executor):
