@@ -852,8 +852,9 @@ def run_startup_checks(
 ) -> CheckResult:
     """Check ``source`` for this pipeline; raise ``StartupCheckError`` naming every problem.
 
-    What could not be checked is returned and logged: as a warning, or, when only a privilege
-    the README's grants leave out would let it run, once per process at INFO with the grant.
+    What could not be checked is returned and logged: as a warning (the first time in the
+    process; at INFO after), or, when only a privilege the README's grants leave out would let
+    it run, once per process at INFO with the grant.
     """
     with source.connect() as connection:
         facts = gather_facts(connection)
@@ -870,7 +871,10 @@ def run_startup_checks(
     result = evaluate(facts, requirements)
     for note in result.unchecked:
         if note not in result.optional_grants:
-            logger.warning("Start-up check incomplete: %s", note)
+            # warned at the first start; a term after an outage says it again quietly
+            first = _first_time(f"{source.host}:{source.port} incomplete")
+            level = logging.WARNING if first else logging.INFO
+            logger.log(level, "Start-up check incomplete: %s", note)
         elif _first_time(f"{source.host}:{source.port} {note}"):
             logger.info("Start-up check skipped (an optional privilege): %s", note)
     for warning in result.warnings:
