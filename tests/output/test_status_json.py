@@ -116,6 +116,7 @@ def test_tasks_and_processes_are_listed_with_their_windows_and_who_runs() -> Non
             "pid": 42,
             "since": "2026-11-22T14:48:00Z",
             "description": None,
+            "waiting_for": None,
         },
         "standbys": [
             {
@@ -124,7 +125,31 @@ def test_tasks_and_processes_are_listed_with_their_windows_and_who_runs() -> Non
                 "pid": 7,
                 "since": "2026-11-22T14:48:00Z",
                 "description": None,
+                "waiting_for": None,
             }
         ],
     }
     assert document["scheduler"] is None
+
+
+def test_a_process_waiting_for_a_service_and_what_could_not_be_read_are_listed() -> None:
+    waiting = Instance(
+        role=Role.INGEST,
+        pipeline="shop",
+        state=State.ACTIVE,
+        host="db-1",
+        pid=42,
+        since=NOW - timedelta(hours=1),
+        waiting_for="waiting for the catalog since 2026-11-22 15:47:00 UTC",
+    )
+    unreadable = ["the changelog tables: the catalog (Connection refused)"]
+    status = PipelineStatus([], False, None, LeaseHolders(waiting, []), None, unreadable)
+
+    document = json.loads(status_json(status, NOW))
+
+    assert document["ingest"]["active"]["waiting_for"] == (
+        "waiting for the catalog since 2026-11-22 15:47:00 UTC"
+    )
+    assert document["unreadable"] == unreadable
+    assert document["tables"] == []
+    assert status.waiting() == ["ingest: waiting for the catalog since 2026-11-22 15:47:00 UTC"]

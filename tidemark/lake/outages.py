@@ -13,7 +13,6 @@ import errno
 import uuid
 from urllib.parse import unquote, urlsplit
 
-import psycopg2
 import requests
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import (
@@ -23,7 +22,7 @@ from pyiceberg.exceptions import (
     TooManyRequestsError,
 )
 from pyiceberg.io import load_file_io
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from tidemark.errors import causes, first_line
 from tidemark.lake.sql_catalog import CatalogUnavailableError
@@ -70,9 +69,7 @@ def lake_outage(error: BaseException) -> Outage | None:
 def _outage(error: BaseException) -> Outage | None:
     if isinstance(error, CatalogUnavailableError):
         return Outage(Dependency.CATALOG, error.said)
-    if isinstance(error, DBAPIError):
-        return _postgres(error.orig) if error.orig is not None else None
-    if isinstance(error, psycopg2.OperationalError | psycopg2.InterfaceError):
+    if isinstance(error, OperationalError | InterfaceError):  # the JDBC catalog's database
         return _postgres(error)
     if isinstance(
         error,
@@ -89,10 +86,8 @@ def _outage(error: BaseException) -> Outage | None:
     return None
 
 
-def _postgres(error: BaseException) -> Outage | None:
-    if not isinstance(error, psycopg2.OperationalError | psycopg2.InterfaceError):
-        return None
-    said = first_line(error)
+def _postgres(error: OperationalError | InterfaceError) -> Outage | None:
+    said = first_line(error.orig or error)
     if any(refusal in said for refusal in _POSTGRES_REFUSALS):
         return None
     return Outage(Dependency.CATALOG, said)
