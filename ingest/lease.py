@@ -87,7 +87,10 @@ class SourceLease:
     def acquire(self, stop: threading.Event, deadline: float | None = None) -> bool:
         """Wait until this process holds the lease (True), or until ``stop`` is set or the
         monotonic ``deadline`` passes (False). Logs once for whom it waits, and again when
-        that changes."""
+        that changes. Asks once at least, whatever the deadline, but never once ``stop`` is
+        set: a lease granted while the stop came is given back at once."""
+        if stop.is_set():
+            return False
 
         # a read that outlasts every query here by the silence allowed means a dead network:
         # without a timeout, a lost connection could keep the keeper waiting for ever
@@ -102,16 +105,18 @@ class SourceLease:
         try:
             with connection.cursor() as cursor:
                 cursor.execute("SET SESSION wait_timeout = %s", (self._timing.silent_seconds,))
-                while True:  # asks once at least, whatever the deadline
+                while not stop.is_set():
                     cursor.execute(
                         f"SELECT {_sql(standby.tag())} GET_LOCK(%s, %s)",
                         (self.name, self._timing.wait_seconds),
                     )
                     row = cursor.fetchone()
                     if row is not None and row[0] == 1:
+                        if stop.is_set():  # granted while the stop came: the close frees it
+                            break
                         self._hold(connection)
                         return True
-                    if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                    if deadline is not None and time.monotonic() >= deadline:
                         break
                     holder = _holder(cursor, self.name)
                     if holder != waiting_for and holder is not None:

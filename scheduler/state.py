@@ -856,7 +856,11 @@ class PipelineLock:
         now: Callable[[], datetime] = _utc_now,
     ) -> bool:
         """Wait as a standby until this process holds the pipeline (True), or until ``stop``
-        is set or the monotonic ``deadline`` passes (False). Logs for whom it waits."""
+        is set or the monotonic ``deadline`` passes (False). Logs for whom it waits. Asks once
+        at least, whatever the deadline, but never once ``stop`` is set: a lock granted while
+        the stop came is given back at once."""
+        if stop.is_set():
+            return False
         connection = self._store._connect()
         waiting_for: Instance | None = None
         try:
@@ -867,13 +871,16 @@ class PipelineLock:
                     "set_config('lock_timeout', %s, false)",
                     (_instance_name(State.STANDBY, now()), f"{_WAIT_SECONDS}s"),
                 )
-                while True:  # asks once at least, whatever the deadline
+                while True:
+                    if stop.is_set():
+                        connection.close()
+                        return False
                     try:
                         cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.key,))
                         break
                     except psycopg2.errors.LockNotAvailable:
                         pass
-                    if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                    if deadline is not None and time.monotonic() >= deadline:
                         connection.close()
                         return False
                     active = self._store.holders(self.pipeline).active
@@ -885,6 +892,9 @@ class PipelineLock:
                             active.describe(),
                         )
                         waiting_for = active
+                if stop.is_set():  # granted while the stop came
+                    connection.close()
+                    return False
                 cursor.execute(
                     "SELECT set_config('application_name', %s, false), "
                     "set_config('lock_timeout', '0', false)",

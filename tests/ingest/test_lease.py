@@ -108,6 +108,42 @@ def test_two_processes_asking_at_the_same_moment_never_both_hold_it(
     assert outcomes.count(True) == 1
 
 
+def test_a_process_told_to_stop_never_takes_the_lease(
+    cdc_source: SourceConnection, name: str, leases: list[SourceLease]
+) -> None:
+    lease = _lease(cdc_source, name, leases)
+    stop = threading.Event()
+    stop.set()
+
+    assert not lease.acquire(stop)
+    assert not lease.acquire(stop, deadline=time.monotonic())  # "asks once at least": not now
+
+    assert lease.active is None
+    assert lease_holders(cdc_source, name).active is None
+
+
+def test_a_standby_told_to_stop_as_the_lease_frees_gives_it_back(
+    cdc_source: SourceConnection, name: str, leases: list[SourceLease]
+) -> None:
+    active, standby = _lease(cdc_source, name, leases), _lease(cdc_source, name, leases)
+    assert active.acquire(threading.Event())
+    stop = threading.Event()
+    outcome: list[bool] = []
+    waiting = threading.Thread(target=lambda: outcome.append(standby.acquire(stop)))
+    waiting.start()
+    wait_until("the standby waits", lambda: _with_standby(cdc_source, name), DEADLINE_SECONDS)
+
+    stop.set()
+    active.release()  # most likely while the standby's GET_LOCK waits: it is granted then
+
+    waiting.join(DEADLINE_SECONDS)
+    assert outcome == [False]
+    assert standby.active is None
+    wait_until(
+        "the lease free", lambda: lease_holders(cdc_source, name).active is None, DEADLINE_SECONDS
+    )
+
+
 def test_the_active_process_learns_it_lost_the_lease_when_its_connection_is_killed(
     source: SourceEndpoint,
     cdc_source: SourceConnection,

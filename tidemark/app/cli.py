@@ -28,9 +28,8 @@ from tidemark.app.commands import (
     window,
 )
 from tidemark.app.commands.command import Command
-from tidemark.errors import ConfigError, TidemarkError
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+from tidemark.app.exit_codes import ExitCode
+from tidemark.errors import ConfigError, TidemarkError, TransientError, first_line
 
 #: in the order of ``--help``
 COMMANDS: list[Command] = [
@@ -83,10 +82,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         # One line per problem: a configuration error may carry many.
         for line in str(error).splitlines() or [""]:
             sys.stderr.write(f"tidemark {args.command}: error: {line}\n")
-        return EXIT_USAGE if isinstance(error, ConfigError) else EXIT_FAILURE
+        return _exit_code(error)
     except KeyboardInterrupt:
         sys.stderr.write(f"tidemark {args.command}: interrupted\n")
-        return 130
+        return ExitCode.INTERRUPTED
+    except Exception as error:  # a bug, or an error not classified yet: its traceback, always
+        traceback.print_exc(file=sys.stderr)
+        sys.stderr.write(f"tidemark {args.command}: unexpected error: {first_line(error)}\n")
+        return ExitCode.CRASH
+
+
+def _exit_code(error: TidemarkError) -> ExitCode:
+    if isinstance(error, TransientError):
+        return ExitCode.TRANSIENT
+    return ExitCode.CONFIG if isinstance(error, ConfigError) else ExitCode.FAILURE
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 Ingest runs as a child process (``tidemark ingest FILE``), so a crash of either side leaves the
 other's state intact: both resume exactly where their commits say. The scheduler runs here, on
-one Spark session. When either stops, the other is stopped too, and the exit code says which
-failed.
+one Spark session. The run supervises its child (``tidemark.app.ingest_child``): a child that
+dies is started again. The run stops when told to (SIGTERM, Ctrl-C), waiting for the windows
+running, or when its scheduler fails; on an ingest error that would repeat, it ends at once
+(``_abandon``).
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import subprocess
 import sys
 import threading
+import time
 
 from spark_jobs.arguments import SparkTarget, add_spark_arguments
 from tidemark.app.commands.command import (
@@ -23,8 +25,8 @@ from tidemark.app.commands.command import (
     stop_on_signals,
 )
 from tidemark.app.commands.ui import add_page_arguments
-
-logger = logging.getLogger(__name__)
+from tidemark.app.exit_codes import ExitCode, describe
+from tidemark.app.ingest_child import ChildCommand, IngestChild
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -57,17 +59,10 @@ def _run(args: argparse.Namespace) -> int:
 
     pipeline = Pipeline.open(args.file)
     pipeline.require_reports()  # a file without them is refused before ingest starts
-    command = [sys.executable, "-m", "tidemark.app.cli", "ingest", str(args.file)]
-    command += ["--parent-pid", str(os.getpid())]
-    if args.max_seconds is not None:
-        command += ["--max-seconds", str(args.max_seconds)]
-    if args.metrics_port is not None:  # ingest is a process of its own, with its own metrics
-        command += ["--metrics-port", str(args.metrics_port + 1)]
-    ingest = subprocess.Popen(command)
     stop = threading.Event()
     stop_on_signals(stop)
-    watcher = threading.Thread(target=_stop_when_done, args=(ingest, stop), daemon=True)
-    watcher.start()
+    ingest = IngestChild(_ingest_command(args), stop, on_terminal=_abandon)
+    ingest.start()
     page = None
     try:
         if args.ui_port is not None:
@@ -85,20 +80,45 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if page is not None:
             page.close()
-        if ingest.poll() is None:
-            ingest.terminate()
-        code = ingest.wait()
-    if code not in (0, -15):
-        sys.stderr.write(f"tidemark run: ingest stopped with exit code {code}\n")
-        return 1
-    return 0
+        ingest.stop()
+    return ExitCode.CRASH if ingest.failed else ExitCode.OK
 
 
-def _stop_when_done(ingest: subprocess.Popen[bytes], stop: threading.Event) -> None:
-    code = ingest.wait()
-    if not stop.is_set():
-        logger.error("Ingest stopped (exit code %d): stopping the scheduler", code)
-        stop.set()
+def _ingest_command(args: argparse.Namespace) -> ChildCommand:
+    """The command of each ingest child: the time left of ``--max-seconds``, if given."""
+    deadline = None if args.max_seconds is None else time.monotonic() + args.max_seconds
+
+    def command() -> list[str] | None:
+        line = [sys.executable, "-m", "tidemark.app.cli", "ingest", str(args.file)]
+        line += ["--parent-pid", str(os.getpid())]
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            line += ["--max-seconds", f"{remaining:.3f}"]
+        if args.metrics_port is not None:  # ingest is a process of its own, with its own metrics
+            line += ["--metrics-port", str(args.metrics_port + 1)]
+        return line
+
+    return command
+
+
+def _abandon(code: int) -> None:
+    """Ingest stopped on an error that would stop the next one too: end the run now, as a kill
+    would. The scheduler's lease goes with the process (PostgreSQL frees an advisory lock with
+    its session), so a standby takes over at once. The windows running are abandoned, not
+    awaited: the Spark JVM ends with its parent, the merge processes watch it. They stay
+    recorded as running, and the next active scheduler runs them again, once in effect: the
+    window jobs are idempotent per window (docs/architecture.md#exactly-once-and-restarts).
+    Awaiting them would hold the lease meanwhile; letting the lease go first would leave a
+    window's thread to record its end over the next scheduler's run of the same window."""
+    sys.stderr.write(
+        f"tidemark run: error: ingest stopped on an error that would repeat ({describe(code)}, "
+        "its message above): stopping now, with the windows running left for the next "
+        "scheduler to run again\n"
+    )
+    logging.shutdown()  # flushes the log handlers: the exit below skips every cleanup
+    os._exit(code if code in (ExitCode.FAILURE, ExitCode.CONFIG) else ExitCode.FAILURE)
 
 
 COMMAND = Command("run", "ingest and schedule one pipeline together", _configure)
