@@ -18,12 +18,16 @@ from collections.abc import Callable
 from pyiceberg.table import Table, TableMetadata
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
+from ingest.errors import IngestError
 from tidemark.contracts.instance import WRITER_KEY
 from tidemark.contracts.progress import TableProgress
+from tidemark.errors import TerminalError
 
 
-class ConcurrentWriterError(RuntimeError):
-    """Another writer appended changes to a changelog table since this one last committed."""
+class ConcurrentWriterError(IngestError, TerminalError):
+    """Another writer appended changes to a changelog table since this one last committed.
+    Terminal when it reaches the user (``ingest.service`` gives up after a few in a row: two
+    pipelines write the same tables), so ``tidemark run`` does not start ingest again."""
 
 
 def newest_progress_snapshot(metadata: TableMetadata) -> Snapshot | None:
