@@ -203,7 +203,9 @@ def _while_active(
     """One term as the active ingest: onboard, bootstrap what needs it, stream."""
     reports = None
     if config.tidemark.reports is not None:
-        publisher = CommitReportPublisher(PublisherSettings.from_reports(config.tidemark.reports))
+        publisher = CommitReportPublisher(
+            PublisherSettings.from_reports(config.tidemark.reports, config.pipeline.name)
+        )
         reports = KafkaReports(publisher, catalog)
     settings = IngestSettings.from_options(
         config.tidemark.ingest, reveal(config.sink.catalog_properties).get("type", "")

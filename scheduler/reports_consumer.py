@@ -6,6 +6,10 @@ report. Offsets are never committed automatically: ``poll`` returns a batch, the
 it durably, then calls ``commit(batch)``. A crash in between redelivers the batch, and the
 state store ignores reports it already holds (table and snapshot id), so every report is
 recorded exactly once whatever Kafka redelivers or ingest republishes.
+
+While Kafka is away the consumer reads nothing and the log says so once, once a minute while it
+stays away, and once when it is back (``tidemark.kafka_log``: librdkafka's own line per failed
+connection, twenty a second from a consumer, is a debug line).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from scheduler.errors import SchedulerError
 from tidemark.config.model import ReportsSettings, reveal
 from tidemark.contracts.reports import CommitReport, WatermarkReport, read_report
 from tidemark.errors import TerminalError, TransientError
+from tidemark.kafka_log import KafkaClientLog
+from tidemark.outages import Dependency, OutageLog
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +62,11 @@ class ConsumerSettings:
     def from_reports(cls, reports: ReportsSettings, pipeline: str) -> ConsumerSettings:
         return cls(reports.topic, reveal(reports.kafka), GROUP_PREFIX + pipeline)
 
+    @property
+    def pipeline(self) -> str:
+        """The pipeline the group reads for (``from_reports``): its metrics' label."""
+        return self.group_id.removeprefix(GROUP_PREFIX)
+
     def consumer_config(self) -> dict[str, Any]:
         return {
             # a new group reads the topic from its start: reports published before the
@@ -68,7 +79,6 @@ class ConsumerSettings:
             **self.kafka,
             "group.id": self.group_id,
             **_FIXED,
-            "logger": logger,
         }
 
 
@@ -86,22 +96,34 @@ class ReportBatch:
 
 
 class ReportsConsumer:
-    """Reads commit reports; used by one thread at a time (the scheduler's tick)."""
+    """Reads commit reports; used by one thread at a time (the scheduler's tick). ``outages``
+    says when Kafka goes away and comes back (one is made for the pipeline if not given)."""
 
-    def __init__(self, settings: ConsumerSettings) -> None:
+    def __init__(self, settings: ConsumerSettings, *, outages: OutageLog | None = None) -> None:
         self._settings = settings
         #: the broker's refusal of our credentials or TLS, which librdkafka only retries
         self._refused: KafkaError | None = None
-        self._consumer = Consumer({**settings.consumer_config(), "error_cb": self._on_error})
+        self._kafka = KafkaClientLog(
+            outages or OutageLog(Dependency.KAFKA, settings.pipeline, logger),
+            logger,
+            client=f"the scheduler's consumer of {settings.topic}",
+            action="no commit report is read until it is back",
+        )
+        self._consumer = Consumer(
+            {**settings.consumer_config(), **self._kafka.config(), "error_cb": self._on_error}
+        )
         self._consumer.subscribe([settings.topic])
 
     def _on_error(self, error: KafkaError) -> None:
-        # a wrong password, or a certificate that does not verify: the same at every try. A
-        # handshake cut short (a broker restarting) is an _SSL error too, and passes.
+        # a wrong password, or a certificate that does not verify: the same at every try,
+        # said by the KafkaRefusedError that poll raises. A handshake cut short (a broker
+        # restarting) is an _SSL error too, and passes.
         if error.code() == KafkaError._AUTHENTICATION or (
             error.code() == KafkaError._SSL and "certificate verify failed" in error.str()
         ):
             self._refused = error
+            return
+        self._kafka.on_error(error)
 
     def poll(self, max_messages: int = 500, timeout: float = 0.5) -> ReportBatch:
         """Up to ``max_messages`` reports. Raises ``TerminalError`` (from
@@ -113,6 +135,9 @@ class ReportsConsumer:
             raise ReportsUnavailableError(f"reading {self._settings.topic}: {error}") from None
         if messages:
             self._refused = None  # read after all: whatever was refused has passed
+            self._kafka.answered()
+        elif self._kafka.outages.is_down:
+            self._probe(timeout)
         if self._refused is not None:
             raise KafkaRefusedError(
                 f"Kafka refused the scheduler's connection to read {self._settings.topic}: "
@@ -151,9 +176,21 @@ class ReportsConsumer:
                 f"committing offsets of {self._settings.topic} for group "
                 f"{self._settings.group_id}: {error}"
             ) from None
+        self._kafka.answered()
 
     def close(self) -> None:
         self._consumer.close()
+
+    def _probe(self, timeout: float) -> None:
+        """While Kafka is away, ask for the topic's metadata: when no report comes, its
+        answer is the first sign that Kafka is back."""
+        try:
+            self._consumer.list_topics(self._settings.topic, timeout=timeout)
+        except KafkaException as error:
+            servers = self._settings.kafka.get("bootstrap.servers")
+            self._kafka.failed(error.args[0], f"asking {servers} for {self._settings.topic}")
+            return
+        self._kafka.answered()
 
     def _raise(self, error: KafkaError) -> None:
         if error.code() == KafkaError._PARTITION_EOF:

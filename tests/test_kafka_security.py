@@ -17,6 +17,11 @@ from prometheus_client import generate_latest
 from pyiceberg.catalog import Catalog
 
 from bench.polling import wait_until
+from ingest.changelog.reports import (
+    CommitReportPublisher,
+    PublisherSettings,
+    ReportsUnavailableError,
+)
 from ingest.stream.runner import StopWhen
 from scheduler.reports_consumer import ConsumerSettings, KafkaRefusedError, ReportsConsumer
 from tests.ingest.pipelines import orders_pipeline, reports_block
@@ -202,3 +207,34 @@ def test_a_broker_that_refuses_the_scheduler_stops_it_with_the_reason(
 
     assert said in str(refused.value)
     assert "not-the-password" not in str(refused.value)
+
+
+def test_a_broker_that_refuses_ingest_says_why_once_with_the_fix(
+    secured_broker: SecuredBroker, unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = f"reports.{unique_name}"
+    secured_broker.create_topic(topic)
+    settings = {**secured_broker.sasl_ssl, "sasl.password": "not-the-password"}
+    publisher = CommitReportPublisher(PublisherSettings(topic, settings, kafka_timeout_seconds=2))
+
+    def refused_again() -> bool:
+        publisher.pending()  # the ingest loop's polls, which serve librdkafka's news
+        return any("again" in r.getMessage() for r in caplog.records)
+
+    with caplog.at_level(logging.DEBUG, logger="ingest.changelog.reports"):
+        with pytest.raises(ReportsUnavailableError):
+            publisher.ensure_topic()
+        wait_until("the broker's second refusal", refused_again, 60)
+    publisher.close(timeout=1)
+
+    lines = [f"{r.levelname} {r.getMessage()}" for r in caplog.records if r.levelno >= logging.INFO]
+    errors = [line for line in lines if line.startswith("ERROR")]
+    # the other line: Kafka is unavailable, since the topic's metadata did not come
+    assert len(lines) <= 2 and len(errors) == 1, lines
+    (error,) = errors
+    assert error.startswith("ERROR Kafka error for commit reports: ")
+    assert "SASL authentication error: Authentication failed" in error
+    assert error.endswith(
+        "(_AUTHENTICATION); check the pipeline's tidemark.reports.kafka.* security settings "
+        "(security.protocol, sasl.*, ssl.*)"
+    )

@@ -24,6 +24,10 @@ the reports of a table come in commit order, with one exception: when the broker
 report for good (the topic was deleted, the message is too large), reports of that table already
 sent after it stay on the topic, and the refused one follows them when it is republished.
 
+While Kafka is away the log says so once, once a minute while it stays away, and once when it
+is back (``tidemark.kafka_log``: librdkafka's own line per failed connection is a debug line);
+``tidemark_dependency_up{dependency="kafka"}`` is 0 meanwhile.
+
 Watermark reports (``publish_watermark``) are best effort: each says as much as the one before
 and more, and the scheduler applies one only to commit reports it has, so a dropped one costs a
 watermark report interval of freshness and nothing else.
@@ -46,6 +50,8 @@ from ingest.errors import IngestError
 from tidemark.config.model import ReportsSettings, reveal
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.errors import ConfigError, TransientError
+from tidemark.kafka_log import KafkaClientLog, fix_for
+from tidemark.outages import Dependency, OutageLog
 from tidemark.sinks.commits import Commit
 from tidemark.sinks.iceberg import IcebergHistory
 from tidemark.sinks.protocols import ChangelogHistory
@@ -80,10 +86,12 @@ class PublisherSettings:
     tail_window: int = 1_000
     #: how long ``recover`` waits after a catch-up that failed before it tries again
     retry_seconds: float = 15.0
+    #: the pipeline's name: the label of its ``tidemark_dependency_*`` metrics
+    pipeline: str = ""
 
     @classmethod
-    def from_reports(cls, reports: ReportsSettings) -> PublisherSettings:
-        return cls(topic=reports.topic, kafka=reveal(reports.kafka))
+    def from_reports(cls, reports: ReportsSettings, pipeline: str) -> PublisherSettings:
+        return cls(topic=reports.topic, kafka=reveal(reports.kafka), pipeline=pipeline)
 
     def producer_config(self) -> dict[str, Any]:
         for key, allowed in _SAME_VALUES.items():
@@ -95,11 +103,11 @@ class PublisherSettings:
                 )
         # no local timeout: librdkafka retries until the broker is back; memory is bounded by
         # max_pending, and what is dropped is rebuilt from Iceberg
-        return {"message.timeout.ms": "0", **self.kafka, **_DURABLE, "logger": logger}
+        return {"message.timeout.ms": "0", **self.kafka, **_DURABLE}
 
     def client_config(self) -> dict[str, Any]:
         """For the admin client and the tail reader: connection settings only."""
-        return {**self.kafka, "logger": logger}
+        return dict(self.kafka)
 
 
 # -- reports from the changelog's history -----------------------------------------------------
@@ -167,6 +175,8 @@ class _State:
     #: tables whose recent reports were not handed over; value: the newest such snapshot id
     behind: dict[str, int | None] = field(default_factory=dict)
     failed: set[str] = field(default_factory=set)
+    #: reports republished by background catch-ups since the tables were last all caught up
+    republished: int = 0
     topic_ready: bool = False
     topic_created: bool = False
 
@@ -180,13 +190,26 @@ class CommitReportPublisher:
     At start, call ``catch_up(catalog, tables)`` for every table of the pipeline before the
     first ``publish``: it creates the topic if needed and republishes what a previous run
     committed but did not publish. Then ``publish`` after each commit, ``recover`` on every
-    tick of the ingest loop, and ``close`` at shutdown.
+    tick of the ingest loop, and ``close`` at shutdown. ``outages`` says when Kafka goes away
+    and comes back (one is made for ``settings.pipeline`` if not given).
     """
 
-    def __init__(self, settings: PublisherSettings, *, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        settings: PublisherSettings,
+        *,
+        clock: Clock = time.monotonic,
+        outages: OutageLog | None = None,
+    ) -> None:
         self._settings = settings
         self._clock = clock
-        self._producer = Producer(settings.producer_config())
+        self._kafka = KafkaClientLog(
+            outages or OutageLog(Dependency.KAFKA, settings.pipeline, logger),
+            logger,
+            client="commit reports",
+            action="commit reports wait in the changelog history and follow when it is back",
+        )
+        self._producer = Producer({**settings.producer_config(), **self._kafka.config()})
         self._lock = threading.RLock()
         self._state = _State()
         self._worker: threading.Thread | None = None
@@ -215,7 +238,7 @@ class CommitReportPublisher:
                     self._settings.topic,
                     key=report.key.encode(),
                     value=report.to_json(),
-                    on_delivery=_log_lost_watermark,
+                    on_delivery=self._on_watermark_delivery,
                 )
             except (BufferError, KafkaException) as error:
                 logger.debug("Watermark report not sent (%s); the next one follows", error)
@@ -236,6 +259,8 @@ class CommitReportPublisher:
         """Start a background ``catch_up`` of the tables that are behind, if one is due."""
         self._producer.poll(0)
         with self._lock:
+            if self._state.pending():  # reports wait for Kafka: a reminder if one is due
+                self._kafka.still_waiting()
             if self._worker is not None and self._worker.is_alive():
                 return
             if self._clock() - self._last_attempt < self._settings.retry_seconds:
@@ -285,15 +310,19 @@ class CommitReportPublisher:
     def _recover(self, catalog: Catalog, tables: list[str]) -> None:
         try:
             count = self.catch_up(catalog, tables)
-        except ReportsUnavailableError as error:
-            logger.warning("Commit reports still waiting for Kafka: %s", error)
+        except ReportsUnavailableError as error:  # the outage log says so
+            logger.debug("Commit reports still waiting for Kafka: %s", error)
             return
         except Exception:  # a thread must not die silently; the next recover retries
             logger.exception("Catching up commit reports for %s failed", ", ".join(tables))
             return
-        logger.info("Caught up %d commit report(s) for %s", count, ", ".join(tables))
         with self._lock:  # only failures wait retry_seconds; a bounded catch-up goes on
             self._last_attempt = float("-inf")
+            self._state.republished += count
+            if any(table in self._state.behind for table in tables):
+                return  # said once they are all caught up
+            count, self._state.republished = self._state.republished, 0
+        logger.info("Caught up %d commit report(s) for %s", count, ", ".join(tables))
 
     def _catch_up_table(self, table: str, history: list[CommitReport]) -> int:
         with self._lock:
@@ -321,16 +350,18 @@ class CommitReportPublisher:
         with self._lock:
             if self._state.topic_ready:
                 return
-        admin = AdminClient(self._settings.client_config())
+        admin = AdminClient({**self._settings.client_config(), **self._kafka.config()})
         timeout = self._settings.kafka_timeout_seconds
         try:
             if self._settings.topic not in admin.list_topics(timeout=timeout).topics:
                 self._create_topic(admin, timeout)
         except KafkaException as error:
+            servers = self._settings.kafka.get("bootstrap.servers")
+            self._kafka.failed(error.args[0], f"asking {servers} for {self._settings.topic}")
             raise ReportsUnavailableError(
-                f"Kafka at {self._settings.kafka.get('bootstrap.servers')} did not answer "
-                f"within {timeout:g}s: {error}"
+                f"Kafka at {servers} did not answer within {timeout:g}s: {error}"
             ) from error
+        self._kafka.answered()
         with self._lock:
             self._state.topic_ready = True
 
@@ -356,7 +387,7 @@ class CommitReportPublisher:
             created = self._state.topic_created  # by this publisher: nothing on it before
         if not unknown:
             return
-        found = {} if created else _TailReader(self._settings).last_reports(unknown)
+        found = {} if created else _TailReader(self._settings, self._kafka).last_reports(unknown)
         with self._lock:
             for table in unknown:
                 self._state.handed.setdefault(table, found.get(table))
@@ -389,7 +420,9 @@ class CommitReportPublisher:
 
     def _fall_behind(self, table: str, snapshot_id: int) -> None:
         if table not in self._state.behind:
-            logger.warning(
+            # while Kafka is away, its outage line says as much for every table
+            logger.log(
+                logging.DEBUG if self._kafka.outages.is_down else logging.WARNING,
                 "Commit reports of %s wait in its changelog history until Kafka takes them "
                 "(%d unacknowledged)",
                 table,
@@ -398,6 +431,8 @@ class CommitReportPublisher:
         self._state.behind[table] = snapshot_id
 
     def _on_delivery(self, report: CommitReport, error: KafkaError | None) -> None:
+        if error is None:
+            self._kafka.answered()
         table = report.table
         with self._lock:
             self._state.in_flight[table] -= 1
@@ -414,45 +449,56 @@ class CommitReportPublisher:
                 del self._state.handed[table]  # read the topic again
             self._fall_behind(table, report.snapshot_id)
 
-    @staticmethod
-    def _log_refusal(report: CommitReport, error: KafkaError) -> None:
-        logger.error(
-            "Kafka refused the commit report of %s snapshot %d (%s); it will be "
+    def _log_refusal(self, report: CommitReport, error: KafkaError) -> None:
+        # refused again at each republication: said once a minute
+        logger.log(
+            logging.ERROR if self._kafka.due(f"refused {error.name()}") else logging.DEBUG,
+            "Kafka refused the commit report of %s snapshot %d (%s); %s. It will be "
             "republished from the changelog history",
             report.table,
             report.snapshot_id,
             error,
+            fix_for(error.name()),
         )
 
-
-def _log_lost_watermark(error: KafkaError | None, _message: Message) -> None:
-    if error is not None and error.code() not in _PURGED:
-        logger.debug("Kafka refused a watermark report (%s); the next one follows", error)
+    def _on_watermark_delivery(self, error: KafkaError | None, _message: Message) -> None:
+        if error is None:
+            self._kafka.answered()
+        elif error.code() not in _PURGED:
+            logger.debug("Kafka refused a watermark report (%s); the next one follows", error)
 
 
 class _TailReader:
     """Finds each table's last report by reading the topic backwards, a window at a time."""
 
-    def __init__(self, settings: PublisherSettings) -> None:
+    def __init__(self, settings: PublisherSettings, kafka: KafkaClientLog) -> None:
         self._settings = settings
+        self._kafka = kafka
 
     def last_reports(self, tables: set[str]) -> dict[str, CommitReport]:
         consumer = Consumer(
             {
                 **self._settings.client_config(),
+                **self._kafka.config(),
                 "group.id": "tidemark-commit-report-tail",  # never joined or committed
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
             }
         )
         try:
-            return self._scan(consumer, tables)
+            found = self._scan(consumer, tables)
         except KafkaException as error:
+            self._kafka.failed(error.args[0], f"reading the end of {self._settings.topic}")
             raise ReportsUnavailableError(
                 f"could not read the commit report topic {self._settings.topic}: {error}"
             ) from error
+        except ReportsUnavailableError as error:  # a read that took too long
+            self._kafka.unavailable(str(error))
+            raise
         finally:
             consumer.close()
+        self._kafka.answered()
+        return found
 
     def _scan(self, consumer: Consumer, tables: set[str]) -> dict[str, CommitReport]:
         timeout = self._settings.kafka_timeout_seconds
@@ -529,8 +575,8 @@ class KafkaReports:
         reason not to ingest: the tables stay behind and ``tick`` retries."""
         try:
             count = self._publisher.catch_up(self._catalog, tables)
-        except ReportsUnavailableError as error:
-            logger.warning("Kafka is not reachable; commit reports will follow: %s", error)
+        except ReportsUnavailableError as error:  # the outage log says so
+            logger.debug("Kafka is not reachable; commit reports will follow: %s", error)
             return
         if count:
             logger.info("Republished %d commit report(s) an earlier run had not sent", count)

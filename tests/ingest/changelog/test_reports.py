@@ -37,10 +37,12 @@ from ingest.changelog.reports import (
     report_from_commit,
 )
 from ingest.changelog.table import ChangelogTable, open_changelog
+from tests.kafka_outage import FAST_RECONNECT, HANDFUL, ManualClock, kafka_outages, said
 from tests.stack_helpers import free_ports
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.reports import CommitReport
 from tidemark.errors import ConfigError
+from tidemark.metrics import sample
 from tidemark.source import BinlogPosition
 from tidemark.stack.endpoints import StackEndpoints
 from tidemark.stack.kafka import Kafka
@@ -50,8 +52,7 @@ from tidemark.stack.process import wait_for
 DEADLINE = 60.0
 #: a publish that waits for the network would take far longer
 PROMPT = 0.05
-#: reconnect soon after a broker comes back (librdkafka's default backs off to 10 s)
-FAST_RECONNECT = {"reconnect.backoff.max.ms": "500"}
+LOGGER = "ingest.changelog.reports"
 
 
 # -- changelog tables committed like ingest commits ------------------------------------------
@@ -249,7 +250,7 @@ def test_recover_retries_no_more_often_than_retry_seconds(
     def attempts() -> int:
         return sum("still waiting for Kafka" in r.message for r in caplog.records)
 
-    with caplog.at_level(logging.WARNING, logger="ingest.changelog.reports"):
+    with caplog.at_level(logging.DEBUG, logger="ingest.changelog.reports"):
         publisher.recover(catalog)
         assert wait_for(lambda: attempts() == 1, timeout=DEADLINE)
         now[0] = 14.0
@@ -277,9 +278,11 @@ def test_the_broker_of_its_own_is_defined_once_for_every_suite() -> None:
     assert defined == ["tests/conftest.py"]
 
 
-def own_settings(kafka: Kafka, topic: str, **overrides: int) -> PublisherSettings:
+def own_settings(kafka: Kafka, topic: str, *, max_pending: int = 10_000) -> PublisherSettings:
     servers = {"bootstrap.servers": kafka.bootstrap_servers, **FAST_RECONNECT}
-    return PublisherSettings(topic=topic, kafka=servers, kafka_timeout_seconds=2, **overrides)
+    return PublisherSettings(
+        topic=topic, kafka=servers, kafka_timeout_seconds=2, max_pending=max_pending
+    )
 
 
 def test_publish_never_waits_for_kafka_and_missed_reports_arrive_in_order(
@@ -327,6 +330,65 @@ def test_reports_beyond_the_memory_bound_are_rebuilt_from_iceberg_history(
     assert read_topic(own_kafka.bootstrap_servers, unique_name, 8) == {
         orders.identifier: orders.reports
     }
+    publisher.close(timeout=10)
+
+
+def test_a_kafka_outage_is_said_once_then_once_a_minute_then_once_when_over(
+    own_kafka: Kafka,
+    catalog: Catalog,
+    namespace: str,
+    unique_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock()
+    outages = kafka_outages(unique_name, LOGGER, clock)
+    publisher = CommitReportPublisher(
+        own_settings(own_kafka, unique_name, max_pending=5), outages=outages
+    )
+    orders = Changelog(catalog, f"{namespace}.orders")
+    orders.commit()
+    publisher.catch_up(catalog, [orders.identifier])
+    wait_until_delivered(publisher)
+
+    def noticed() -> bool:
+        publisher.recover(catalog)  # the ingest loop's tick, which serves librdkafka's news
+        return outages.is_down
+
+    caplog.clear()  # what a new broker said at first (no idempotence PID yet, say)
+    with caplog.at_level(logging.INFO):
+        own_kafka.down()
+        assert wait_for(noticed, timeout=DEADLINE)
+        for _ in range(30):  # two and a half minutes of ingest, committing every 5 s
+            publish_promptly(publisher, orders.commit())
+            publisher.recover(catalog)
+            clock.now += 5
+        assert publisher.behind() == {orders.identifier}  # beyond max_pending
+        assert sample("tidemark_dependency_up", pipeline=unique_name, dependency="kafka") == 0
+        own_kafka.up()
+
+        def caught_up() -> bool:
+            publisher.recover(catalog)
+            return not publisher.behind() and publisher.pending() == 0
+
+        assert wait_for(caught_up, timeout=DEADLINE)
+
+    assert read_topic(own_kafka.bootstrap_servers, unique_name, 31) == {
+        orders.identifier: orders.reports
+    }
+    lines = said(caplog, LOGGER)
+    assert len(lines) <= HANDFUL, "\n".join([f"{len(lines)} lines:", *lines])
+    went, *reminders, back, caught = lines
+    assert went.startswith("WARNING Kafka is unavailable (")
+    assert went.endswith(
+        "): commit reports wait in the changelog history and follow when it is back"
+    )
+    assert [r.split(" (")[0] for r in reminders] == [
+        "WARNING Still waiting for Kafka, unavailable for 60 s",
+        "WARNING Still waiting for Kafka, unavailable for 120 s",
+    ]
+    assert back == "INFO Kafka is back after 150 s"
+    assert caught == f"INFO Caught up 25 commit report(s) for {orders.identifier}"
+    assert sample("tidemark_dependency_up", pipeline=unique_name, dependency="kafka") == 1
     publisher.close(timeout=10)
 
 
