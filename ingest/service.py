@@ -107,7 +107,8 @@ def _terms(
         remaining = None if waits.deadline is None else max(0.0, waits.deadline - time.monotonic())
         term = replace(stop, max_seconds=remaining, requested=waits.requested, lease=lease.lost)
         try:
-            return _while_active(config, open_catalog(), term, display)
+            kafka = waits.log(Dependency.KAFKA)  # one per process: not said again each term
+            return _while_active(config, open_catalog(), term, display, kafka)
         except ConcurrentWriterError:
             raise
         except Exception as error:  # noqa: BLE001 - an outage is waited out, the rest raised
@@ -146,7 +147,7 @@ class _Waits:
         if outage is None:
             raise error
         down = {outage.dependency}
-        self._log(outage.dependency).down(
+        self.log(outage.dependency).down(
             outage.detail, "ingest pauses and retries; no row is lost, none doubled"
         )
         attempt = 0
@@ -155,7 +156,7 @@ class _Waits:
                 dependency = min(down)
                 self.waiting = f"waiting for {dependency.described}"
                 if lease is not None:
-                    lease.waiting(self._log(dependency).waiting())
+                    lease.waiting(self.log(dependency).waiting())
                 attempt += 1
                 if self._stopped(lease, self._backoff.delay(attempt)):
                     return False
@@ -165,10 +166,10 @@ class _Waits:
                     outage = ingest_outage(again, self._catalog_if_open())
                     if outage is None:
                         raise
-                    self._log(outage.dependency).down(outage.detail)
+                    self.log(outage.dependency).down(outage.detail)
                     down.add(outage.dependency)
                     continue
-                self._log(dependency).up()
+                self.log(dependency).up()
                 down.discard(dependency)
             return True
         finally:
@@ -184,7 +185,7 @@ class _Waits:
             return True
         return lease is not None and lease.lost.is_set()
 
-    def _log(self, dependency: Dependency) -> OutageLog:
+    def log(self, dependency: Dependency) -> OutageLog:
         log = self._logs.get(dependency)
         if log is None:
             log = self._logs[dependency] = OutageLog(dependency, self._pipeline, logger)
@@ -198,13 +199,19 @@ class _Waits:
 
 
 def _while_active(
-    config: PipelineConfig, catalog: Catalog, stop: StopWhen, display: BootstrapDisplay | None
+    config: PipelineConfig,
+    catalog: Catalog,
+    stop: StopWhen,
+    display: BootstrapDisplay | None,
+    kafka: OutageLog,
 ) -> RunSummary:
-    """One term as the active ingest: onboard, bootstrap what needs it, stream."""
+    """One term as the active ingest: onboard, bootstrap what needs it, stream; ``kafka`` is
+    the process's log of Kafka outages, which outlives the term."""
     reports = None
     if config.tidemark.reports is not None:
         publisher = CommitReportPublisher(
-            PublisherSettings.from_reports(config.tidemark.reports, config.pipeline.name)
+            PublisherSettings.from_reports(config.tidemark.reports, config.pipeline.name),
+            outages=kafka,
         )
         reports = KafkaReports(publisher, catalog)
     settings = IngestSettings.from_options(
