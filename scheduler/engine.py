@@ -13,6 +13,11 @@ that task wait until someone releases it (``StateStore.release``). A window that
 because the lake did not answer (the executor's ``outage``) is no attempt: it is retried with
 capped backoff for as long as the outage lasts, said once (``tidemark.outages``).
 
+While the state database is down, a window's thread waits to record that it runs or how it
+ended (``scheduler.outage.StateOutage``), and the window stays in flight meanwhile: a window
+that finished is never run again because its end could not be recorded, unless the scheduler
+stops before the database is back (then the next start runs it again, idempotently).
+
 The engine has no threads and no clock of its own: ``submit`` and ``clock`` are injected, so
 tests run windows inline at chosen instants, and ``scheduler.service`` runs them in
 APScheduler's bounded thread pool.
@@ -26,10 +31,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from scheduler.executor import WindowExecutor
 from scheduler.gate import Decision, DueWindow, TaskSpec, cuts_since, decide, mirror_task
+from scheduler.outage import StateOutage, StoppedWaiting
 from scheduler.reports_consumer import ReportBatch
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
@@ -50,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 Submit = Callable[[Callable[[], None]], None]
+T = TypeVar("T")
 #: the pipeline's schedule planned again from its source, as at start-up
 Replan = Callable[[], PipelineSchedule]
 
@@ -115,8 +122,12 @@ class WindowEngine:
         on_finished: Callable[[], None] = lambda: None,
         metrics: SchedulerMetrics | None = None,
         replan: Replan | None = None,
+        state_outage: StateOutage | None = None,
     ) -> None:
         self._schedule = schedule
+        #: how a window waits for the state database; None: it does not (a failed record
+        #: leaves the window open, and a later tick runs it again)
+        self._state_outage = state_outage
         self._replan = replan
         #: report tables not (yet) ours -> when a report of one may ask for a replan again
         self._unknown: dict[str, datetime] = {}
@@ -389,6 +400,14 @@ class WindowEngine:
     def _run(self, due: DueWindow) -> None:
         try:
             self._run_recorded(due)
+        except StoppedWaiting:
+            logger.warning(
+                "Scheduler stopping before the state database answered: window %s of %s stays "
+                "open, and the next start runs it again (a mirror merge already applied is a "
+                "no-op)",
+                due.window,
+                due.task,
+            )
         except Exception:  # the state store failed: the window stays open and runs again
             logger.exception("Recording window %s of %s failed", due.window, due.task)
         finally:
@@ -396,13 +415,24 @@ class WindowEngine:
                 self._in_flight.discard(due.task)
             self._on_finished()
 
+    def _recorded(self, step: Callable[[], T]) -> T:
+        """``step()``, a read or write of the state store, waiting for the state database while
+        it is down (``StateOutage.retry``) when the engine has an outage to wait through."""
+        return step() if self._state_outage is None else self._state_outage.retry(step)
+
     def _run_recorded(self, due: DueWindow) -> None:
         spec = self._specs[due.task]
-        attempt = self._store.mark_running(self.pipeline, due.task, due.window, self._clock())
+        attempt = due.attempt
+        self._recorded(
+            lambda: self._store.mark_running(
+                self.pipeline, due.task, due.window, attempt, self._clock()
+            )
+        )
         logger.info("Running %s window %s (attempt %d)", due.task, due.window, attempt)
+        late = self._recorded(lambda: self._late_windows(due))
         started = self._clock()
         try:
-            self._call_executor(due)
+            self._call_executor(due, late)
         except Exception as error:  # any failure of a window job is the job's, not ours
             outage = self._outage_behind(error)
             if outage is None:
@@ -412,7 +442,7 @@ class WindowEngine:
             return
         self._lake_answers()
         now = self._clock()
-        self._store.mark_succeeded(self.pipeline, due.task, due.window, now)
+        self._recorded(lambda: self._store.mark_succeeded(self.pipeline, due.task, due.window, now))
         self.metrics.succeeded(
             str(due.task),
             window_end_s=(due.window.end - EPOCH) / timedelta(seconds=1),
@@ -421,11 +451,11 @@ class WindowEngine:
         )
         logger.info("Finished %s window %s", due.task, due.window)
 
-    def _call_executor(self, due: DueWindow) -> None:
+    def _call_executor(self, due: DueWindow, late: Sequence[Window]) -> None:
         if due.task.kind == TaskKind.MIRROR:
             self._executor.merge_mirror(due.task.name, due.window, due.up_to_order)
             return
-        for window in self._late_windows(due):
+        for window in late:
             logger.info("Running %s window %s again: late changes belong in it", due.task, window)
             self._executor.run_job(due.task.name, window)
             self.metrics.rerun(str(due.task))
@@ -439,7 +469,7 @@ class WindowEngine:
         run: recorded with it, retried with it, so each late change re-runs its windows once.
         """
         spec = self._specs[due.task]
-        if not spec.rerun_late_windows:
+        if due.task.kind != TaskKind.JOB or not spec.rerun_late_windows:
             return []
         first = self._store.first_window(self.pipeline, due.task)
         if first is None or first.start >= due.window.start:
@@ -490,8 +520,10 @@ class WindowEngine:
             delay = self._backoff.delay(self._interrupted)
         now = self._clock()
         text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]
-        self._store.mark_interrupted(
-            self.pipeline, due.task, due.window, text, now + timedelta(seconds=delay), now
+        self._recorded(
+            lambda: self._store.mark_interrupted(
+                self.pipeline, due.task, due.window, text, now + timedelta(seconds=delay), now
+            )
         )
 
     def _lake_answers(self) -> None:
@@ -526,4 +558,8 @@ class WindowEngine:
                 text,
             )
         self.metrics.failed(str(due.task), held=retry_at is None)
-        self._store.mark_failed(self.pipeline, due.task, due.window, text, retry_at, now)
+        self._recorded(
+            lambda: self._store.mark_failed(
+                self.pipeline, due.task, due.window, text, retry_at, now
+            )
+        )

@@ -9,10 +9,16 @@ wakes the tick at once, so a mirror merge is followed by its jobs without waitin
 ``run`` returns when ``stop`` is set (SIGINT/SIGTERM in the CLI), after ``max_seconds``, or when
 a tick hits a terminal error (a report of a newer major version, a newer state schema), which it
 then raises. On the way out it waits for the windows running, so their state is recorded.
+
+An outage of the state database stops nothing (``scheduler.outage``): at start the scheduler
+waits for it, saying so once; while running, each tick that fails on it is one more attempt,
+and the windows in flight wait to record their end. One line when it goes, one a minute, one
+when it is back.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -26,9 +32,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from scheduler.engine import Clock, EngineSettings, Replan, WindowEngine
 from scheduler.executor import WindowExecutor
+from scheduler.outage import StateOutage, StoppedWaiting
 from scheduler.reports_consumer import ConsumerSettings, ReportsConsumer
 from scheduler.spec import PipelineSchedule
-from scheduler.state import PipelineLock, PipelineLockedError, StateStore
+from scheduler.state import PipelineLock, PipelineLockedError, StateStore, StateUnavailableError
 from tidemark.errors import TerminalError, TidemarkError
 from tidemark.metrics import serve
 
@@ -57,10 +64,16 @@ def utc_now() -> datetime:
 
 class SchedulerService:
     """APScheduler around engines; build the engines with ``submit=service.submit`` and
-    ``on_finished=service.wake``."""
+    ``on_finished=service.wake``. With ``outage``, a tick that fails on the state database
+    says so there (once per outage) rather than in a line of its own."""
 
-    def __init__(self, settings: ServiceSettings = ServiceSettings()) -> None:  # noqa: B008
+    def __init__(
+        self,
+        settings: ServiceSettings = ServiceSettings(),  # noqa: B008 - frozen
+        outage: StateOutage | None = None,
+    ) -> None:
         self._settings = settings
+        self._outage = outage
         self._aps = BackgroundScheduler(
             executors={
                 "control": ThreadPoolExecutor(1),
@@ -180,10 +193,18 @@ class SchedulerService:
                 logger.error("Scheduler stopping: %s", error)
                 self._failure = error
                 stop.set()
+            except StateUnavailableError as error:
+                if self._outage is None:
+                    logger.warning("Scheduler tick failed, trying again: %s", error)
+                else:  # one line per outage, whichever tick sees it
+                    self._outage.failed(error, self._outage.holding)
             except TidemarkError as error:
                 logger.warning("Scheduler tick failed, trying again: %s", error)
             except Exception:  # a bug: keep the service up, and loud
                 logger.exception("Scheduler tick failed")
+            else:
+                if self._outage is not None:  # every read and write of the step was answered
+                    self._outage.answered()
 
         return guarded
 
@@ -214,46 +235,61 @@ def run(
     behind ``tidemark schedule``); ``executor`` runs the windows. With ``metrics_port``,
     Prometheus scrapes ``http://127.0.0.1:<port>/metrics``. While another scheduler runs one
     of the pipelines against the same state, waits as its standby (``PipelineLock.wait``);
-    after losing a pipeline to another scheduler, waits again."""
+    after losing a pipeline to another scheduler, waits again. While the state database is
+    down, waits for it (``scheduler.outage``), at start as while running."""
     # APScheduler logs two INFO lines per job run: every tick, every second
     logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
-    store.create()
     stop = stop or threading.Event()
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    names = sorted(pipeline.schedule.pipeline for pipeline in pipelines)
+    outage = StateOutage.of(names, store.where, stop, deadline)
+    starting = f"waiting for it before scheduling {_pipelines(names)}"
     try:
+        outage.retry(store.create, starting)
         while True:
             try:
                 _run_while_active(
                     pipelines,
                     store,
                     executor,
-                    settings,
-                    engine_settings,
-                    clock,
-                    stop,
-                    deadline,
-                    metrics_port,
+                    _Run(settings, engine_settings, clock, stop, deadline, metrics_port, outage),
                 )
                 return
             except PipelineLockedError as error:
                 logger.warning("%s; waiting as a standby again", error)
+    except StoppedWaiting as stopped:
+        logger.info("Scheduler stopping: %s", stopped)
     finally:
         store.close()
+
+
+def _pipelines(names: Sequence[str]) -> str:
+    """``pipeline 'shop'``, ``pipelines 'a', 'b'``"""
+    return ("pipeline " if len(names) == 1 else "pipelines ") + ", ".join(map(repr, names))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """How ``run`` was asked to run, for each term as the active scheduler."""
+
+    settings: ServiceSettings
+    engine_settings: EngineSettings
+    clock: Clock
+    stop: threading.Event
+    deadline: float | None
+    metrics_port: int | None
+    outage: StateOutage
 
 
 def _run_while_active(
     pipelines: Sequence[PipelineRun],
     store: StateStore,
     executor: WindowExecutor,
-    settings: ServiceSettings,
-    engine_settings: EngineSettings,
-    clock: Clock,
-    stop: threading.Event,
-    deadline: float | None,
-    metrics_port: int | None,
+    how: _Run,
 ) -> None:
     """Wait for every pipeline's lock, then schedule them until stopped."""
-    service = SchedulerService(settings)
+    service = SchedulerService(how.settings, how.outage)
+    stop, deadline = how.stop, how.deadline
     with ExitStack() as resources:
         # locked before joining the consumer group: a standby must not take partitions from
         # the active scheduler; in one order, so that two schedulers of several pipelines
@@ -262,7 +298,8 @@ def _run_while_active(
         for pipeline in sorted(pipelines, key=lambda p: p.schedule.pipeline):
             lock = PipelineLock(store, pipeline.schedule.pipeline)
             resources.callback(lock.release)
-            if not lock.wait(stop, deadline):
+            waiting = f"waiting for it to take pipeline {lock.pipeline!r}'s lock"
+            if not how.outage.retry(functools.partial(lock.wait, stop, deadline), waiting):
                 return
             locks.append(lock)
         engines = []
@@ -275,15 +312,16 @@ def _run_while_active(
                     store,
                     consumer,
                     executor,
-                    clock=clock,
+                    clock=how.clock,
                     submit=service.submit,
-                    settings=engine_settings,
+                    settings=how.engine_settings,
                     on_finished=service.wake,
                     replan=pipeline.replan,
+                    state_outage=how.outage,
                 )
             )
-        if metrics_port is not None:
-            server = serve(metrics_port)
+        if how.metrics_port is not None:
+            server = serve(how.metrics_port)
             resources.callback(server.close)
             logger.info("Metrics at http://127.0.0.1:%d/metrics", server.port)
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())

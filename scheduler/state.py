@@ -104,7 +104,12 @@ CREATE INDEX IF NOT EXISTS freshness_by_minute ON {schema}.freshness (minute);
 
 
 class StateUnavailableError(SchedulerError, TransientError):
-    """PostgreSQL did not answer; the tick is tried again and nothing was half-written."""
+    """PostgreSQL did not answer; the tick is tried again and nothing was half-written.
+    ``reason`` is what the driver said, in one line (for the outage's log line)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or first_line(self)
 
 
 class StateMissingError(SchedulerError, TerminalError):
@@ -194,6 +199,11 @@ class StateStore:
         self._settings = settings
         self._schema = sql.Identifier(settings.schema)
         self._local = threading.local()
+        #: how many times a connection of this store broke: a thread's connection opened before
+        #: the last break is not used again (after a restart every idle connection is dead,
+        #: and each thread's next operation would fail once more, long after the outage)
+        self._failures = 0
+        self._failures_lock = threading.Lock()
         #: a freshness sample was refused once: said, then not again
         self._sampling_refused = False
 
@@ -638,14 +648,18 @@ class StateStore:
                 (pipeline, str(task), window.start, window.end, up_to_order, now),
             )
 
-    def mark_running(self, pipeline: str, task: WindowTask, window: Window, now: datetime) -> int:
-        """Record that the executor is being called; returns the attempt number."""
-        return self._update(
+    def mark_running(
+        self, pipeline: str, task: WindowTask, window: Window, attempt: int, now: datetime
+    ) -> None:
+        """Record that the executor is being called for the ``attempt``-th time (the gate's
+        ``DueWindow.attempt``). Sets the count rather than adding one: written again after a
+        connection broke mid-commit, it counts the attempt once."""
+        self._update(
             pipeline,
             task,
             window,
-            "state = 'running', attempts = attempts + 1, retry_at = NULL, updated_at = %s",
-            (now,),
+            "state = 'running', attempts = %s, retry_at = NULL, updated_at = %s",
+            (attempt, now),
         )
 
     def mark_succeeded(
@@ -747,25 +761,36 @@ class StateStore:
                 yield cursor
         except psycopg2.errors.UndefinedTable:
             raise StateMissingError(
-                f"the scheduler state schema {self.schema} does not exist at {self._where()}: "
+                f"the scheduler state schema {self.schema} does not exist at {self.where}: "
                 "no scheduler has run against this database yet (`tidemark schedule` creates "
                 "it), or --state-schema names another"
             ) from None
         except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
             self._discard(connection)
+            self._failed()
             raise StateUnavailableError(
-                f"the scheduler state database at {self._where()} failed mid-transaction: "
-                f"{str(error).strip()}"
+                f"the scheduler state database at {self.where} failed mid-transaction: "
+                f"{str(error).strip()}",
+                first_line(_first_error(error)),
             ) from None
 
     def _thread_connection(self) -> psycopg2.extensions.connection:
         """This thread's connection, opened on first use and again after a failure: a tick
         makes a few transactions a second, and a connection costs ~15 ms to open."""
         connection: psycopg2.extensions.connection | None = getattr(self._local, "connection", None)
+        if connection is not None and self._local.failures != self._failures:
+            self._discard(connection)  # opened before the database failed: likely dead
+            connection = None
         if connection is None or connection.closed:
+            failures = self._failures
             connection = self._connect()
-            self._local.connection = connection
+            self._local.connection, self._local.failures = connection, failures
         return connection
+
+    def _failed(self) -> None:
+        """A connection broke: the server restarted, or the network failed."""
+        with self._failures_lock:
+            self._failures += 1
 
     def _discard(self, connection: psycopg2.extensions.connection) -> None:
         self._local.connection = None
@@ -789,11 +814,14 @@ class StateStore:
             return psycopg2.connect(**params)
         except psycopg2.OperationalError as error:
             raise StateUnavailableError(
-                f"the scheduler state database at {self._where()} did not answer: "
-                f"{str(error).strip()}"
+                f"the scheduler state database at {self.where} did not answer: "
+                f"{str(error).strip()}",
+                first_line(error),
             ) from None
 
-    def _where(self) -> str:
+    @property
+    def where(self) -> str:
+        """The state database's host and port, for messages."""
         connection = self._settings.connection
         return f"{connection.get('host', 'localhost')}:{connection.get('port', 5432)}"
 
@@ -801,6 +829,15 @@ class StateStore:
 #: a standby asks for the lock again this often (and sees then whether it was asked to stop)
 _WAIT_SECONDS = 2
 _INSTANCE_NAME = re.compile(r"^tidemark scheduler (active|standby) (\d+) (\d+)@(.*)$")
+
+
+def _first_error(error: BaseException) -> BaseException:
+    """The driver's error that began a failure: the rollback after a broken connection fails
+    too ("connection already closed"), hiding why it broke."""
+    context = error.__context__
+    if isinstance(error, psycopg2.InterfaceError) and isinstance(context, psycopg2.Error):
+        return context
+    return error
 
 
 def _utc_now() -> datetime:
@@ -903,8 +940,9 @@ class PipelineLock:
         except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
             connection.close()
             raise StateUnavailableError(
-                f"the scheduler state database at {self._store._where()} failed while waiting "
-                f"for pipeline {self.pipeline!r}'s lock: {str(error).strip()}"
+                f"the scheduler state database at {self._store.where} failed while waiting "
+                f"for pipeline {self.pipeline!r}'s lock: {str(error).strip()}",
+                first_line(error),
             ) from None
         self._connection = connection
         logger.info("Active: this process schedules pipeline %r", self.pipeline)
@@ -925,12 +963,13 @@ class PipelineLock:
         except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
             connection.close()
             raise StateUnavailableError(
-                f"the scheduler state database at {self._store._where()} failed while taking "
-                f"pipeline {self.pipeline!r}'s lock: {str(error).strip()}"
+                f"the scheduler state database at {self._store.where} failed while taking "
+                f"pipeline {self.pipeline!r}'s lock: {str(error).strip()}",
+                first_line(error),
             ) from None
         if not locked:
             connection.close()
-            where = f"schema {self._store.schema} at {self._store._where()}"
+            where = f"schema {self._store.schema} at {self._store.where}"
             if after_restart:
                 raise PipelineLockedError(
                     f"pipeline {self.pipeline!r}'s lock was lost when the state database "
@@ -955,6 +994,7 @@ class PipelineLock:
                 return
             except (psycopg2.OperationalError, psycopg2.InterfaceError):
                 connection.close()
+                self._store._failed()  # the store's other connections are likely broken too
             logger.warning(
                 "The scheduler state database lost pipeline %r's lock (a restart?); taking it "
                 "again",

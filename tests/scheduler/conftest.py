@@ -9,6 +9,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from scheduler.state import StateSettings, StateStore
 from tidemark.stack.endpoints import StackEndpoints
+from tidemark.stack.postgres import Postgres
 
 
 @pytest.fixture
@@ -23,6 +24,31 @@ def store(state_settings: StateSettings) -> Iterator[StateStore]:
     store.create()
     yield store
     store.drop()
+
+
+@pytest.fixture
+def own_state(own_postgres: Postgres, unique_name: str) -> StateSettings:
+    """A schema of the test's own on a PostgreSQL of its own (``own_postgres``), to kill."""
+    endpoint = own_postgres.endpoint()
+    return StateSettings(
+        {
+            "host": endpoint["host"],
+            "port": str(endpoint["port"]),
+            "dbname": endpoint["database"],
+            "user": endpoint["user"],
+            "password": endpoint["password"],
+        },
+        schema=unique_name,
+        connect_timeout_seconds=2,
+    )
+
+
+@pytest.fixture
+def own_store(own_state: StateSettings) -> Iterator[StateStore]:
+    store = StateStore(own_state)
+    store.create()
+    yield store
+    store.close()
 
 
 @pytest.fixture

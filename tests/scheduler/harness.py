@@ -80,8 +80,9 @@ def run_in_thread(target: Callable[[], None]) -> tuple[threading.Thread, list[Ba
 @contextmanager
 def serving(
     store: StateStore, executor: RecordingExecutor, servers: str, topic: str, pipeline: str
-) -> Iterator[None]:
-    """The real service (APScheduler, thread pool) running while the block runs."""
+) -> Iterator[list[BaseException]]:
+    """The real service (APScheduler, thread pool) running while the block runs; the block
+    gets the list where an error that ended it would be (empty while it runs)."""
     stop = threading.Event()
     settings = consumer_settings(servers, topic, pipeline)
     schedule = PipelineRun(
@@ -92,7 +93,7 @@ def serving(
         lambda: run([schedule], store, executor, settings=ServiceSettings(max_workers=2), stop=stop)
     )
     try:
-        yield
+        yield errors
     finally:
         stop.set()
         thread.join(DEADLINE)

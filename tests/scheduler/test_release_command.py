@@ -23,7 +23,7 @@ NOW = datetime(2026, 11, 24, 10, 30, tzinfo=UTC)
 
 def _held(store: StateStore) -> None:
     store.mark_pending(PIPELINE, JOB, WINDOW, None, NOW)
-    store.mark_running(PIPELINE, JOB, WINDOW, NOW)
+    store.mark_running(PIPELINE, JOB, WINDOW, 1, NOW)
     store.mark_failed(PIPELINE, JOB, WINDOW, "AnalysisException: no such table", None, NOW)
 
 
