@@ -42,6 +42,15 @@ from tidemark.metrics import serve
 logger = logging.getLogger(__name__)
 
 
+def _not_a_skipped_tick(record: logging.LogRecord) -> bool:
+    """APScheduler warns each period a job is still running; a tick that outlasts its period
+    (a slow state database, Kafka away) is skipped by design, so once a second would flood."""
+    return "skipped: maximum number of running instances reached" not in record.getMessage()
+
+
+logging.getLogger("apscheduler.scheduler").addFilter(_not_a_skipped_tick)
+
+
 @dataclass(frozen=True)
 class ServiceSettings:
     #: how often each pipeline reads reports and looks for due windows

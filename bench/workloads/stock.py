@@ -44,7 +44,9 @@ class Workload:
         self.transactions = 0
 
     def start(self) -> None:
-        """Write in a thread of its own until ``stop``."""
+        """Write in a thread of its own until ``stop``; after a ``stop``, go on writing (on a
+        new connection: the source may have restarted in between)."""
+        self._stop.clear()
         self._thread = threading.Thread(target=self.run, name="workload")
         self._thread.start()
 

@@ -14,7 +14,13 @@ from pyiceberg.catalog import Catalog
 
 from tests.stack_helpers import free_port_block, free_ports
 from tidemark.catalog import load_catalog
-from tidemark.stack.endpoints import CatalogEndpoint, ObjectStoreEndpoint, RestCatalogEndpoint
+from tidemark.stack.endpoints import (
+    CatalogEndpoint,
+    ObjectStoreEndpoint,
+    RestCatalogEndpoint,
+    SourceEndpoint,
+)
+from tidemark.stack.mariadb import MariaDB
 from tidemark.stack.object_store import ObjectStore
 from tidemark.stack.postgres import Postgres
 from tidemark.stack.rest_catalog import RestCatalog
@@ -91,3 +97,23 @@ def own_s3_lake(second_home: Path) -> OwnS3Lake:
             state_dsn=SecretStr(postgres.state_dsn()),
         ),
     )
+
+
+@dataclass(frozen=True)
+class OwnSource:
+    """A MariaDB of the test's own, with a database of the test's in it."""
+
+    server: MariaDB
+    endpoint: SourceEndpoint
+    database: str
+
+
+@pytest.fixture
+def own_source(second_home: Path) -> OwnSource:
+    (port,) = free_ports(1)
+    server = MariaDB(StackSettings(home=second_home, mariadb_port=port))
+    server.up()
+    endpoint = SourceEndpoint.model_validate(server.endpoint())
+    with endpoint.admin_source().connect() as connection, connection.cursor() as cursor:
+        cursor.execute("CREATE DATABASE outages")
+    return OwnSource(server, endpoint, "outages")
