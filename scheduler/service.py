@@ -95,6 +95,8 @@ class SchedulerService:
         self._locks: list[PipelineLock] = []
         self._failure: TidemarkError | None = None
         self._stop = threading.Event()
+        #: set when a step fails for good: this run of the service ends, with ``_failure``
+        self._ended = threading.Event()
         # APScheduler's shutdown holds its job store lock while it waits for the running jobs:
         # a tick adding a window or a finished window waking the tick then would wait for it
         # forever. Calls from jobs take this lock and give up once ``_stopping`` is set.
@@ -116,7 +118,7 @@ class SchedulerService:
 
     def _unless_stopping(self, run: Callable[[], None]) -> Callable[[], None]:
         def queued() -> None:
-            if self._stopping or self._stop.is_set():
+            if self._stopping or self._stop.is_set() or self._ended.is_set():
                 return  # pending in the state store: the next start runs it
             run()
 
@@ -169,7 +171,7 @@ class SchedulerService:
         )
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         try:
-            while not stop.is_set():
+            while not stop.is_set() and not self._ended.is_set():
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     break
@@ -201,7 +203,9 @@ class SchedulerService:
             except TerminalError as error:
                 logger.error("Scheduler stopping: %s", error)
                 self._failure = error
-                stop.set()
+                # this term ends; the caller's stop stays its own: a scheduler that lost its
+                # lock to another (``PipelineLockedError``) waits as a standby again
+                self._ended.set()
             except StateUnavailableError as error:
                 if self._outage is None:
                     logger.warning("Scheduler tick failed, trying again: %s", error)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import threading
 from typing import cast
 
+import pytest
 from apscheduler.schedulers.base import STATE_STOPPED
 
 from scheduler.engine import WindowEngine
 from scheduler.service import SchedulerService, ServiceSettings
+from scheduler.state import PipelineLockedError
 from tidemark.stack.process import wait_for
 
 
@@ -100,3 +102,26 @@ def test_windows_still_queued_when_the_scheduler_stops_wait_for_its_next_start()
 
     assert not running.is_alive(), "the scheduler hung on its way out"
     assert engine.started == [0]
+
+
+class LosingItsLock:
+    """An engine whose tick finds that another scheduler took its pipeline."""
+
+    pipeline = "lost-lock"
+
+    def tick(self) -> None:
+        raise PipelineLockedError("pipeline 'lost-lock''s lock was taken by another scheduler")
+
+    def housekeeping(self) -> None:
+        pass
+
+
+def test_a_service_that_lost_its_lock_ends_its_term_but_leaves_the_stop_to_its_caller() -> None:
+    service = SchedulerService()
+    stop = threading.Event()
+
+    with pytest.raises(PipelineLockedError):
+        service.run([cast(WindowEngine, LosingItsLock())], stop=stop, max_seconds=60)
+
+    # the caller (scheduler.service.run) waits as a standby again: a stop would end it
+    assert not stop.is_set()
