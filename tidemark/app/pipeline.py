@@ -344,6 +344,7 @@ class Pipeline:
     ) -> PipelineStatus:
         from ingest.changelog.status import table_status
         from ingest.lease import lease_holders
+        from scheduler.state import StateUnavailableError
         from tidemark.lake.outages import lake_outage
 
         sinks = plan.sinks
@@ -360,18 +361,25 @@ class Pipeline:
             # who runs the pipeline, and whether it waits, matters most now
             tables, unreadable = [], [f"the changelog tables: {outage.describe()}"]
         scheduled = self.config.tidemark.reports is not None
-        windows = self._windows(plan, now, location) if scheduled else None
-        schedulers = None
-        if windows is not None:  # a scheduler has run: it knows the watermark reports
-            from scheduler.status import recorded_watermarks
+        windows, schedulers = None, None
+        try:
+            windows = self._windows(plan, now, location) if scheduled else None
+            if windows is not None:  # a scheduler has run: it knows the watermark reports
+                from scheduler.status import recorded_watermarks
 
-            settings = self.state_settings(location or StateLocation())
-            recorded = recorded_watermarks(sinks, settings)
-            tables = [
-                replace(table, recorded_watermark_ms=recorded.get(table.sink)) for table in tables
-            ]
-            with closing(self.state_store(location or StateLocation())) as store:
-                schedulers = store.holders(self.name)
+                settings = self.state_settings(location or StateLocation())
+                recorded = recorded_watermarks(sinks, settings)
+                tables = [
+                    replace(table, recorded_watermark_ms=recorded.get(table.sink))
+                    for table in tables
+                ]
+                with closing(self.state_store(location or StateLocation())) as store:
+                    schedulers = store.holders(self.name)
+        except StateUnavailableError as error:
+            windows, schedulers = None, None
+            unreadable.append(
+                f"the windows and the scheduler: the scheduler state database ({error.reason})"
+            )
         ingest = None
         if error_tables is None:  # not for the page, which asks on its own (``page``)
             ingest = lease_holders(self.config.source.connection, self.ingest_lease)
