@@ -7,6 +7,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -63,8 +64,10 @@ class Onboarding:
         return self.bindings.get((database, table))
 
 
-def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
-    """Resolve the file against the server and open (or create) every changelog table."""
+def onboard(config: PipelineConfig, catalog: Catalog, threads: int = 1) -> Onboarding:
+    """Resolve the file against the server and open (or create) every changelog table, up to
+    ``threads`` at once: on a REST catalog each is a few round trips, and a thousand of them
+    one after the other took 16 s (``bench/scale_bench.py``, issue 44)."""
     source = config.source.connection
     plan = build_plan(config, read_tables(source, config.source.captures))
     if not plan.ok:
@@ -80,7 +83,19 @@ def onboard(config: PipelineConfig, catalog: Catalog) -> Onboarding:
     with source.connect() as conn:
         sources = read_source_tables(conn, names)
     onboarding = Onboarding(plan, sources, {}, {}, {})
-    listing = CatalogListing(catalog, {namespace_of(sink.changelog) for sink in plan.sinks})
+    namespaces = {namespace_of(sink.changelog) for sink in plan.sinks}
+    listing = CatalogListing(catalog, namespaces)
+    for namespace in sorted(namespaces):  # first, one by one: two creating one would clash
+        if not listing.has_namespace(namespace):
+            catalog.create_namespace_if_not_exists(namespace)
+            listing.add_namespace(namespace)
+
+    def open_table(sink: SinkTable) -> tuple[str, ChangelogWriter]:
+        members = [sources[_split(name)] for name in sink.sources]
+        return sink.name, _open_table(config, catalog, sink, members, listing)
+
+    with ThreadPoolExecutor(max(1, threads), thread_name_prefix="onboard") as pool:
+        onboarding.tables.update(pool.map(open_table, plan.sinks))
     for sink in plan.sinks:
         members = [sources[_split(name)] for name in sink.sources]
         _onboard_sink(onboarding, config, catalog, sink, members, listing)
@@ -108,25 +123,7 @@ def _onboard_sink(
     says which tables exist (without it, the catalog is asked)."""
     table = onboarding.tables.get(sink.name)
     if table is None:
-        booleans = config.source.treat_tinyint1_as_boolean
-        schema = _widest_schema(sink.name, members, booleans)
-        # a new table is created with its members' first schema versions, which the trackers
-        # would otherwise commit one by one right after
-        first_versions = {
-            key: value
-            for member in members
-            for key, value in versions_property(
-                member.table_id, [SchemaVersion(1, STARTED, member)]
-            ).items()
-        }
-        table = changelog_opener(config.sink.type)(
-            catalog,
-            sink.changelog,
-            schema,
-            {**reveal(config.sink.table_properties), **first_versions},
-            listing,
-        )
-        onboarding.tables[sink.name] = table
+        table = onboarding.tables[sink.name] = _open_table(config, catalog, sink, members, listing)
     tracker = onboarding.sink_trackers.get(sink.name)
     if tracker is None:
         tracker = SchemaTracker(config.source.connection, table, _tracker_options(config))
@@ -141,6 +138,34 @@ def _onboard_sink(
             conversion=tracker.conversion(member.table_id),
             observe=tracker.observer(member.table_id),
         )
+
+
+def _open_table(
+    config: PipelineConfig,
+    catalog: Catalog,
+    sink: SinkTable,
+    members: list[SourceTable],
+    listing: CatalogListing | None,
+) -> ChangelogWriter:
+    """``sink``'s changelog table, created if it does not exist."""
+    booleans = config.source.treat_tinyint1_as_boolean
+    schema = _widest_schema(sink.name, members, booleans)
+    # a new table is created with its members' first schema versions, which the trackers
+    # would otherwise commit one by one right after
+    first_versions = {
+        key: value
+        for member in members
+        for key, value in versions_property(
+            member.table_id, [SchemaVersion(1, STARTED, member)]
+        ).items()
+    }
+    return changelog_opener(config.sink.type)(
+        catalog,
+        sink.changelog,
+        schema,
+        {**reveal(config.sink.table_properties), **first_versions},
+        listing,
+    )
 
 
 class LiveOnboarding:
@@ -213,7 +238,7 @@ def build_runner(
     if settings.decode_in_process:
         process.warm()  # the reading process starts while the tables are onboarded
     metrics = IngestMetrics(config.pipeline.name)
-    onboarding = onboard(config, catalog)
+    onboarding = onboard(config, catalog, settings.commit_threads)
     check_writable(catalog, next(iter(onboarding.tables.values())).identifier)
     source = config.source.connection
     source_id = f"{source.host}:{source.port}"

@@ -43,3 +43,7 @@ class CatalogListing:
         """``identifier`` was created (with its namespace)."""
         self._tables.add(identifier)
         self._namespaces.add(namespace_of(identifier))
+
+    def add_namespace(self, namespace: str) -> None:
+        """``namespace`` was created."""
+        self._namespaces.add(namespace)
