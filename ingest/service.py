@@ -11,6 +11,7 @@ committed exactly once whoever was active before.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +37,9 @@ logger = logging.getLogger(__name__)
 MAX_WRITER_CONFLICTS = 3
 #: ... within this many seconds: a lasting misconfiguration, not a thawed process
 WRITER_CONFLICT_SECONDS = 600.0
+#: an outage met this soon after the last one ended goes on with its backoff: the probe said
+#: the service answers, the term found it does not (a table on another bucket, say)
+AGAIN_SECONDS = 10.0
 
 
 def run(
@@ -138,6 +142,9 @@ class _Waits:
         self._logs: dict[Dependency, OutageLog] = {}
         #: what the last wait waited for, for the reason a run stopped in it
         self.waiting = ""
+        #: the attempts of the last wait, and when it ended: a service that answers the probe
+        #: but fails the term again at once (a probe too kind) is not asked every second
+        self._attempts, self._ended = 0, -math.inf
 
     def wait_out(self, error: Exception, lease: SourceLease | None = None) -> bool:
         """Wait until the service whose outage ``error`` shows answers again (True), or until
@@ -150,7 +157,8 @@ class _Waits:
         self.log(outage.dependency).down(
             outage.detail, "ingest pauses and retries; no row is lost, none doubled"
         )
-        attempt = 0
+        recent = time.monotonic() - self._ended < AGAIN_SECONDS
+        attempt = self._attempts if recent else 0
         try:
             while down:
                 dependency = min(down)
@@ -173,6 +181,7 @@ class _Waits:
                 down.discard(dependency)
             return True
         finally:
+            self._attempts, self._ended = attempt, time.monotonic()
             if lease is not None:
                 lease.waiting(None)
 
