@@ -29,7 +29,8 @@ one of ``--long-outage-seconds`` (figure 2). For each, from **the return** (the 
   one changelog row), read from the source right after the return, in one statement.
 - **backlog**: the changes the source held that the changelogs did not, at the return; **drained
   per second**: the changes committed from the return until caught up, over that time (the
-  load's new changes that rode in the same commits included).
+  load's new changes that rode in the same commits included); and the same changes over the
+  time from the first commit on, without ingest's wait for the catalog.
 - **probe answered**: ingest's ``The catalog is back`` log line, after the return (its probes
   back off from 1 s to 30 s: the rest of the time to the first commit is its new term, which
   loads every table and reads the binlog again from the oldest table's position).
@@ -102,6 +103,8 @@ SCRAPE_S = 0.1
 #: ingest's log line format (``tidemark.app.cli``): local time, level, logger, message
 _LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) [\w.]+: (.*)$")
 _OUTAGE_LINE = re.compile(r"^(.+?) is (unavailable|back)\b")
+#: a line per table at each term's start, left out of the log's tail on the console
+_NOISE = "pyiceberg.io: Loaded FileIO"
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,9 @@ class Recovery:
     first_commit_s: float
     caught_up_s: float
     drained_per_s: float
+    #: the same changes over the time from the first commit on: how fast ingest commits once
+    #: it works again, its wait for the catalog left out
+    drained_from_first_per_s: float = float("nan")
 
 
 #: per changelog table, its commits as (timestamp ms, changes it holds after the commit), in time
@@ -185,7 +191,10 @@ def recovery(outage: OutageRecord, commits: Commits) -> Recovery:
         return Recovery(backlog, first, 0.0, nan)
     committed = sum(changes_at(commits.get(t, ()), caught_ms) - held[t] for t in outage.written)
     seconds = (caught_ms - returned_ms) / 1000
-    return Recovery(backlog, first, seconds, committed / seconds)
+    working = seconds - first  # nothing is committed between the return and the first commit
+    return Recovery(
+        backlog, first, seconds, committed / seconds, committed / working if working > 0 else nan
+    )
 
 
 @dataclass(frozen=True)
@@ -364,9 +373,9 @@ class Run:
     def _alive_or_fail(self) -> None:
         if self.ingest is not None and self.ingest.poll() is not None:
             self.result.ingest_exits += 1
-            raise RuntimeError(
-                f"ingest exited with code {self.ingest.returncode}:\n{log_tail(self.log, 40)}"
-            )
+            lines = log_tail(self.log, 400).splitlines()
+            sys.stdout.write("\n".join([line for line in lines if _NOISE not in line][-20:]) + "\n")
+            raise RuntimeError(f"ingest exited with code {self.ingest.returncode}")
 
     # -- the source
 
@@ -522,7 +531,7 @@ def measure(endpoints: StackEndpoints, stack: StackSettings, options: Options) -
             run.outages()
         except Exception as error:  # the figures measured so far are shown, with why not more
             sys.stdout.write(f"  stopped: {type(error).__name__}: {error}\n")
-            run.result.missing.append(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+            run.result.missing.append(first_line(error))
         run.analyse()
     return run.result
 
@@ -619,6 +628,11 @@ def figures(result: OutageResult) -> list[Figure]:
         ("return → first commit", one.recovery.first_commit_s if one else nan, "s"),
         ("return → caught up", one.recovery.caught_up_s if one else nan, "s"),
         ("backlog drained", one.recovery.drained_per_s if one else nan, "changes/s"),
+        (
+            "backlog drained from the first commit on",
+            one.recovery.drained_from_first_per_s if one else nan,
+            "changes/s",
+        ),
     ):
         out.append(Figure(BENCHMARK, f"{what}: {name}", float(value), unit))
     out += [
@@ -632,6 +646,9 @@ def figures(result: OutageResult) -> list[Figure]:
         Figure(BENCHMARK, f"{label}: ingest exited", float(result.ingest_exits), ""),
         Figure(BENCHMARK, f"{label}: ingest peak RSS", result.peak_rss_mb, "MB"),
     ]
+    if result.missing:  # a figure not measured says why
+        why = result.missing[0]
+        out = [f if f.value == f.value else replace(f, name=f"{f.name} ({why})") for f in out]
     return out
 
 
@@ -639,7 +656,8 @@ def table(result: OutageResult) -> str:
     """Every outage, for the console."""
     lines = [
         "| killed (UTC) | down | kill → noticed | backlog | return → probe answers "
-        "| → first commit (metric) | → caught up (metric) | drained | log lines |",
+        "| → first commit (metric) | → caught up (metric) | drained (from the first commit) "
+        "| log lines |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for d in details(result):
@@ -650,7 +668,8 @@ def table(result: OutageResult) -> str:
             f"| {_clock(r.killed)} | {r.returned - r.killed:.1f} s | {d.noticed_s:.2f} s "
             f"| {found.backlog:,} | {d.probe_s:.2f} s | {found.first_commit_s:.2f} s "
             f"({first_seen}) | {found.caught_up_s:.2f} s ({caught_seen}) "
-            f"| {found.drained_per_s:,.0f}/s | {d.warnings} |"
+            f"| {found.drained_per_s:,.0f}/s ({found.drained_from_first_per_s:,.0f}/s) "
+            f"| {d.warnings} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -52,6 +52,7 @@ def test_caught_up_is_when_the_last_table_holds_what_was_written_by_the_return()
     assert found.caught_up_s == 3.0  # a at 1,002 s, b at 1,003 s
     # committed from the return until caught up: a 100 → 150, b 80 → 120, over 3 s
     assert found.drained_per_s == (50 + 40) / 3
+    assert found.drained_from_first_per_s == (50 + 40) / 1  # from 1,002 s to 1,003 s
 
 
 def test_a_table_that_never_caught_up_leaves_caught_up_and_the_drain_unmeasured() -> None:
@@ -109,7 +110,7 @@ def test_figures_take_the_short_outages_apart_from_the_long_one() -> None:
     for number, first in enumerate([4.0, 6.0, 3.0]):
         returned = R + 100 * number
         result.outages.append(_outage({"a": 1}, returned))
-        result.recoveries.append(Recovery(500 * (number + 1), first, first + 2, 1_000.0))
+        result.recoveries.append(Recovery(500 * (number + 1), first, first + 2, 1_000.0, 2_500.0))
         result.log.append(LogLine(returned + 1.5, "INFO", "The catalog is back after 12 s"))
 
     by_name = {f.name: f for f in outage_bench.figures(result)}
@@ -123,6 +124,7 @@ def test_figures_take_the_short_outages_apart_from_the_long_one() -> None:
     assert by_name[f"{long}: backlog at the return"].value == 1_500
     assert by_name[f"{long}: return → first commit"].value == 3.0
     assert by_name[f"{long}: backlog drained"].value == 1_000.0
+    assert by_name[f"{long}: backlog drained from the first commit on"].value == 2_500.0
     assert by_name["20 tables at 500 tx/s: ingest exited"].value == 0
 
 
@@ -134,6 +136,15 @@ def test_an_outage_whose_commits_were_not_read_shows_no_recovery() -> None:
     assert math.isnan(
         by_name["20 tables at 500 tx/s, catalog down 10 s: return → first commit, p50"].value
     )
+
+
+def test_a_figure_not_measured_says_why() -> None:
+    result = OutageResult(QUICK, missing=["ingest exited with code 1"])
+
+    names = [f.name for f in outage_bench.figures(result)]
+
+    assert "20 tables at 500 tx/s: ingest exited" in names  # measured: 0
+    assert "20 tables at 500 tx/s: ingest peak RSS (ingest exited with code 1)" in names
 
 
 def test_options_are_the_quick_ones_with_what_is_given() -> None:
