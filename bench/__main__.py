@@ -66,6 +66,7 @@ BENCHMARKS = (
     Benchmark("commit", "bench.commit_bench", (), ("--quick",)),
     Benchmark("scale", "bench.scale_bench", ("--tables", "10", "100", "1000"), ("--quick",)),
     Benchmark("takeover", "bench.takeover_bench", ("--trials", "10"), ("--trials", "3")),
+    Benchmark("outage", "bench.outage_bench", (), ("--quick",)),
 )
 
 

@@ -434,7 +434,7 @@ class Events:
         return [item for item in self.items if item["e"] == event]
 
 
-def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+def start_process(command: list[str], log: Path) -> subprocess.Popen[bytes]:
     """A process of its own session and group, so that it and its children (a JVM, a binlog
     reader) can be ended together, and by nothing else."""
     with log.open("ab") as output:
@@ -447,7 +447,7 @@ def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def _stop(process: subprocess.Popen[bytes], timeout: float) -> None:
+def stop_process(process: subprocess.Popen[bytes], timeout: float) -> None:
     """SIGTERM, then after ``timeout`` SIGKILL to its group; then whatever of its group is left
     (a JVM whose driver was killed)."""
     if process.poll() is None:
@@ -478,7 +478,7 @@ def keep_log(log: Path) -> Path:
     return kept
 
 
-def _tail(log: Path, lines: int = 15) -> str:
+def log_tail(log: Path, lines: int = 15) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
@@ -536,7 +536,11 @@ def run_load(
         connection.close()
 
 
-def _pipeline(folder: Path, lake: BenchLake, name: str, window_minutes: int) -> Path:
+def pipeline_file(
+    folder: Path, lake: BenchLake, name: str, window_minutes: int, server_id: int = SERVER_ID
+) -> Path:
+    """A pipeline of every table of the database ``name`` into the namespace ``name`` of
+    ``lake``, from their existing rows on, reporting to the topic ``name``."""
     endpoints = lake.endpoints
     path = folder / f"{name}.yaml"
     path.write_text(
@@ -546,7 +550,7 @@ def _pipeline(folder: Path, lake: BenchLake, name: str, window_minutes: int) -> 
             database=name,
             tables="\\.*",
             namespace=name,
-            server_id=SERVER_ID,
+            server_id=server_id,
             startup="initial",
             extra=(
                 "tidemark:\n"
@@ -588,7 +592,7 @@ class Phases:
     def start_ingest(self, path: Path, lifetime: float) -> bool:
         """Start ingest and wait until it streams; False (and why) when it does not in time."""
         self.launched = time.time()
-        self.ingest = _start(
+        self.ingest = start_process(
             [
                 sys.executable,
                 "-m",
@@ -655,7 +659,7 @@ class Phases:
         self.result.missing.setdefault(phase, why)
         sys.stdout.write(f"  {self.result.tables:,} tables, {phase}: {why}\n")
         if self.ingest is not None and self.ingest.poll() is not None:
-            sys.stdout.write(_tail(self.folder / "ingest.log", 60) + "\n")
+            sys.stdout.write(log_tail(self.folder / "ingest.log", 60) + "\n")
             sys.stdout.write(f"  (its log is kept: {keep_log(self.folder / 'ingest.log')})\n")
         sys.stdout.flush()
 
@@ -763,7 +767,7 @@ class Phases:
             + options.merge_wait
             + 60
         )
-        scheduler = _start(
+        scheduler = start_process(
             [
                 sys.executable,
                 "-m",
@@ -782,7 +786,7 @@ class Phases:
             ],
             log,
         )
-        cleanup.callback(_stop, scheduler, 30)
+        cleanup.callback(stop_process, scheduler, 30)
         stop_load = threading.Event()
         load = threading.Thread(
             target=run_load,
@@ -807,7 +811,7 @@ class Phases:
     ) -> None:
         options, result = self.options, self.result
         deadline = time.monotonic() + options.scheduler_start_timeout
-        while "Scheduler started for" not in _tail(log, 400):
+        while "Scheduler started for" not in log_tail(log, 400):
             if scheduler.poll() is not None or time.monotonic() > deadline:
                 why = (
                     f"the scheduler exited with code {scheduler.returncode}"
@@ -815,7 +819,7 @@ class Phases:
                     else f"the scheduler did not start in {options.scheduler_start_timeout:.0f} s"
                 )
                 self._missing("windows", why)
-                sys.stdout.write(_tail(log, 40) + f"\n  (its log is kept: {keep_log(log)})\n")
+                sys.stdout.write(log_tail(log, 40) + f"\n  (its log is kept: {keep_log(log)})\n")
                 return
             time.sleep(0.5)
         ready, cpu = time.time(), tree_cpu_seconds(scheduler.pid)
@@ -842,7 +846,7 @@ class Phases:
                 break
             if scheduler.poll() is not None:
                 self._missing("windows", f"the scheduler exited with code {scheduler.returncode}")
-                sys.stdout.write(_tail(log, 40) + f"\n  (its log is kept: {keep_log(log)})\n")
+                sys.stdout.write(log_tail(log, 40) + f"\n  (its log is kept: {keep_log(log)})\n")
                 break
             if not self.alive():
                 self._died("windows")
@@ -946,7 +950,7 @@ def measure(lake: BenchLake, n: int, options: Options) -> ScaleResult:
         with ExitStack() as cleanup:
             _create(endpoints, phases, cleanup)
             sys.stdout.write(f"  source created in {time.time() - run_started:.0f} s\n")
-            path = _pipeline(Path(scratch), lake, phases.name, options.window_minutes)
+            path = pipeline_file(Path(scratch), lake, phases.name, options.window_minutes)
             lifetime = (
                 options.start_timeout
                 + options.settle_seconds
@@ -996,7 +1000,7 @@ def _phases(phases: Phases, path: Path, lifetime: float, cleanup: ExitStack) -> 
 def _stop_ingest(phases: Phases, timeout: float) -> None:
     if phases.ingest is None:
         return
-    _stop(phases.ingest, timeout)
+    stop_process(phases.ingest, timeout)
     phases.count_metadata_files()
     phases.events.poll()
     stopped = phases.events.first("stopped")
@@ -1011,7 +1015,7 @@ def _create(endpoints: StackEndpoints, phases: Phases, cleanup: ExitStack) -> No
     """The source tables, the report topic; and their removal, with the namespace, the
     scheduler's state and its consumer group, registered first (they run last)."""
     name = phases.name
-    cleanup.callback(_drop_database, endpoints, name)
+    cleanup.callback(drop_database, endpoints, name)
     create_source(endpoints, name, phases.tables)
     kafka = AdminClient({"bootstrap.servers": endpoints.kafka.bootstrap_servers})
     kafka.create_topics([NewTopic(name, num_partitions=1)])[name].result(timeout=30)
@@ -1020,7 +1024,7 @@ def _create(endpoints: StackEndpoints, phases: Phases, cleanup: ExitStack) -> No
     cleanup.callback(_forget_schedule, phases.lake, kafka, name, sorted(phases.changelogs))
 
 
-def _drop_database(endpoints: StackEndpoints, name: str) -> None:
+def drop_database(endpoints: StackEndpoints, name: str) -> None:
     with endpoints.mariadb.admin_source().connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"DROP DATABASE IF EXISTS {name}")
 
