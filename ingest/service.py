@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 MAX_WRITER_CONFLICTS = 3
 #: ... within this many seconds: a lasting misconfiguration, not a thawed process
 WRITER_CONFLICT_SECONDS = 600.0
+#: between probes of a service that is down: a probe is one cheap request, and the wait after
+#: the service's return is up to the cap (with 30 s, a 62 s catalog outage waited 29 s more:
+#: ``bench/outage_bench.py``)
+PROBE_BACKOFF = Backoff(first=0.5, most=5.0)
 #: an outage met this soon after the last one ended goes on with its backoff: the probe said
 #: the service answers, the term found it does not (a table on another bucket, say)
 AGAIN_SECONDS = 10.0
@@ -48,7 +52,7 @@ def run(
     stop: StopWhen,
     timing: LeaseTiming = LeaseTiming(),  # noqa: B008 - frozen
     display: BootstrapDisplay | None = None,
-    backoff: Backoff = Backoff(),  # noqa: B008 - frozen
+    backoff: Backoff = PROBE_BACKOFF,
 ) -> RunSummary:
     """Ingest ``config``'s pipeline into the catalog ``open_catalog`` opens until ``stop``
     says, as its standby while another process is active, waiting out outages of the services
