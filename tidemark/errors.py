@@ -33,10 +33,14 @@ def first_line(error: BaseException) -> str:
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:
-    """``error``, then the error it was raised from or during, and so on."""
+    """``error``, then the error it was raised from or during, and so on; an error raised
+    ``from None`` ends the chain (it says what went wrong in its own words)."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         yield current
-        current = current.__cause__ or current.__context__
+        if current.__cause__ is not None:
+            current = current.__cause__
+        else:
+            current = None if current.__suppress_context__ else current.__context__

@@ -58,6 +58,7 @@ def check_writable(catalog: Catalog, identifier: str) -> None:
                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), catalog.properties.client.region "
                 "and s3.endpoint"
             ) from None
+        # from the error: ``ingest.outages`` tells from it which service to wait for
         raise StorageUnreachableError(
             f"the lake's storage did not take a write of {location}: {reason}"
-        ) from None
+        ) from error

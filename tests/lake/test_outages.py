@@ -18,6 +18,7 @@ from pyiceberg.exceptions import (
 from sqlalchemy.exc import OperationalError
 
 from ingest.binlog.reader import StreamInterruptedError
+from ingest.changelog.storage_check import StorageUnreachableError
 from ingest.outages import ingest_outage
 from tidemark.lake.outages import lake_outage
 from tidemark.lake.sql_catalog import CatalogUnavailableError
@@ -89,3 +90,26 @@ def test_the_source_gone_is_an_outage_of_the_source_but_a_refused_login_is_not()
     assert gone is not None and gone.dependency is Dependency.SOURCE
     assert lost is not None and lost.dependency is Dependency.SOURCE
     assert ingest_outage(pymysql.err.OperationalError(1045, "Access denied for user")) is None
+
+
+def test_an_error_that_names_its_own_fix_is_not_taken_for_the_outage_it_replaced() -> None:
+    try:
+        try:
+            raise _postgres("server closed the connection unexpectedly")
+        except OperationalError:
+            raise ValueError("the configuration is wrong: fix it") from None
+    except ValueError as error:
+        replaced = error
+    assert lake_outage(replaced) is None
+
+
+def test_the_write_check_at_start_failing_on_a_store_that_is_down_is_an_outage_of_it() -> None:
+    try:
+        try:
+            raise OSError("AWS Error NETWORK_CONNECTION during PutObject operation")
+        except OSError as down:
+            raise StorageUnreachableError("the lake's storage did not take a write") from down
+    except StorageUnreachableError as error:
+        unreachable = error
+    outage = ingest_outage(unreachable)
+    assert outage is not None and outage.dependency is Dependency.OBJECT_STORE
