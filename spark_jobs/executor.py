@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 
+from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
 from spark_jobs.maintenance import TableMaintainer, TableResult
@@ -64,6 +65,8 @@ class SparkWindowExecutor:
         self._session = session
         self._rebuild = rebuild
         self._reviving = threading.Lock()
+        #: per pipeline, the PyIceberg catalog ``outage`` asks
+        self._probed: dict[int, Catalog] = {}
         self._configs = tuple(configs)
         self._planning = threading.Lock()
         self._local = threading.local()
@@ -157,11 +160,13 @@ class SparkWindowExecutor:
     def outage(self) -> Outage | None:
         """A pipeline's catalog or storage that does not answer now (asked after a window
         failed: a Spark job's errors are Java's, so the lake is asked rather than the error)."""
-        for config in self._configs:
+        for index, config in enumerate(self._configs):
             try:
-                catalog = load_catalog(
-                    config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
-                )
+                catalog = self._probed.get(index)
+                if catalog is None:  # kept once opened: each opening is a connection pool
+                    catalog = self._probed[index] = load_catalog(
+                        config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
+                    )
                 probe_catalog(catalog)
                 probe_storage(catalog)
             except Exception as error:
