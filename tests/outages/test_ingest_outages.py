@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pyiceberg.catalog import Catalog
 
+from bench.polling import wait_until
 from bench.workloads.stock import Workload, create_stock
 from tests.ingest.pipelines import write_pipeline
 from tests.ingest.stock_workload import (
@@ -73,17 +74,24 @@ def _kill(service: Service) -> None:
     assert wait_for(lambda: not service.is_healthy(), timeout=30)
 
 
-def _status(pipeline: Path) -> dict[str, Any]:
-    """``tidemark status --json``, which exits 1 while a process of the pipeline waits."""
-    shown = subprocess.run(
-        [sys.executable, "-m", "tidemark.app.cli", "status", "--json", str(pipeline)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert shown.returncode == 1, shown
-    document: dict[str, Any] = json.loads(shown.stdout)
-    return document
+def _status(pipeline: Path, waiting_for: str) -> dict[str, Any]:
+    """``tidemark status --json`` once it shows the active ingest ``waiting_for`` a service
+    (the lease's query says so from its next round, within a second or so); it exits 1
+    meanwhile."""
+
+    def shown() -> dict[str, Any]:
+        status = subprocess.run(
+            [sys.executable, "-m", "tidemark.app.cli", "status", "--json", str(pipeline)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert status.returncode == 1, status
+        document: dict[str, Any] = json.loads(status.stdout)
+        active = (document["ingest"] or {}).get("active") or {}
+        return document if waiting_for in (active.get("waiting_for") or "") else {}
+
+    return wait_until(f"status showing ingest {waiting_for}", shown, 60, interval=0.5)
 
 
 def _written(workload: Workload, transactions: int) -> None:
@@ -123,12 +131,11 @@ def test_ingest_waits_out_its_catalog_killed_and_started_again(
             _kill(own_postgres)
             ingest.wait_until_said("The catalog is unavailable", outage)
             _written(workload, 300)  # the source goes on being written while the catalog is down
-            status = _status(pipeline)
+            status = _status(pipeline, "waiting for the catalog since")
             assert status["unreadable"] == [
                 "the changelog tables: the catalog (connection to server at "
                 f'"127.0.0.1", port {own_postgres.port} failed: Connection refused)'
             ]
-            assert "waiting for the catalog since" in status["ingest"]["active"]["waiting_for"]
             own_postgres.up()
             ingest.wait_until_said("The catalog is back", outage)
             assert ingest.process.poll() is None, ingest.log.read_text()
@@ -191,10 +198,8 @@ def test_ingest_pauses_on_a_full_warehouse_disk_and_goes_on_once_space_is_freed(
         ingest.wait_until_said(f"(no space left under {small_disk})", 1)
         _written(workload, 300)
         assert ingest.process.poll() is None, ingest.log.read_text()
-        status = _status(pipeline)
+        status = _status(pipeline, "waiting for the warehouse's disk since")
         assert [table["rows"] > 0 for table in status["tables"]] == [True]
-        waiting = status["ingest"]["active"]["waiting_for"]
-        assert waiting.startswith("waiting for the warehouse's disk since"), waiting
         filler.unlink()
         ingest.wait_until_said("The warehouse's disk is back", 1)
         _written(workload, 100)
