@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+
+from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import StackEndpoints
 
 
@@ -18,3 +22,18 @@ def one_minute_windows(endpoints: StackEndpoints, reports_topic: str) -> str:
         "    flush-interval: 1 s\n"
         "    watermark-report-interval: 2 s\n"
     )
+
+
+def mirror_window_end(catalog: Catalog, identifier: str) -> int:
+    """The end (Unix ms) of the newest window merged into the mirror ``identifier``; 0 before
+    its first, or before it exists."""
+    try:
+        table = catalog.load_table(identifier)
+    except NoSuchTableError:
+        return 0
+    ends = [
+        int(snapshot.summary.additional_properties.get(MirrorKey.WINDOW_END, 0))
+        for snapshot in table.snapshots()
+        if snapshot.summary is not None
+    ]
+    return max(ends, default=0)

@@ -24,11 +24,10 @@ from selenium.webdriver.common.by import By
 
 from bench.polling import wait_until
 from tests.browser import chromium
-from tests.end_to_end import one_minute_windows
+from tests.end_to_end import mirror_window_end, one_minute_windows
 from tests.prometheus import labels, scrape
 from tests.stack_helpers import free_ports
 from tidemark.app.cli import main
-from tidemark.contracts.mirror import MirrorKey
 from tidemark.stack.endpoints import LakeEndpoint, StackEndpoints
 from tidemark.stack.pipeline_file import local_pipeline
 
@@ -101,19 +100,6 @@ def _status_page_shows(
     )
 
 
-def _mirror_window_end(catalog: Catalog, identifier: str) -> int:
-    try:
-        table = catalog.load_table(identifier)
-    except NoSuchTableError:
-        return 0
-    ends = [
-        int(snapshot.summary.additional_properties.get(MirrorKey.WINDOW_END, 0))
-        for snapshot in table.snapshots()
-        if snapshot.summary is not None
-    ]
-    return max(ends, default=0)
-
-
 @pytest.mark.every_storage
 def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
     endpoints: StackEndpoints,
@@ -178,7 +164,7 @@ def test_windows_fired_from_commit_reports_keep_the_mirror_equal_to_the_source(
         def covered() -> bool:
             assert run.poll() is None, log.read_text()
             return all(
-                _mirror_window_end(catalog, f"{namespace}.{table}") > changed_ms
+                mirror_window_end(catalog, f"{namespace}.{table}") > changed_ms
                 for table in ("orders", "orders_refunds")
             )
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
 from pyiceberg.catalog import Catalog
 
+from tests.outages.services import OwnS3Lake, OwnSource
 from tests.stack_helpers import free_port_block, free_ports
 from tidemark.catalog import load_catalog
 from tidemark.stack.endpoints import (
@@ -61,17 +61,6 @@ def own_catalog(own_lake: CatalogEndpoint) -> Catalog:
     return load_catalog(own_lake.name, own_lake.properties())
 
 
-@dataclass(frozen=True)
-class OwnS3Lake:
-    """A REST catalog on an S3 store, both the test's own (the catalog's tables in a
-    PostgreSQL of its own too)."""
-
-    postgres: Postgres
-    store: ObjectStore
-    rest: RestCatalog
-    endpoint: RestCatalogEndpoint
-
-
 @pytest.fixture
 def own_s3_lake(second_home: Path) -> OwnS3Lake:
     postgres_port, rest_port = free_ports(2)
@@ -97,15 +86,6 @@ def own_s3_lake(second_home: Path) -> OwnS3Lake:
             state_dsn=SecretStr(postgres.state_dsn()),
         ),
     )
-
-
-@dataclass(frozen=True)
-class OwnSource:
-    """A MariaDB of the test's own, with a database of the test's in it."""
-
-    server: MariaDB
-    endpoint: SourceEndpoint
-    database: str
 
 
 @pytest.fixture

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyiceberg.catalog import Catalog
 
 from bench.polling import wait_until
 from bench.workloads.stock import Workload, create_stock
@@ -23,9 +24,9 @@ from tests.ingest.stock_workload import (
     has_snapshot,
     ingest_to_end,
 )
-from tests.outages.conftest import OwnS3Lake
+from tests.outages.services import OwnS3Lake, kill
 from tidemark.catalog import load_catalog
-from tidemark.stack.endpoints import CatalogEndpoint, SourceEndpoint
+from tidemark.stack.endpoints import CatalogEndpoint, LakeEndpoint, SourceEndpoint
 from tidemark.stack.postgres import Postgres
 from tidemark.stack.process import wait_for
 from tidemark.stack.service import Service
@@ -54,6 +55,14 @@ class _Ingest:
         assert wait_for(lambda: self.said(text) >= times, timeout=timeout), self.log.read_text()
         assert self.said(text) == times, self.log.read_text()
 
+    def assert_running(self) -> None:
+        assert self.process.poll() is None, self.log.read_text()
+
+    def warnings(self) -> list[str]:
+        """The lines logged at WARNING or ERROR."""
+        lines = self.log.read_text().splitlines()
+        return [line for line in lines if "WARNING" in line or "ERROR" in line]
+
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         code = self.process.wait(timeout=120)
@@ -65,13 +74,6 @@ class _Ingest:
             self.process.kill()
             self.process.wait()
         self._output.close()
-
-
-def _kill(service: Service) -> None:
-    pid = service.running_pid()
-    assert pid is not None, f"the test's {service.name} is not running"
-    os.kill(pid, signal.SIGKILL)
-    assert wait_for(lambda: not service.is_healthy(), timeout=30)
 
 
 def _status(pipeline: Path, waiting_for: str) -> dict[str, Any]:
@@ -100,56 +102,81 @@ def _written(workload: Workload, transactions: int) -> None:
     assert wait_for(lambda: workload.transactions >= target, timeout=60)
 
 
-@pytest.mark.timeout(600)
-def test_ingest_waits_out_its_catalog_killed_and_started_again(
+@dataclass(frozen=True)
+class _Scenario:
+    """Ingest of a pipeline's one table under a workload, running."""
+
+    ingest: _Ingest
+    workload: Workload
+    pipeline: Path
+
+
+@contextmanager
+def _under_workload(
     source: SourceEndpoint,
-    own_lake: CatalogEndpoint,
-    own_catalog: Catalog,
-    own_postgres: Postgres,
-    source_database: str,
+    lake: LakeEndpoint,
+    database: str,
     tmp_path: Path,
     server_id: int,
-) -> None:
-    create_stock(source, source_database)
+) -> Iterator[_Scenario]:
+    """``tidemark ingest`` of ``database``'s stock table into ``lake``, with the workload
+    writing from its first commit on, for the block; then ingest stopped, run to the source's
+    end, and every change found in the changelog once, in order, with no traceback logged."""
+    catalog = load_catalog(lake.name, lake.properties())
+    create_stock(source, database)
     pipeline = write_pipeline(
         tmp_path / "stock.yaml",
         source,
-        own_lake,
-        database=source_database,
+        lake,
+        database=database,
         tables="stock",
         namespace="outages",
         server_id=server_id,
     )
     changelog = "outages.stock_changelog"
     ingest = _Ingest(pipeline, tmp_path / "ingest.log")
-    workload = Workload(source.admin_source(), source_database, 20261129, (1, 20), 0.005)
+    workload = Workload(source.admin_source(), database, 20261129, (1, 20), 0.005)
     try:
-        assert wait_for(lambda: has_snapshot(own_catalog, changelog), timeout=120), ingest.log
+        assert wait_for(lambda: has_snapshot(catalog, changelog), timeout=120), ingest.log
         workload.start()
-        for outage in range(1, OUTAGES + 1):
-            _written(workload, 200)  # between outages, ingest commits as usual
-            _kill(own_postgres)
-            ingest.wait_until_said("The catalog is unavailable", outage)
-            _written(workload, 300)  # the source goes on being written while the catalog is down
-            status = _status(pipeline, "waiting for the catalog since")
-            assert status["unreadable"] == [
-                "the changelog tables: the catalog (connection to server at "
-                f'"127.0.0.1", port {own_postgres.port} failed: Connection refused)'
-            ]
-            own_postgres.up()
-            ingest.wait_until_said("The catalog is back", outage)
-            assert ingest.process.poll() is None, ingest.log.read_text()
+        _written(workload, 200)  # ingest commits as usual before the first outage
+        yield _Scenario(ingest, workload, pipeline)
         workload.stop()
         assert ingest.stop() in (0, -signal.SIGTERM), ingest.log.read_text()
     finally:
         workload.stop()
         ingest.kill()
     ingest_to_end(pipeline, source.cdc_source(server_id))
+    assert_every_change_once_in_order(catalog.load_table(changelog), workload)
+    assert "Traceback" not in ingest.log.read_text(), ingest.log.read_text()
 
-    assert_every_change_once_in_order(own_catalog.load_table(changelog), workload)
-    log = ingest.log.read_text()
-    assert "Traceback" not in log, log
-    said = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+
+@pytest.mark.timeout(600)
+def test_ingest_waits_out_its_catalog_killed_and_started_again(
+    source: SourceEndpoint,
+    own_lake: CatalogEndpoint,
+    own_postgres: Postgres,
+    source_database: str,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    with _under_workload(source, own_lake, source_database, tmp_path, server_id) as run:
+        for outage in range(1, OUTAGES + 1):
+            if outage > 1:
+                _written(run.workload, 200)  # between outages, ingest commits as usual
+            kill(own_postgres)
+            run.ingest.wait_until_said("The catalog is unavailable", outage)
+            _written(run.workload, 300)  # the source goes on being written meanwhile
+            status = _status(run.pipeline, "waiting for the catalog since")
+            assert status["unreadable"] == [
+                "the changelog tables: the catalog (connection to server at "
+                f'"127.0.0.1", port {own_postgres.port} failed: Connection refused)'
+            ]
+            own_postgres.up()
+            run.ingest.wait_until_said("The catalog is back", outage)
+            run.ingest.assert_running()
+
+    said = run.ingest.warnings()
     assert len(said) <= 3 * OUTAGES, "\n".join(said)
 
 
@@ -176,44 +203,18 @@ def test_ingest_pauses_on_a_full_warehouse_disk_and_goes_on_once_space_is_freed(
     server_id: int,
 ) -> None:
     lake = own_lake.model_copy(update={"warehouse": small_disk.as_uri()})
-    catalog = load_catalog(lake.name, lake.properties())
-    create_stock(source, source_database)
-    pipeline = write_pipeline(
-        tmp_path / "stock.yaml",
-        source,
-        lake,
-        database=source_database,
-        tables="stock",
-        namespace="outages",
-        server_id=server_id,
-    )
-    changelog = "outages.stock_changelog"
-    ingest = _Ingest(pipeline, tmp_path / "ingest.log")
-    workload = Workload(source.admin_source(), source_database, 20261129, (1, 20), 0.005)
-    try:
-        assert wait_for(lambda: has_snapshot(catalog, changelog), timeout=120), ingest.log
-        workload.start()
-        _written(workload, 200)
+    with _under_workload(source, lake, source_database, tmp_path, server_id) as run:
         filler = _fill(small_disk)
-        ingest.wait_until_said(f"(no space left under {small_disk})", 1)
-        _written(workload, 300)
-        assert ingest.process.poll() is None, ingest.log.read_text()
-        status = _status(pipeline, "waiting for the warehouse's disk since")
+        run.ingest.wait_until_said(f"(no space left under {small_disk})", 1)
+        _written(run.workload, 300)
+        run.ingest.assert_running()
+        status = _status(run.pipeline, "waiting for the warehouse's disk since")
         assert [table["rows"] > 0 for table in status["tables"]] == [True]
         filler.unlink()
-        ingest.wait_until_said("The warehouse's disk is back", 1)
-        _written(workload, 100)
-        workload.stop()
-        assert ingest.stop() in (0, -signal.SIGTERM), ingest.log.read_text()
-    finally:
-        workload.stop()
-        ingest.kill()
-    ingest_to_end(pipeline, source.cdc_source(server_id))
+        run.ingest.wait_until_said("The warehouse's disk is back", 1)
+        _written(run.workload, 100)
 
-    assert_every_change_once_in_order(catalog.load_table(changelog), workload)
-    log = ingest.log.read_text()
-    assert "Traceback" not in log, log
-    said = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+    said = run.ingest.warnings()
     assert len(said) <= 3, "\n".join(said)
 
 
@@ -229,45 +230,19 @@ def test_ingest_waits_out_its_object_store_or_rest_catalog_killed_and_started_ag
 ) -> None:
     service: Service = own_s3_lake.store if killed == "store" else own_s3_lake.rest
     lake = own_s3_lake.endpoint
-    catalog = load_catalog(lake.name, lake.properties())
-    create_stock(source, source_database)
-    pipeline = write_pipeline(
-        tmp_path / "stock.yaml",
-        source,
-        lake,
-        database=source_database,
-        tables="stock",
-        namespace="outages",
-        server_id=server_id,
-    )
-    changelog = "outages.stock_changelog"
-    ingest = _Ingest(pipeline, tmp_path / "ingest.log")
-    workload = Workload(source.admin_source(), source_database, 20261129, (1, 20), 0.005)
-    try:
-        assert wait_for(lambda: has_snapshot(catalog, changelog), timeout=120), ingest.log
-        workload.start()
-        _written(workload, 200)
-        _kill(service)
-        assert wait_for(lambda: ingest.said(" is unavailable (") >= 1, timeout=60), (
-            ingest.log.read_text()
+    with _under_workload(source, lake, source_database, tmp_path, server_id) as run:
+        kill(service)
+        assert wait_for(lambda: run.ingest.said(" is unavailable (") >= 1, timeout=60), (
+            run.ingest.log.read_text()
         )
-        _written(workload, 300)
-        assert ingest.process.poll() is None, ingest.log.read_text()
+        _written(run.workload, 300)
+        run.ingest.assert_running()
         service.up()
         assert wait_for(
-            lambda: ingest.said(" is back after ") == ingest.said(" is unavailable ("),
+            lambda: run.ingest.said(" is back after ") == run.ingest.said(" is unavailable ("),
             timeout=120,
-        ), ingest.log.read_text()
-        _written(workload, 100)
-        workload.stop()
-        assert ingest.stop() in (0, -signal.SIGTERM), ingest.log.read_text()
-    finally:
-        workload.stop()
-        ingest.kill()
-    ingest_to_end(pipeline, source.cdc_source(server_id))
+        ), run.ingest.log.read_text()
+        _written(run.workload, 100)
 
-    assert_every_change_once_in_order(catalog.load_table(changelog), workload)
-    log = ingest.log.read_text()
-    assert "Traceback" not in log, log
-    said = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+    said = run.ingest.warnings()
     assert len(said) <= 4, "\n".join(said)

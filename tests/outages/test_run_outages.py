@@ -18,15 +18,14 @@ from pyiceberg.exceptions import NoSuchTableError
 from bench.polling import wait_until
 from bench.scale_bench import descendants
 from bench.workloads.stock import Workload, create_stock
+from tests.end_to_end import mirror_window_end
 from tests.ingest.stock_workload import assert_every_change_once_in_order, has_snapshot
-from tests.outages.conftest import OwnSource
-from tidemark.contracts.mirror import MirrorKey
+from tests.outages.services import OwnSource, kill
 from tidemark.source import SourceConnection
 from tidemark.stack.endpoints import CatalogEndpoint
 from tidemark.stack.kafka import Kafka
 from tidemark.stack.pipeline_file import local_pipeline
 from tidemark.stack.postgres import Postgres
-from tidemark.stack.process import wait_for
 from tidemark.stack.service import Service
 
 #: transactions the workload commits while a service is down
@@ -72,32 +71,12 @@ def _job_windows(catalog: Catalog) -> int:
         return 0
 
 
-def _mirror_window_end(catalog: Catalog, identifier: str) -> int:
-    try:
-        table = catalog.load_table(identifier)
-    except NoSuchTableError:
-        return 0
-    ends = [
-        int(snapshot.summary.additional_properties.get(MirrorKey.WINDOW_END, 0))
-        for snapshot in table.snapshots()
-        if snapshot.summary is not None
-    ]
-    return max(ends, default=0)
-
-
 def _server_now_ms(source: SourceConnection) -> int:
     with source.connect() as connection, connection.cursor() as cursor:
         cursor.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)")
         row = cursor.fetchone()
     assert row is not None
     return int(row[0])
-
-
-def _kill(service: Service) -> None:
-    pid = service.running_pid()
-    assert pid is not None, f"the test's {service.name} is not running"
-    os.kill(pid, signal.SIGKILL)
-    assert wait_for(lambda: not service.is_healthy(), timeout=30)
 
 
 def _spark_driver(run: subprocess.Popen[bytes]) -> int:
@@ -130,7 +109,7 @@ class _Outages:
 
     def down(self, *services: Service) -> None:
         for service in services:
-            _kill(service)
+            kill(service)
         self.written(DURING_OUTAGE)
         for service in services:
             service.up()
@@ -182,7 +161,7 @@ def test_tidemark_run_rides_out_its_catalog_kafka_both_the_source_and_its_spark_
         outages.down(own_postgres, own_kafka)
         # the source: its writes stop with it (a transaction cut short has no known outcome)
         workload.stop()
-        _kill(own_source.server)
+        kill(own_source.server)
         own_source.server.up()
         workload.start()
         outages.written(DURING_OUTAGE)
@@ -197,7 +176,7 @@ def test_tidemark_run_rides_out_its_catalog_kafka_both_the_source_and_its_spark_
         last_change_ms = _server_now_ms(source.admin_source())
         wait_until(
             "a window after the last change merged",
-            lambda: outages.alive() and _mirror_window_end(own_catalog, mirror) > last_change_ms,
+            lambda: outages.alive() and mirror_window_end(own_catalog, mirror) > last_change_ms,
             300,
         )
     finally:
