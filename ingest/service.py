@@ -29,7 +29,7 @@ from ingest.settings import IngestSettings
 from ingest.stream.runner import LEASE_LOST, RunSummary, StopWhen
 from tidemark.config.model import PipelineConfig, StartupMode, reveal
 from tidemark.metrics import IngestMetrics, forget_stream
-from tidemark.outages import Backoff, Dependency, OutageLog
+from tidemark.outages import Backoff, Dependency, OutageLog, OutageLogs
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class _Waits:
         self._backoff = backoff
         self.requested = requested
         self.deadline = deadline
-        self._logs: dict[Dependency, OutageLog] = {}
+        self._logs = OutageLogs(self._pipeline, logger)
         #: what the last wait waited for, for the reason a run stopped in it
         self.waiting = ""
         #: the attempts of the last wait, and when it ended: a service that answers the probe
@@ -199,10 +199,7 @@ class _Waits:
         return lease is not None and lease.lost.is_set()
 
     def log(self, dependency: Dependency) -> OutageLog:
-        log = self._logs.get(dependency)
-        if log is None:
-            log = self._logs[dependency] = OutageLog(dependency, self._pipeline, logger)
-        return log
+        return self._logs.of(dependency)
 
     def _catalog_if_open(self) -> Catalog | None:
         try:

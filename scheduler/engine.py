@@ -42,7 +42,7 @@ from scheduler.state import StateStore
 from tidemark.contracts.reports import CommitReport, WatermarkReport
 from tidemark.lake.outages import lake_outage
 from tidemark.metrics import SchedulerMetrics
-from tidemark.outages import Backoff, Dependency, Outage, OutageLog
+from tidemark.outages import Backoff, Outage, OutageLogs
 from tidemark.windows import (
     EPOCH,
     TaskKind,
@@ -152,7 +152,8 @@ class WindowEngine:
         self._maintained: dict[str, datetime] = {}
         self._created = clock()
         #: per service a window needs, its outages; windows it stopped in a row, for backoff
-        self._outages: dict[Dependency, OutageLog] = {}
+        seconds = lambda: clock().timestamp()  # noqa: E731 - the engine's clock
+        self._outages = OutageLogs(schedule.pipeline, logger, clock=seconds, wall_clock=seconds)
         self._interrupted = 0
         self._backoff = Backoff()
 
@@ -508,13 +509,9 @@ class WindowEngine:
             return None
 
     def _wait_for(self, due: DueWindow, outage: Outage, error: Exception) -> None:
-        log = self._outages.get(outage.dependency)
-        if log is None:
-            seconds = lambda: self._clock().timestamp()  # noqa: E731 - the engine's clock
-            log = self._outages[outage.dependency] = OutageLog(
-                outage.dependency, self.pipeline, logger, clock=seconds, wall_clock=seconds
-            )
-        log.down(outage.detail, "windows wait and retry, without counting attempts")
+        self._outages.of(outage.dependency).down(
+            outage.detail, "windows wait and retry, without counting attempts"
+        )
         with self._lock:
             self._interrupted += 1
             delay = self._backoff.delay(self._interrupted)
@@ -529,8 +526,7 @@ class WindowEngine:
     def _lake_answers(self) -> None:
         with self._lock:
             self._interrupted = 0
-        for log in self._outages.values():
-            log.up()
+        self._outages.up()
 
     def _fail(self, spec: TaskSpec, due: DueWindow, attempt: int, error: Exception) -> None:
         text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]

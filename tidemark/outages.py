@@ -157,3 +157,42 @@ class OutageLog:
 
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+class OutageLogs:
+    """One ``OutageLog`` per service a process depends on, made when first needed."""
+
+    def __init__(
+        self,
+        pipeline: str,
+        logger: logging.Logger,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._pipeline = pipeline
+        self._logger = logger
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._logs: dict[Dependency, OutageLog] = {}
+        self._lock = threading.Lock()
+
+    def of(self, dependency: Dependency) -> OutageLog:
+        with self._lock:
+            log = self._logs.get(dependency)
+            if log is None:
+                log = self._logs[dependency] = OutageLog(
+                    dependency,
+                    self._pipeline,
+                    self._logger,
+                    clock=self._clock,
+                    wall_clock=self._wall_clock,
+                )
+            return log
+
+    def up(self) -> None:
+        """Every service answers: the outages under way, if any, are over."""
+        with self._lock:
+            logs = list(self._logs.values())
+        for log in logs:
+            log.up()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from tidemark.errors import TidemarkError, first_line
-from tidemark.outages import Dependency, OutageLog
+from tidemark.outages import OutageLogs
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -66,7 +66,7 @@ class StatusPages:
         #: per pipeline (the object: two files may share a name), its plan and when read
         self._plans: dict[int, tuple[datetime, Plan]] = {}
         #: per pipeline (the same), the outages of the services its page reads
-        self._outages: dict[int, dict[Dependency, OutageLog]] = {}
+        self._outages: dict[int, OutageLogs] = {}
 
     def html(self) -> str:
         # imported here: every command's arguments name this module's defaults
@@ -98,7 +98,7 @@ class StatusPages:
             except Exception as error:  # a page shows what it can: the others still show
                 outage = lake_outage(error)
                 if outage is not None:  # said once, not at every build, while it lasts
-                    log = self._outage_log(pipeline, outage.dependency)
+                    log = self._outages_of(pipeline).of(outage.dependency)
                     log.down(outage.detail, "the status page shows what it can meanwhile")
                     yield Unavailable(pipeline.name, f"{log.waiting()}: {outage.detail}")
                     continue
@@ -106,18 +106,17 @@ class StatusPages:
                 # the type only: a driver's message is for the log, not for any visitor
                 yield Unavailable(pipeline.name, f"{type(error).__name__} (see the log)")
                 continue
-            for log in self._outages.get(id(pipeline), {}).values():
-                log.up()
+            self._outages_of(pipeline).up()
             yield page
 
-    def _outage_log(self, pipeline: Pipeline, dependency: Dependency) -> OutageLog:
-        logs = self._outages.setdefault(id(pipeline), {})
-        if dependency not in logs:
+    def _outages_of(self, pipeline: Pipeline) -> OutageLogs:
+        logs = self._outages.get(id(pipeline))
+        if logs is None:
             seconds = lambda: self._clock().timestamp()  # noqa: E731 - the page's clock
-            logs[dependency] = OutageLog(
-                dependency, pipeline.name, logger, clock=seconds, wall_clock=seconds
+            logs = self._outages[id(pipeline)] = OutageLogs(
+                pipeline.name, logger, clock=seconds, wall_clock=seconds
             )
-        return logs[dependency]
+        return logs
 
     def _plan(self, pipeline: Pipeline, now: datetime) -> Plan:
         """The pipeline's plan, read again every ``REPLAN``; the last one while its source
