@@ -38,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 #: MySQL and MariaDB refuse longer lock names
 _MAX_NAME = 64
+#: how often, and how far apart, a standby reads the process list for the holder's query
+_HOLDER_LOOKS = 5
+_HOLDER_LOOK_PAUSE_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -233,14 +236,20 @@ def _holder(cursor: Any, name: str) -> Instance | str | None:
     if row is None or row[0] is None:
         return None
     connection_id = int(row[0])
-    cursor.execute("SHOW FULL PROCESSLIST")
-    for process in cursor.fetchall():
-        if int(process[0]) == connection_id:
-            instance = Instance.from_text(process[7])
-            if instance is not None:
-                return instance
-            return f"on connection {connection_id} from {process[2]}"
-    return f"on connection {connection_id}"
+    seen = f"on connection {connection_id}"
+    # an active process is between two lease queries for a moment (longer on a starved
+    # machine), when its connection shows no query: look again before settling for less
+    for attempt in range(_HOLDER_LOOKS):
+        if attempt:
+            time.sleep(_HOLDER_LOOK_PAUSE_SECONDS)
+        cursor.execute("SHOW FULL PROCESSLIST")
+        for process in cursor.fetchall():
+            if int(process[0]) == connection_id:
+                instance = Instance.from_text(process[7])
+                if instance is not None:
+                    return instance
+                seen = f"on connection {connection_id} from {process[2]}"
+    return seen
 
 
 def _sql(tag: str) -> str:
