@@ -9,6 +9,9 @@ a cloud store, where a request costs tens of milliseconds, six round trips fewer
 PyIceberg (0.12) builds the filesystem itself and has no property for it, so this FileIO builds
 it again from pyarrow's own description of it (what pickling uses), with that one option
 changed. ``tidemark.catalog`` makes it the default FileIO of every catalog it opens.
+
+pyarrow has the option from release 20 on; pypaimon (the Paimon sink's writer) caps pyarrow
+below 20, so with pyarrow 19 every S3 file costs its three requests again (docs/paimon.md).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class SmallWritesFileIO(PyArrowFileIO):
 def delayed_open(filesystem: S3FileSystem) -> S3FileSystem:
     """``filesystem`` with ``allow_delayed_open`` set, every other option as it was."""
     _, (options,) = filesystem.__reduce__()
-    if options["allow_delayed_open"]:
+    if options.get("allow_delayed_open", True):  # set, or a pyarrow without it (before 20)
         return filesystem
     kept: dict[str, Any] = {key: value for key, value in options.items() if value not in ("", -1.0)}
     if not kept["proxy_options"].get("host"):

@@ -1,0 +1,259 @@
+"""Sink tables in Paimon: primary-key tables that are the mirror themselves (docs/paimon.md).
+
+Ingest hands every writer the same rows: changelog rows, a source row image plus the metadata
+columns of ``tidemark.contracts.changelog``. An Iceberg changelog appends them; a Paimon table
+is keyed, so each row becomes an upsert of its key (``+I``/``+U`` in ``_tm_row_kind``, Paimon's
+``rowkind.field``) or a delete (``-D``), and Paimon's merge keeps per key the change with the
+highest ``_tm_order`` (``sequence.field``). A truncate marker becomes a delete of every key
+whose newest change came from the truncated source table.
+
+``PaimonChangelog`` implements ``tidemark.sinks.protocols.ChangelogWriter``: its commits are
+Paimon snapshots carrying Tidemark's progress in their properties and the watermark in
+Paimon's own field; one writer per table is enforced by a fence asked right before each
+snapshot is published.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.changelog.fencing import ConcurrentWriterError
+from ingest.changelog.table import changelog_schema
+from tidemark.contracts.bootstrap_state import BootstrapState
+from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
+from tidemark.contracts.instance import WRITER_KEY, writer_id
+from tidemark.contracts.progress import TableProgress
+from tidemark.lake.paimon import PaimonCatalog, PaimonSnapshot, PaimonTable
+from tidemark.sinks.commits import Commit
+from tidemark.sinks.paimon import commit_of, newest_progress
+
+logger = logging.getLogger(__name__)
+
+#: Paimon's ``rowkind.field``: what each row does to its key
+ROW_KIND_COLUMN = "_tm_row_kind"
+_UPSERT, _UPDATE, _DELETE = "+I", "+U", "-D"
+
+#: options every Tidemark Paimon table has; a user's ``table.properties`` cannot change them
+CONTRACT_OPTIONS = {
+    "rowkind.field": ROW_KIND_COLUMN,
+    "sequence.field": MetadataColumn.ORDER_KEY.value,
+    "write-only": "true",
+}
+#: defaults a user's ``table.properties`` may change
+DEFAULT_OPTIONS = {"file.format": "parquet", "bucket": "1"}
+
+_OP = MetadataColumn.OPERATION.value
+_ORDER = MetadataColumn.ORDER_KEY.value
+_SOURCE_DB = MetadataColumn.SOURCE_DATABASE.value
+_SOURCE_TABLE = MetadataColumn.SOURCE_TABLE.value
+
+
+def paimon_schema(data: pa.Schema, keys: Sequence[str]) -> pa.Schema:
+    """The table's columns: the changelog's (keys NOT NULL, as Paimon requires) and the row
+    kind."""
+    changelog = changelog_schema(data)
+    fields = [f.with_nullable(False) if f.name in keys else f for f in changelog]
+    return pa.schema([*fields, pa.field(ROW_KIND_COLUMN, pa.string(), nullable=False)])
+
+
+class PaimonChangelog:
+    """One sink table in Paimon, as ingest writes it (``ChangelogWriter``)."""
+
+    def __init__(self, catalog: PaimonCatalog, table: PaimonTable) -> None:
+        self._catalog = catalog
+        self._table = table
+        self.writing = threading.RLock()
+        self.schema = self._changelog_schema()
+        #: the newest snapshot with Tidemark's progress, as this writer last saw or made it
+        self._newest: PaimonSnapshot | None = newest_progress(table.snapshots())
+
+    @property
+    def identifier(self) -> str:
+        return self._table.identifier
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return self._table.options
+
+    def _changelog_schema(self) -> pa.Schema:
+        """The Paimon table's columns as ingest's rows have them (without the row kind)."""
+        columns = self._table.arrow_schema()
+        data = [f for f in columns if f.name not in METADATA_NAMES and f.name != ROW_KIND_COLUMN]
+        return changelog_schema(pa.schema(data))
+
+    def data_schema(self) -> pa.Schema:
+        return pa.schema([field for field in self.schema if field.name not in METADATA_NAMES])
+
+    def evolve(
+        self, add: Sequence[pa.Field], widen: Sequence[pa.Field], properties: Mapping[str, str]
+    ) -> None:
+        with self.writing:
+            self._table = self._catalog.alter_table(self.identifier, add, widen, properties)
+            self.schema = self._changelog_schema()
+
+    def has_commits(self) -> bool:
+        return self._table.has_snapshots()
+
+    def commits(self) -> Iterator[Commit]:
+        return (commit_of(snapshot) for snapshot in self._table.snapshots())
+
+    def progress(self) -> TableProgress | None:
+        newest = self._newest
+        return None if newest is None else TableProgress.from_summary(newest.properties)
+
+    def bootstrap(self) -> BootstrapState | None:
+        newest = self._newest
+        return None if newest is None else BootstrapState.from_summary(newest.properties)
+
+    def last_commit_id(self) -> int | None:
+        return None if self._newest is None else self._newest.snapshot_id
+
+    def commit(
+        self, rows: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None = None
+    ) -> Commit:
+        with self.writing:
+            return self._commit_keyed(self._keyed_rows(rows), progress, bootstrap)
+
+    def _commit_keyed(
+        self, keyed: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None
+    ) -> Commit:
+        properties = {**progress.summary(), WRITER_KEY: writer_id()}
+        if bootstrap is not None:
+            properties.update(bootstrap.summary())
+        # readers find "the first snapshot whose watermark passed W": one a bootstrap holds
+        # back must not look complete
+        watermark = progress.watermark_ms if progress.hold_until is None else None
+        self._check_no_other_writer(self._table.snapshots())
+        snapshot = self._table.commit(keyed, properties, watermark, self._fence)
+        self._newest = snapshot
+        return commit_of(snapshot)
+
+    def _fence(self, follows: int | None) -> None:
+        """Right before the snapshot after ``follows`` is published: no other writer's
+        progress since this writer's last commit."""
+        if follows is None:
+            self._check_no_other_writer(iter(()))
+            return
+        self._check_no_other_writer(self._table.snapshots())
+
+    def _check_no_other_writer(self, newest_first: Iterator[PaimonSnapshot]) -> None:
+        newest = newest_progress(newest_first)
+        seen = self._newest
+        if (newest.snapshot_id if newest else None) == (seen.snapshot_id if seen else None):
+            return
+        assert newest is not None  # a table's progress never disappears while it is written
+        writer = newest.properties.get(WRITER_KEY, "another Tidemark")
+        raise ConcurrentWriterError(
+            f"another writer ({writer}) committed to {self.identifier} since this process "
+            f"last did (Paimon snapshot {newest.snapshot_id}). Nothing of this batch was "
+            "committed: this process reads the table's progress again when it is next active. "
+            "If this repeats, two pipelines write the same tables: give them different sink "
+            "tables, or one pipeline.name and one catalog, so that one waits for the other."
+        )
+
+    def _keyed_rows(self, rows: pa.Table) -> pa.Table:
+        """``rows`` as upserts and deletes of their keys, truncate markers as deletes."""
+        truncates = pc.equal(rows[_OP], Operation.TRUNCATE.value)
+        markers = rows.filter(truncates)
+        changes = rows.filter(pc.invert(truncates)) if markers.num_rows else rows
+        kinds = pc.if_else(
+            pc.equal(changes[_OP], Operation.DELETE.value),
+            _DELETE,
+            pc.if_else(pc.equal(changes[_OP], Operation.UPDATE.value), _UPDATE, _UPSERT),
+        )
+        keyed = changes.append_column(ROW_KIND_COLUMN, kinds.cast(pa.string()))
+        if not markers.num_rows:
+            return keyed
+        deletes = self._truncated(markers, changes)
+        return pa.concat_tables([keyed, *(rows.cast(keyed.schema) for rows in deletes)])
+
+    def _truncated(self, markers: pa.Table, changes: pa.Table) -> list[pa.Table]:
+        """A delete of every key whose newest change before each marker came from the
+        marker's source table (the table's rows and the batch's own earlier rows)."""
+        keys = list(self._table.primary_keys)
+        needed = [*keys, _OP, _ORDER, _SOURCE_DB, _SOURCE_TABLE]
+        stored = self._table.read(needed).select(needed)
+        known = pa.concat_tables([stored, changes.select(needed).cast(stored.schema)])
+        deletes = []
+        for marker in markers.to_pylist():
+            before = known.filter(pc.less(known[_ORDER], marker[_ORDER]))
+            newest = (
+                before.sort_by([(_ORDER, "descending")])
+                .group_by(keys, use_threads=False)
+                .aggregate([(column, "first") for column in (_OP, _SOURCE_DB, _SOURCE_TABLE)])
+            )
+            gone = newest.filter(
+                pc.and_(
+                    pc.and_(
+                        pc.equal(newest[f"{_SOURCE_DB}_first"], marker[_SOURCE_DB]),
+                        pc.equal(newest[f"{_SOURCE_TABLE}_first"], marker[_SOURCE_TABLE]),
+                    ),
+                    pc.not_equal(newest[f"{_OP}_first"], Operation.DELETE.value),
+                )
+            )
+            deletes.append(self._deletes(gone.select(keys), marker))
+        return deletes
+
+    def _deletes(self, keys: pa.Table, marker: Mapping[str, object]) -> pa.Table:
+        """Delete rows of ``keys``, carrying ``marker``'s metadata."""
+        columns = {}
+        for field in self.schema:
+            if field.name in keys.column_names:
+                columns[field.name] = keys[field.name].cast(field.type)
+            elif field.name in METADATA_NAMES:
+                value = Operation.DELETE.value if field.name == _OP else marker[field.name]
+                columns[field.name] = pa.array([value] * keys.num_rows, field.type)
+            else:
+                columns[field.name] = pa.nulls(keys.num_rows, field.type)
+        columns[ROW_KIND_COLUMN] = pa.array([_DELETE] * keys.num_rows, pa.string())
+        return pa.table(columns)
+
+    def delete_snapshot_rows_after(self, order: int, progress: TableProgress) -> None:
+        """Delete the rows a bootstrap read whose order is after ``order``: each by a delete
+        of its key carrying its own order (a lower one would lose to it in Paimon's merge)."""
+        with self.writing:
+            stored = self._table.read()
+            read = stored.filter(
+                pc.and_(
+                    pc.equal(stored[_OP], Operation.SNAPSHOT_READ.value),
+                    pc.greater(stored[_ORDER], order),
+                )
+            )
+            deletes = read.select(self.schema.names).cast(self.schema)
+            deletes = deletes.set_column(
+                deletes.schema.get_field_index(_OP),
+                _OP,
+                pa.array([Operation.DELETE.value] * read.num_rows, pa.string()),
+            ).append_column(ROW_KIND_COLUMN, pa.array([_DELETE] * read.num_rows, pa.string()))
+            self._commit_keyed(deletes, progress, None)
+
+    def newest_rows(self, since: datetime, columns: Sequence[str], limit: int) -> pa.Table:
+        rows = self._table.read()
+        recent = rows.filter(pc.greater_equal(rows[MetadataColumn.EVENT_TIME.value], since))
+        newest = recent.sort_by([(_ORDER, "descending")]).slice(0, limit)
+        return newest.select(list(columns))
+
+
+def open_paimon_changelog(
+    catalog: PaimonCatalog,
+    identifier: str,
+    data: pa.Schema,
+    keys: Sequence[str],
+    partition_keys: Sequence[str],
+    properties: Mapping[str, str],
+) -> PaimonChangelog:
+    """The Paimon table ``identifier``, created (keyed by ``keys``) if it does not exist."""
+    table = catalog.load_table(identifier)
+    if table is None:
+        logger.info("Creating Paimon table %s", identifier)
+        options = {**DEFAULT_OPTIONS, **properties, **CONTRACT_OPTIONS}
+        table = catalog.create_table(
+            identifier, paimon_schema(data, keys), keys, partition_keys, options
+        )
+    return PaimonChangelog(catalog, table)

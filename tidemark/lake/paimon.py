@@ -1,0 +1,326 @@
+"""Paimon through pypaimon: the one module that imports it.
+
+Tidemark writes Paimon primary-key tables with pypaimon and needs three things of it beyond its
+public API (docs/paimon.md):
+
+- a real ``watermark`` in every snapshot it commits: pypaimon only copies the previous one's, so
+  each commit publishes its snapshot through ``_Stamping``, a ``SnapshotCommit`` (pypaimon's
+  interface for publishing a snapshot atomically) around the catalog's own, which sets the
+  watermark and asks ``fence`` just before the snapshot becomes visible;
+- a commit user of its own per writer, and increasing commit identifiers, so that pypaimon's
+  retry recognises its own landed commit and never another process's;
+- empty commits (an idle table's progress), which pypaimon skips unless told not to.
+
+The stamping reaches into pypaimon's commit (``TableCommit.file_store_commit``), so the version
+it was written against is pinned and another is refused at import (``check_pypaimon``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import itertools
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+from pypaimon import CatalogFactory, Schema
+from pypaimon.catalog.catalog import Catalog
+from pypaimon.catalog.catalog_exception import (
+    DatabaseNotExistException,
+    TableAlreadyExistException,
+    TableNotExistException,
+)
+from pypaimon.schema.data_types import PyarrowFieldParser
+from pypaimon.schema.schema_change import SchemaChange
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.snapshot.snapshot_commit import PartitionStatistics, SnapshotCommit
+from pypaimon.table.file_store_table import FileStoreTable
+
+from tidemark.errors import TerminalError
+
+#: the pypaimon release whose commit internals ``_Stamping`` is written and tested against
+SUPPORTED_PYPAIMON = "2.1.0"
+
+
+class PypaimonVersionError(TerminalError):
+    """The installed pypaimon is not the one this module is written against."""
+
+
+def check_pypaimon(installed: str | None = None) -> None:
+    """Raise ``PypaimonVersionError`` unless ``installed`` (by default the installed
+    pypaimon's version) is ``SUPPORTED_PYPAIMON``."""
+    found = installed if installed is not None else importlib.metadata.version("pypaimon")
+    if found == SUPPORTED_PYPAIMON:
+        return
+    raise PypaimonVersionError(
+        f"pypaimon {found} is installed, but Tidemark stamps each Paimon snapshot's watermark "
+        f"through pypaimon's commit as it is in {SUPPORTED_PYPAIMON} (tidemark/lake/paimon.py): "
+        f"install pypaimon=={SUPPORTED_PYPAIMON} (pin it), or port that module to {found} and "
+        "change SUPPORTED_PYPAIMON"
+    )
+
+
+check_pypaimon()
+
+
+@dataclass(frozen=True)
+class PaimonSnapshot:
+    """What Tidemark reads of one Paimon snapshot."""
+
+    snapshot_id: int
+    committed_at_ms: int
+    #: APPEND, COMPACT, OVERWRITE
+    kind: str
+    #: the snapshot's properties (Tidemark's progress keys, on Tidemark's commits)
+    properties: Mapping[str, str]
+    #: Paimon's own watermark field: None until some commit set one
+    watermark: int | None
+    total_rows: int | None
+    delta_rows: int | None
+
+
+def _snapshot(snapshot: Snapshot) -> PaimonSnapshot:
+    return PaimonSnapshot(
+        snapshot_id=snapshot.id,
+        committed_at_ms=snapshot.time_millis,
+        kind=str(snapshot.commit_kind),
+        properties=dict(snapshot.properties or {}),
+        watermark=snapshot.watermark,
+        total_rows=snapshot.total_record_count,
+        delta_rows=snapshot.delta_record_count,
+    )
+
+
+#: ``fence(snapshot id the new one follows)``: raises to stop a commit about to be published
+Fence = Callable[[int | None], None]
+
+
+class _Fenced(BaseException):
+    """The fence's error on its way out of pypaimon's commit, which retries every
+    ``Exception`` (ten times, for about ten seconds) as a possibly lost race."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Stamping(SnapshotCommit):
+    """Publishes pypaimon's snapshot through ``inner`` with ``watermark`` set (never below the
+    previous snapshot's: Paimon watermarks only rise), after ``fence`` allowed it."""
+
+    def __init__(self, inner: SnapshotCommit, watermark: int | None, fence: Fence) -> None:
+        self._inner = inner
+        self._watermark = watermark
+        self._fence = fence
+
+    def __enter__(self) -> _Stamping:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._inner.__exit__(kind, error, traceback)
+
+    def commit(
+        self,
+        base_snapshot_uuid: str | None,
+        snapshot: Snapshot,
+        statistics: list[PartitionStatistics],
+    ) -> bool:
+        try:
+            self._fence(snapshot.id - 1 if snapshot.id > 1 else None)
+        except Exception as error:
+            raise _Fenced(error) from error
+        if self._watermark is not None:
+            inherited = snapshot.watermark
+            snapshot.watermark = (
+                self._watermark if inherited is None else max(inherited, self._watermark)
+            )
+        return bool(self._inner.commit(base_snapshot_uuid, snapshot, statistics))
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+
+class PaimonCommitError(RuntimeError):
+    """pypaimon gave up on a commit; ``__cause__`` is what stopped it."""
+
+
+class PaimonTable:
+    """One Paimon table, as Tidemark writes and reads it."""
+
+    def __init__(self, table: FileStoreTable, identifier: str) -> None:
+        self.identifier = identifier
+        # pypaimon skips a commit without rows unless told: an idle table's progress is one
+        self._table = table.copy({"snapshot.ignore-empty-commit": "false"})
+        self._builder = self._table.new_stream_write_builder()
+        self._identifiers = itertools.count(time.time_ns())
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self._table.table_schema.options)
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        return tuple(self._table.primary_keys)
+
+    def arrow_schema(self) -> pa.Schema:
+        return PyarrowFieldParser.from_paimon_schema(self._table.fields)
+
+    def commit(
+        self,
+        rows: pa.Table,
+        properties: Mapping[str, str],
+        watermark: int | None,
+        fence: Fence,
+    ) -> PaimonSnapshot:
+        """Write ``rows`` (possibly none) and publish them in one snapshot carrying
+        ``properties`` and ``watermark``; ``fence`` is asked right before it is published
+        (and again at each retry) with the id of the snapshot it would follow."""
+        write = self._builder.new_write()
+        commit = self._builder.new_commit()
+        try:
+            if rows.num_rows:
+                columns = self.arrow_schema()
+                write.write_arrow(rows.select(columns.names).cast(columns))
+            identifier = next(self._identifiers)
+            messages = write.prepare_commit(identifier)
+            published = commit.file_store_commit
+            published.snapshot_commit = _Stamping(published.snapshot_commit, watermark, fence)
+            try:
+                commit.commit(messages, identifier, snapshot_properties=dict(properties))
+            except _Fenced as fenced:
+                raise fenced.error from None
+            except RuntimeError as failed:
+                raise PaimonCommitError(f"{self.identifier}: {failed}") from failed
+        finally:
+            write.close()
+            commit.close()
+        latest = self._table.snapshot_manager().get_latest_snapshot()
+        snapshot = self._own(latest, identifier)
+        return _snapshot(snapshot)
+
+    def _own(self, latest: Snapshot | None, identifier: int) -> Snapshot:
+        """This writer's snapshot of ``identifier``: the latest, or one shortly before it if
+        maintenance committed right after."""
+        manager = self._table.snapshot_manager()
+        snapshot = latest
+        while snapshot is not None:
+            if (
+                snapshot.commit_identifier == identifier
+                and snapshot.commit_user == self._builder.commit_user
+            ):
+                return snapshot
+            snapshot = manager.get_snapshot_by_id(snapshot.id - 1) if snapshot.id > 1 else None
+        raise PaimonCommitError(f"{self.identifier}: the snapshot just committed is not there")
+
+    def snapshots(self) -> Iterator[PaimonSnapshot]:
+        """The table's retained snapshots, newest first, read one by one as asked."""
+        manager = self._table.snapshot_manager()
+        snapshot = manager.get_latest_snapshot()
+        while snapshot is not None:
+            yield _snapshot(snapshot)
+            snapshot = manager.get_snapshot_by_id(snapshot.id - 1) if snapshot.id > 1 else None
+
+    def has_snapshots(self) -> bool:
+        return self._table.snapshot_manager().get_latest_snapshot() is not None
+
+    def read(
+        self, columns: Sequence[str] | None = None, at_watermark: int | None = None
+    ) -> pa.Table:
+        """The table's rows (merged: one row per key) at its latest snapshot, or at the first
+        snapshot whose watermark is ``at_watermark`` or more."""
+        table = self._table
+        if at_watermark is not None:
+            table = table.copy({"scan.watermark": str(at_watermark)})
+        builder = table.new_read_builder()
+        if columns is not None:
+            builder = builder.with_projection(list(columns))
+        return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
+class PaimonCatalog:
+    """A Paimon catalog (``catalog.properties.*`` of a ``type: paimon`` sink)."""
+
+    def __init__(self, properties: Mapping[str, str]) -> None:
+        self._catalog: Catalog = CatalogFactory.create(dict(properties))
+
+    def create_namespace_if_not_exists(self, namespace: str) -> None:
+        self._catalog.create_database(namespace, True)
+
+    def list_tables(self, namespace: str) -> list[str] | None:
+        """The identifiers (``namespace.name``) of ``namespace``'s tables; None when it does
+        not exist."""
+        try:
+            return [f"{namespace}.{name}" for name in self._catalog.list_tables(namespace)]
+        except DatabaseNotExistException:
+            return None
+
+    def load_table(self, identifier: str) -> PaimonTable | None:
+        try:
+            return PaimonTable(self._catalog.get_table(identifier), identifier)
+        except TableNotExistException:
+            return None
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema,
+        primary_keys: Sequence[str],
+        partition_keys: Sequence[str],
+        options: Mapping[str, str],
+    ) -> PaimonTable:
+        """Create ``identifier`` (a primary-key table when ``primary_keys`` are given, else an
+        append table); a table created meanwhile by another process is opened as it is."""
+        paimon_schema = Schema.from_pyarrow_schema(
+            schema,
+            partition_keys=list(partition_keys) or None,
+            primary_keys=list(primary_keys) or None,
+            options=dict(options),
+        )
+        try:
+            self._catalog.create_table(identifier, paimon_schema, False)
+        except TableAlreadyExistException:
+            pass
+        table = self.load_table(identifier)
+        assert table is not None
+        return table
+
+    def alter_table(
+        self,
+        identifier: str,
+        add: Sequence[pa.Field],
+        widen: Sequence[pa.Field],
+        options: Mapping[str, str],
+    ) -> PaimonTable:
+        """Add columns (at the end), widen types and set options, in one schema change."""
+        changes: list[Any] = [
+            SchemaChange.add_column(field.name, _paimon_type(field)) for field in add
+        ]
+        changes += [
+            SchemaChange.update_column_type(field.name, _paimon_type(field), True)
+            for field in widen
+        ]
+        changes += [SchemaChange.set_option(key, value) for key, value in options.items()]
+        if changes:
+            self._catalog.alter_table(identifier, changes, False)
+        table = self.load_table(identifier)
+        assert table is not None
+        return table
+
+
+def _paimon_type(field: pa.Field) -> Any:
+    return PyarrowFieldParser.to_paimon_type(field.type, field.nullable)
+
+
+def open_paimon_catalog(properties: Mapping[str, str]) -> PaimonCatalog:
+    return PaimonCatalog(properties)
