@@ -61,6 +61,7 @@ from bench.ingest_bench import parse_transactions, sysbench_args, sysbench_async
 from bench.report import Figure, Target, write_figures
 from bench.scale_bench import parse_stat
 from bench.scratch import drop_namespace, stack_catalog
+from ingest.changelog.catalogs import IcebergSinkCatalog
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from tidemark.bulk_reads import open_bulk_connection, streaming_cursor
@@ -585,7 +586,7 @@ def bootstrap(
     config = load_pipeline(path)
     catalog = load_catalog(config.tidemark.catalog_name, endpoints.catalog.properties())
     settings = IngestSettings.from_options(config.tidemark.ingest)
-    build_runner(config, catalog, reports=None, settings=settings)
+    build_runner(config, IcebergSinkCatalog(catalog), reports=None, settings=settings)
 
 
 def _ingest_block(options: list[str]) -> str:

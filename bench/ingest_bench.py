@@ -51,6 +51,7 @@ from bench.scratch import drop_namespace
 from ingest.binlog import process
 from ingest.binlog.events import RowsChanged
 from ingest.binlog.reader import BinlogReader
+from ingest.changelog.catalogs import IcebergSinkCatalog
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import StopWhen
@@ -331,7 +332,9 @@ def round_(
         config = load_pipeline(live)
         catalog = load_catalog(config.tidemark.catalog_name, catalog_properties(endpoints))
         lag = LagRecorder()
-        follower = build_runner(config, catalog, reports=lag, settings=IngestSettings())
+        follower = build_runner(
+            config, IcebergSinkCatalog(catalog), reports=lag, settings=IngestSettings()
+        )
         start = current_position(cdc)
         with transaction_compression(source, compressed):  # sysbench's sessions take it
             load = sysbench_async(source, database, threads, seconds, rate)
@@ -442,7 +445,9 @@ def replay(
             )
         )
         catalog = load_catalog(config.tidemark.catalog_name, catalog_properties(endpoints))
-        runner = build_runner(config, catalog, reports=None, settings=IngestSettings())
+        runner = build_runner(
+            config, IcebergSinkCatalog(catalog), reports=None, settings=IngestSettings()
+        )
         began = time.perf_counter()
         summary = runner.run(StopWhen(until_position=end))
         ingest_s = time.perf_counter() - began

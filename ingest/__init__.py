@@ -19,6 +19,6 @@ A stage may use what an earlier one defines, and one uses a later one's: ``binlo
 text with ``schema.charsets`` into the values ``schema.values`` documents (the type mapping's
 input). ``schema.tracker`` evolves the changelog table through the lake-format seam
 (``tidemark.sinks.protocols.ChangelogWriter``), whichever format writes it
-(``changelog.formats``). What a changelog row and commit mean to readers (the scheduler, the
+(``changelog.catalogs``). What a changelog row and commit mean to readers (the scheduler, the
 Spark jobs, users) is in ``tidemark.contracts``, not here.
 """

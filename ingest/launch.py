@@ -11,17 +11,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyiceberg.catalog import Catalog
 
 from ingest.binlog import process
 from ingest.bootstrap.background import BackgroundBootstrap
 from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap.chunk_reads import EvenDistribution
 from ingest.bootstrap.display import BootstrapDisplay, LogDisplay, MetricsDisplay
+from ingest.changelog.catalogs import SinkCatalog
 from ingest.changelog.error_table import ErrorTables, errors_sink, sink_of
-from ingest.changelog.formats import changelog_opener
 from ingest.changelog.listing import CatalogListing, namespace_of
-from ingest.changelog.storage_check import check_writable
 from ingest.errors import SchemaChangeStopError
 from ingest.schema.evolution import promotes
 from ingest.schema.source_tables import read_source_tables
@@ -41,7 +39,7 @@ from tidemark.contracts.schema_history import SchemaVersion, versions_property
 from tidemark.contracts.source_tables import SourceTable
 from tidemark.errors import ConfigError
 from tidemark.metrics import IngestMetrics
-from tidemark.sinks.protocols import ChangelogWriter
+from tidemark.sinks.protocols import ChangelogWriter, SinkTableSpec
 from tidemark.source import current_position, server_clock
 
 logger = logging.getLogger(__name__)
@@ -64,7 +62,7 @@ class Onboarding:
         return self.bindings.get((database, table))
 
 
-def onboard(config: PipelineConfig, catalog: Catalog, threads: int = 1) -> Onboarding:
+def onboard(config: PipelineConfig, catalog: SinkCatalog, threads: int = 1) -> Onboarding:
     """Resolve the file against the server and open (or create) every changelog table, up to
     ``threads`` at once: on a REST catalog each is a few round trips, and a thousand of them
     one after the other took 16 s (``bench/scale_bench.py``, issue 44)."""
@@ -114,7 +112,7 @@ def _tracker_options(config: PipelineConfig) -> TrackerOptions:
 def _onboard_sink(
     onboarding: Onboarding,
     config: PipelineConfig,
-    catalog: Catalog,
+    catalog: SinkCatalog,
     sink: SinkTable,
     members: list[SourceTable],
     listing: CatalogListing | None = None,
@@ -142,7 +140,7 @@ def _onboard_sink(
 
 def _open_table(
     config: PipelineConfig,
-    catalog: Catalog,
+    catalog: SinkCatalog,
     sink: SinkTable,
     members: list[SourceTable],
     listing: CatalogListing | None,
@@ -159,13 +157,14 @@ def _open_table(
             member.table_id, [SchemaVersion(1, STARTED, member)]
         ).items()
     }
-    return changelog_opener(config.sink.type)(
-        catalog,
-        sink.changelog,
-        schema,
-        {**reveal(config.sink.table_properties), **first_versions},
-        listing,
+    spec = SinkTableSpec(
+        identifier=sink.changelog,
+        data=schema,
+        keys=sink.key,
+        partition_keys=_partition_keys(config, sink),
+        properties={**reveal(config.sink.table_properties), **first_versions},
     )
+    return catalog.open_changelog(spec, listing)
 
 
 class LiveOnboarding:
@@ -176,7 +175,7 @@ class LiveOnboarding:
         self,
         onboarding: Onboarding,
         config: PipelineConfig,
-        catalog: Catalog,
+        catalog: SinkCatalog,
         locate: Callable[[], str],
     ) -> None:
         self._onboarding = onboarding
@@ -225,7 +224,7 @@ class LiveOnboarding:
 
 def build_runner(
     config: PipelineConfig,
-    catalog: Catalog,
+    catalog: SinkCatalog,
     reports: ReportSink | None,
     settings: IngestSettings,
     display: BootstrapDisplay | None = None,
@@ -239,7 +238,7 @@ def build_runner(
         process.warm()  # the reading process starts while the tables are onboarded
     metrics = IngestMetrics(config.pipeline.name)
     onboarding = onboard(config, catalog, settings.commit_threads)
-    check_writable(catalog, next(iter(onboarding.tables.values())).identifier)
+    catalog.check_writable(next(iter(onboarding.tables.values())).identifier)
     source = config.source.connection
     source_id = f"{source.host}:{source.port}"
     databases = sorted({database for database, _ in onboarding.bindings})
@@ -450,3 +449,9 @@ def _widest_schema(sink: str, members: list[SourceTable], booleans: bool) -> pa.
 def _split(table_id: str) -> tuple[str, str]:
     database, table = table_id.split(".", 1)
     return database, table
+
+
+def _partition_keys(config: PipelineConfig, sink: SinkTable) -> tuple[str, ...]:
+    """The partition columns of ``sink`` in a Paimon sink (``partition.key``); an Iceberg
+    changelog is partitioned by its own rule (by event day)."""
+    return ()

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pymysql
-from pyiceberg.catalog import Catalog
 
 from ingest.binlog.reader import StreamInterruptedError
+from ingest.changelog.catalogs import SinkCatalog
 from tidemark.errors import causes, first_line
-from tidemark.lake.outages import lake_outage, probe_catalog, probe_storage, warehouse_folder
+from tidemark.lake.outages import lake_outage
 from tidemark.outages import Dependency, Outage
 from tidemark.source import SourceConnection
 
@@ -26,12 +26,12 @@ from tidemark.source import SourceConnection
 _SOURCE_GONE = frozenset({2003, 2006, 2013, 2055, 1053})
 
 
-def ingest_outage(error: BaseException, catalog: Catalog | None = None) -> Outage | None:
+def ingest_outage(error: BaseException, catalog: SinkCatalog | None = None) -> Outage | None:
     """The outage ``error`` shows, if it is one; ``catalog`` names a full disk's folder."""
     outage = lake_outage(error)
     if outage is not None:
         if outage.dependency is Dependency.WAREHOUSE_DISK and catalog is not None:
-            folder = warehouse_folder(catalog)
+            folder = catalog.warehouse_folder()
             return Outage(outage.dependency, f"no space left under {folder}")
         return outage
     for cause in causes(error):
@@ -45,12 +45,12 @@ def ingest_outage(error: BaseException, catalog: Catalog | None = None) -> Outag
 
 
 def probe(
-    dependency: Dependency, source: SourceConnection, open_catalog: Callable[[], Catalog]
+    dependency: Dependency, source: SourceConnection, open_catalog: Callable[[], SinkCatalog]
 ) -> None:
     """Raise unless ``dependency`` answers: one cheap request to it."""
     if dependency is Dependency.SOURCE:
         source.connect().close()
     elif dependency is Dependency.CATALOG:
-        probe_catalog(open_catalog())
+        open_catalog().probe_catalog()
     else:
-        probe_storage(open_catalog())
+        open_catalog().probe_storage()

@@ -17,9 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from pyiceberg.catalog import Catalog
-
 from ingest.bootstrap.display import BootstrapDisplay
+from ingest.changelog.catalogs import SinkCatalog
 from ingest.changelog.fencing import ConcurrentWriterError
 from ingest.changelog.reports import CommitReportPublisher, KafkaReports, PublisherSettings
 from ingest.launch import build_runner
@@ -48,7 +47,7 @@ AGAIN_SECONDS = 10.0
 
 def run(
     config: PipelineConfig,
-    open_catalog: Callable[[], Catalog],
+    open_catalog: Callable[[], SinkCatalog],
     stop: StopWhen,
     timing: LeaseTiming = LeaseTiming(),  # noqa: B008 - frozen
     display: BootstrapDisplay | None = None,
@@ -102,7 +101,7 @@ def run(
 
 def _terms(
     config: PipelineConfig,
-    open_catalog: Callable[[], Catalog],
+    open_catalog: Callable[[], SinkCatalog],
     stop: StopWhen,
     lease: SourceLease,
     waits: _Waits,
@@ -132,7 +131,7 @@ class _Waits:
     def __init__(
         self,
         config: PipelineConfig,
-        open_catalog: Callable[[], Catalog],
+        open_catalog: Callable[[], SinkCatalog],
         backoff: Backoff,
         requested: threading.Event,
         deadline: float | None,
@@ -201,7 +200,7 @@ class _Waits:
     def log(self, dependency: Dependency) -> OutageLog:
         return self._logs.of(dependency)
 
-    def _catalog_if_open(self) -> Catalog | None:
+    def _catalog_if_open(self) -> SinkCatalog | None:
         try:
             return self._open_catalog()
         except Exception:  # noqa: BLE001 - only names a full disk's folder
@@ -210,7 +209,7 @@ class _Waits:
 
 def _while_active(
     config: PipelineConfig,
-    catalog: Catalog,
+    catalog: SinkCatalog,
     stop: StopWhen,
     display: BootstrapDisplay | None,
     kafka: OutageLog,

@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
+from ingest.changelog.catalogs import IcebergSinkCatalog, SinkCatalog
 from spark_jobs.session import SparkSettings, build_session
 from tests.runners import MakeRunner, runner_factory
 from tests.server_ids import ServerIds
@@ -185,6 +186,12 @@ def catalog(catalogs: dict[Storage, Catalog], lake: LakeEndpoint, storage: Stora
     if storage not in catalogs:
         catalogs[storage] = load_catalog(lake.name, lake.properties())
     return catalogs[storage]
+
+
+@pytest.fixture
+def sink_catalog(catalog: Catalog) -> SinkCatalog:
+    """The test's lake as ingest uses it (``ingest.changelog.catalogs``)."""
+    return IcebergSinkCatalog(catalog)
 
 
 @pytest.fixture

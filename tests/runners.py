@@ -7,6 +7,7 @@ from typing import Protocol
 from pyiceberg.catalog import Catalog
 
 from ingest.bootstrap.display import BootstrapDisplay
+from ingest.changelog.catalogs import IcebergSinkCatalog, SinkCatalog
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
 from ingest.stream.runner import Clock, IngestRunner, ReportSink
@@ -24,9 +25,11 @@ class MakeRunner(Protocol):
     ) -> IngestRunner: ...
 
 
-def runner_factory(catalog: Catalog) -> MakeRunner:
-    """Runners over ``catalog``: without commit reports unless given, with the settings of the
-    file's ``tidemark.ingest`` block unless given, as ingest itself takes them."""
+def runner_factory(catalog: Catalog | SinkCatalog) -> MakeRunner:
+    """Runners over ``catalog`` (PyIceberg's, or a sink catalog of any format): without commit
+    reports unless given, with the settings of the file's ``tidemark.ingest`` block unless
+    given, as ingest itself takes them."""
+    lake = IcebergSinkCatalog(catalog) if isinstance(catalog, Catalog) else catalog
 
     def make(
         config: PipelineConfig,
@@ -39,7 +42,7 @@ def runner_factory(catalog: Catalog) -> MakeRunner:
             config.tidemark.ingest, reveal(config.sink.catalog_properties).get("type", "")
         )
         if clock is None:
-            return build_runner(config, catalog, reports, settings, display)
-        return build_runner(config, catalog, reports, settings, display, clock)
+            return build_runner(config, lake, reports, settings, display)
+        return build_runner(config, lake, reports, settings, display, clock)
 
     return make

@@ -236,7 +236,7 @@ def test_the_scheduler_and_the_window_jobs_read_no_snapshot_summary_themselves(
     [
         "tidemark.sinks.commits",
         "tidemark.sinks.protocols",
-        "ingest.changelog.formats",
+        "ingest.changelog.catalogs",
         "ingest.stream.runner",
         "ingest.stream.background_commits",
         "spark_jobs.merge.bound",

@@ -21,13 +21,12 @@ from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
-from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import NoSuchTableError
 
+from ingest.changelog.catalogs import SinkCatalog
 from ingest.changelog.listing import CatalogListing, namespace_of
-from ingest.changelog.table import DEFAULT_PROPERTIES, ChangelogTable
 from ingest.errors import UnconvertibleValueError
 from tidemark.contracts.changelog import METADATA_FIELDS, MetadataColumn
+from tidemark.sinks.protocols import ChangelogWriter
 
 logger = logging.getLogger(__name__)
 
@@ -79,14 +78,11 @@ def error_row(error: UnconvertibleValueError, image: Mapping[str, Any]) -> dict[
     return dict(zip(ERROR_COLUMNS, error_values(error, image), strict=True))
 
 
-def load_error_table(catalog: Catalog, sink: str) -> ChangelogTable | None:
-    try:
-        return ChangelogTable(catalog.load_table(error_table_name(sink)))
-    except NoSuchTableError:
-        return None
+def load_error_table(catalog: SinkCatalog, sink: str) -> ChangelogWriter | None:
+    return catalog.load_changelog(error_table_name(sink))
 
 
-def open_error_table(catalog: Catalog, sink: str) -> ChangelogTable:
+def open_error_table(catalog: SinkCatalog, sink: str) -> ChangelogWriter:
     """The error table of ``sink``, created if it does not exist yet."""
     existing = load_error_table(catalog, sink)
     if existing is not None:
@@ -97,8 +93,7 @@ def open_error_table(catalog: Catalog, sink: str) -> ChangelogTable:
         sink,
         identifier,
     )
-    catalog.create_table(identifier, schema=ERROR_SCHEMA, properties=dict(DEFAULT_PROPERTIES))
-    return ChangelogTable(catalog.load_table(identifier))
+    return catalog.create_error_table(identifier, ERROR_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -154,23 +149,23 @@ class ErrorTables:
     later (``open``) is found too. Another process creating an error table of this pipeline's
     sink tables meanwhile is not expected: one ingest runs a pipeline."""
 
-    def __init__(self, catalog: Catalog, sinks: Iterable[str]) -> None:
+    def __init__(self, catalog: SinkCatalog, sinks: Iterable[str]) -> None:
         self._catalog = catalog
         self._existing = CatalogListing(catalog, {namespace_of(sink) for sink in sinks})
 
-    def find(self, sink: str) -> ChangelogTable | None:
+    def find(self, sink: str) -> ChangelogWriter | None:
         """The error table of ``sink`` if it exists."""
         if not self._existing.has_table(error_table_name(sink)):
             return None
         return load_error_table(self._catalog, sink)
 
-    def open(self, sink: str) -> ChangelogTable:
+    def open(self, sink: str) -> ChangelogWriter:
         """The error table of ``sink``, created if it does not exist yet."""
         table = open_error_table(self._catalog, sink)
         self._existing.add(error_table_name(sink))
         return table
 
-    def existing(self, sinks: Iterable[str]) -> dict[str, ChangelogTable]:
+    def existing(self, sinks: Iterable[str]) -> dict[str, ChangelogWriter]:
         """The error tables of ``sinks`` that exist, by ``errors_sink`` name."""
         found = {}
         for sink in sinks:

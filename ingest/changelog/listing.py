@@ -10,28 +10,41 @@ a pipeline); creating it again fails in the catalog, and ``open_changelog`` then
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import NoSuchNamespaceError
+from typing import Protocol
 
 
 def namespace_of(identifier: str) -> str:
     return identifier.rsplit(".", 1)[0]
 
 
+class Listing(Protocol):
+    """Which tables exist, as a listing knows them."""
+
+    def has_table(self, identifier: str) -> bool: ...
+
+    def has_namespace(self, namespace: str) -> bool: ...
+
+    def add(self, identifier: str) -> None: ...
+
+
+class ListsTables(Protocol):
+    """A catalog that lists a namespace's tables (``ingest.changelog.catalogs.SinkCatalog``)."""
+
+    def table_names(self, namespace: str) -> list[str] | None: ...
+
+
 class CatalogListing:
     """The identifiers (``namespace.name``) of every table of ``namespaces``, listed once."""
 
-    def __init__(self, catalog: Catalog, namespaces: Iterable[str]) -> None:
+    def __init__(self, catalog: ListsTables, namespaces: Iterable[str]) -> None:
         self._namespaces: set[str] = set()
         self._tables: set[str] = set()
         for namespace in set(namespaces):
-            try:
-                identifiers = catalog.list_tables(namespace)
-            except NoSuchNamespaceError:
+            identifiers = catalog.table_names(namespace)
+            if identifiers is None:
                 continue
             self._namespaces.add(namespace)
-            self._tables.update(".".join(identifier) for identifier in identifiers)
+            self._tables.update(identifiers)
 
     def has_table(self, identifier: str) -> bool:
         return identifier in self._tables

@@ -47,6 +47,9 @@ CONTRACT_OPTIONS = {
 }
 #: defaults a user's ``table.properties`` may change
 DEFAULT_OPTIONS = {"file.format": "parquet", "bucket": "1"}
+#: set on a table whose rows are all kept as written (an error table): none upserts or
+#: deletes another, whatever its operation
+EVERY_ROW_OPTION = "tidemark.every-row"
 
 _OP = MetadataColumn.OPERATION.value
 _ORDER = MetadataColumn.ORDER_KEY.value
@@ -70,6 +73,7 @@ class PaimonChangelog:
         self._table = table
         self.writing = threading.RLock()
         self.schema = self._changelog_schema()
+        self._every_row = table.options.get(EVERY_ROW_OPTION) == "true"
         #: the newest snapshot with Tidemark's progress, as this writer last saw or made it
         self._newest: PaimonSnapshot | None = newest_progress(table.snapshots())
 
@@ -159,6 +163,8 @@ class PaimonChangelog:
 
     def _keyed_rows(self, rows: pa.Table) -> pa.Table:
         """``rows`` as upserts and deletes of their keys, truncate markers as deletes."""
+        if self._every_row:
+            return rows.append_column(ROW_KIND_COLUMN, pa.array([_UPSERT] * rows.num_rows))
         truncates = pc.equal(rows[_OP], Operation.TRUNCATE.value)
         markers = rows.filter(truncates)
         changes = rows.filter(pc.invert(truncates)) if markers.num_rows else rows

@@ -44,8 +44,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from pyiceberg.catalog import Catalog
 
+from ingest.changelog.catalogs import SinkCatalog
 from ingest.errors import IngestError
 from tidemark.config.model import ReportsSettings, reveal
 from tidemark.contracts.reports import CommitReport, WatermarkReport
@@ -53,7 +53,6 @@ from tidemark.errors import ConfigError, TransientError
 from tidemark.kafka_log import KafkaClientLog, fix_for
 from tidemark.outages import Dependency, OutageLog
 from tidemark.sinks.commits import Commit
-from tidemark.sinks.iceberg import IcebergHistory
 from tidemark.sinks.protocols import ChangelogHistory
 
 logger = logging.getLogger(__name__)
@@ -141,9 +140,10 @@ def history_reports(table: str, history: ChangelogHistory) -> list[CommitReport]
     return [report for report in reports if report is not None][::-1]
 
 
-def table_history(catalog: Catalog, table: str) -> list[CommitReport]:
+def table_history(catalog: SinkCatalog, table: str) -> list[CommitReport]:
     """The reports of every ingest commit in ``table``'s current history, oldest first."""
-    return history_reports(table, IcebergHistory(catalog.load_table(table)))
+    history = catalog.load_changelog(table)
+    return [] if history is None else history_reports(table, history)
 
 
 def reports_after(history: Sequence[CommitReport], last: CommitReport | None) -> list[CommitReport]:
@@ -255,7 +255,7 @@ class CommitReportPublisher:
         with self._lock:
             return frozenset(self._state.behind)
 
-    def recover(self, catalog: Catalog) -> None:
+    def recover(self, catalog: SinkCatalog) -> None:
         """Start a background ``catch_up`` of the tables that are behind, if one is due."""
         self._producer.poll(0)
         with self._lock:
@@ -293,7 +293,7 @@ class CommitReportPublisher:
 
     # -- catching up from Iceberg: blocks up to the Kafka timeouts ------------------------
 
-    def catch_up(self, catalog: Catalog, tables: Iterable[str]) -> int:
+    def catch_up(self, catalog: SinkCatalog, tables: Iterable[str]) -> int:
         """Republish, in order, every report of ``tables`` the topic does not have yet.
 
         Returns how many were handed to Kafka. Raises ``ReportsUnavailableError`` when Kafka
@@ -307,7 +307,7 @@ class CommitReportPublisher:
         self._learn_topic_tail(tables)
         return sum(self._catch_up_table(table, table_history(catalog, table)) for table in tables)
 
-    def _recover(self, catalog: Catalog, tables: list[str]) -> None:
+    def _recover(self, catalog: SinkCatalog, tables: list[str]) -> None:
         try:
             count = self.catch_up(catalog, tables)
         except ReportsUnavailableError as error:  # the outage log says so
@@ -566,7 +566,7 @@ def _offset(message: Message) -> int | None:
 class KafkaReports:
     """The ingest loop's view of the publisher: publish after a commit, retry on each tick."""
 
-    def __init__(self, publisher: CommitReportPublisher, catalog: Catalog) -> None:
+    def __init__(self, publisher: CommitReportPublisher, catalog: SinkCatalog) -> None:
         self._publisher = publisher
         self._catalog = catalog
 

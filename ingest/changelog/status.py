@@ -5,11 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import NoSuchTableError
-
+from ingest.changelog.catalogs import SinkCatalog
 from ingest.changelog.error_table import ErrorTables, load_error_table
-from ingest.changelog.table import ChangelogTable
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.progress import TableProgress
 from tidemark.freshness import FreshnessSample
@@ -68,7 +65,7 @@ class TableStatus:
 
 
 def table_status(
-    catalog: Catalog,
+    catalog: SinkCatalog,
     sink: str,
     changelog: str,
     history_since: datetime | None = None,
@@ -77,11 +74,9 @@ def table_status(
     """``sink``'s changelog as it stands; with ``history_since``, its watermark since then;
     ``error_tables``, listed once for many sink tables, spares a failed load of each one that
     has none."""
-    try:
-        table = catalog.load_table(changelog)
-    except NoSuchTableError:
+    changelog_table = catalog.load_changelog(changelog)
+    if changelog_table is None:
         return TableStatus(sink, changelog, exists=False)
-    changelog_table = ChangelogTable(table)
     newest = next(changelog_table.commits(), None)
     if newest is None:
         return TableStatus(sink, changelog, exists=True)
@@ -103,7 +98,7 @@ def table_status(
     )
 
 
-def _error_rows(catalog: Catalog, sink: str, listed: ErrorTables | None) -> int:
+def _error_rows(catalog: SinkCatalog, sink: str, listed: ErrorTables | None) -> int:
     table = load_error_table(catalog, sink) if listed is None else listed.find(sink)
     newest = next(table.commits(), None) if table is not None else None
     return 0 if newest is None else newest.total_rows or 0

@@ -9,6 +9,7 @@ writes (and deletes) an empty object where the table's data files go.
 from __future__ import annotations
 
 import uuid
+from typing import NoReturn
 
 from pyiceberg.catalog import Catalog
 
@@ -44,21 +45,38 @@ def check_writable(catalog: Catalog, identifier: str) -> None:
         with table.io.new_output(location).create(overwrite=True) as stream:
             stream.write(b"")
         table.io.delete(location)
-    except PermissionError as error:
-        raise StorageRefusedError(
+    except OSError as error:
+        raise_refused_or_unreachable(error, location)
+
+
+def raise_refused_or_unreachable(error: OSError, location: str) -> NoReturn:
+    """Raise what ``refused_or_unreachable`` says: a refusal without its cause (nothing to
+    wait for), an unreachable storage from ``error`` (``ingest.outages`` tells the service
+    to wait for from it)."""
+    said = refused_or_unreachable(error, location)
+    if isinstance(said, StorageRefusedError):
+        raise said from None
+    raise said from error
+
+
+def refused_or_unreachable(
+    error: OSError, location: str
+) -> StorageRefusedError | StorageUnreachableError:
+    """What a failed write of ``location`` means: wrong credentials or ownership (terminal,
+    with the fix), or a storage that did not answer (waited out)."""
+    if isinstance(error, PermissionError):
+        return StorageRefusedError(
             f"this user may not write {location} ({error.strerror}): run ingest as the user "
             "that owns the warehouse folder, or give that user write access to it"
-        ) from None
-    except OSError as error:
-        reason = first_line(error)
-        if any(refusal in reason for refusal in _REFUSALS):
-            raise StorageRefusedError(
-                f"the lake's storage refused to write {location}: {reason}. Check the keys "
-                "(catalog.properties.s3.access-key-id and s3.secret-access-key, or "
-                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), catalog.properties.client.region "
-                "and s3.endpoint"
-            ) from None
-        # from the error: ``ingest.outages`` tells from it which service to wait for
-        raise StorageUnreachableError(
-            f"the lake's storage did not take a write of {location}: {reason}"
-        ) from error
+        )
+    reason = first_line(error)
+    if any(refusal in reason for refusal in _REFUSALS):
+        return StorageRefusedError(
+            f"the lake's storage refused to write {location}: {reason}. Check the keys "
+            "(catalog.properties.s3.access-key-id and s3.secret-access-key, or "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), catalog.properties.client.region "
+            "and s3.endpoint"
+        )
+    return StorageUnreachableError(
+        f"the lake's storage did not take a write of {location}: {reason}"
+    )

@@ -6,8 +6,8 @@ format v2, partitioned by day of event time. Ingest only ever appends
 (docs/architecture.md#append-only-changelogs-spark-does-the-merge).
 
 ``ChangelogTable`` is the Iceberg implementation of ``tidemark.sinks.protocols.ChangelogWriter``
-(registered as ``iceberg`` in ``ingest.changelog.formats``): its commits are snapshots, read as
-``Commit`` records by ``tidemark.sinks.iceberg``.
+(opened through ``ingest.changelog.catalogs.IcebergSinkCatalog``): its commits are snapshots,
+read as ``Commit`` records by ``tidemark.sinks.iceberg``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pyiceberg.transforms import DayTransform
 from pyiceberg.types import LongType
 
 from ingest.changelog.fencing import newest_progress_snapshot, writer_fence
-from ingest.changelog.listing import CatalogListing, namespace_of
+from ingest.changelog.listing import Listing, namespace_of
 from tidemark.catalog import METADATA_RETENTION
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import (
@@ -229,7 +229,7 @@ def open_changelog(
     identifier: str,
     data: pa.Schema,
     properties: Mapping[str, str],
-    listing: CatalogListing | None = None,
+    listing: Listing | None = None,
 ) -> ChangelogTable:
     """The changelog table ``identifier`` (``namespace.name``), created if it does not exist;
     ``listing`` tells whether it and its namespace exist without asking the catalog."""

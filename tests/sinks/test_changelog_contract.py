@@ -1,5 +1,5 @@
 """What every lake format's changelog table promises the pipeline, run against each format
-ingest can write (``ingest.changelog.formats``) on the real catalog.
+ingest can write (``ingest.changelog.catalogs``) on the real catalog.
 
 Ingest, the scheduler and the window jobs rely on these and on nothing else of a format
 (``tidemark.sinks.protocols``): a second format passes this file before the pipeline uses it.
@@ -15,18 +15,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyiceberg.catalog import Catalog
 
+from ingest.changelog.catalogs import SinkCatalog, open_sink_catalog
 from ingest.changelog.fencing import ConcurrentWriterError
-from ingest.changelog.formats import changelog_opener
-from ingest.changelog.paimon_table import open_paimon_changelog
 from spark_jobs.merge.bound import bound_at_order, find_bound
 from tidemark.contracts.bootstrap_state import BootstrapState, SourceTableBootstrap
 from tidemark.contracts.changelog import MetadataColumn
 from tidemark.contracts.progress import TableProgress
-from tidemark.lake.paimon import open_paimon_catalog
 from tidemark.sinks.commits import newest_tidemark_commit
-from tidemark.sinks.protocols import ChangelogWriter
+from tidemark.sinks.protocols import ChangelogWriter, SinkTableSpec
 from tidemark.source import BinlogPosition
 
 #: each format on the storages it is written on here: Paimon on local disk only so far
@@ -48,13 +45,14 @@ def open_table(
     request: pytest.FixtureRequest, sink_format: str, namespace: str, tmp_path: Path
 ) -> Open:
     """Opens (creating it the first time) one changelog table of the format, as ingest does."""
-    if sink_format == "paimon":
-        paimon = open_paimon_catalog({"warehouse": str(tmp_path / "warehouse")})
-        paimon.create_namespace_if_not_exists(namespace)
-        return lambda: open_paimon_changelog(paimon, f"{namespace}.orders", DATA, ["id"], [], {})
-    catalog: Catalog = request.getfixturevalue("catalog")
-    opener = changelog_opener(sink_format)
-    return lambda: opener(catalog, f"{namespace}.orders", DATA, {}, None)
+    catalog: SinkCatalog = (
+        open_sink_catalog("paimon", "tidemark", {"warehouse": str(tmp_path / "warehouse")})
+        if sink_format == "paimon"
+        else request.getfixturevalue("sink_catalog")  # the session's: one pool per storage
+    )
+    catalog.create_namespace_if_not_exists(namespace)
+    spec = SinkTableSpec(f"{namespace}.orders", DATA, keys=("id",))
+    return lambda: catalog.open_changelog(spec, None)
 
 
 def progress_at(index: int, **changes: Any) -> TableProgress:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
     from ingest.bootstrap.display import BootstrapDisplay
+    from ingest.changelog.catalogs import SinkCatalog
     from ingest.changelog.error_table import ErrorRow, ErrorTables
     from ingest.changelog.status import TableStatus
     from ingest.lease import LeaseTiming
@@ -171,10 +172,26 @@ class Pipeline:
         return dict(reveal(self.config.sink.catalog_properties))
 
     @cached_property
-    def catalog(self) -> Catalog:
-        from tidemark.catalog import load_catalog
+    def sink_catalog(self) -> SinkCatalog:
+        """The lake of the sink's format (``sink.type``), as ingest and the status use it."""
+        from ingest.changelog.catalogs import open_sink_catalog
 
-        return load_catalog(self.config.tidemark.catalog_name, self.catalog_properties)
+        return open_sink_catalog(
+            self.config.sink.type, self.config.tidemark.catalog_name, self.catalog_properties
+        )
+
+    @property
+    def catalog(self) -> Catalog:
+        """The Iceberg catalog of an Iceberg sink (what the scheduler and Spark use)."""
+        from ingest.changelog.catalogs import IcebergSinkCatalog
+
+        sink = self.sink_catalog
+        if not isinstance(sink, IcebergSinkCatalog):
+            raise ConfigError(
+                f"{self.path}: the window jobs, maintenance and verify do not read "
+                f"{sink.format} tables yet (issue 43): only ingest and status do"
+            )
+        return sink.iceberg
 
     @cached_property
     def plan(self) -> Plan:
@@ -210,7 +227,7 @@ class Pipeline:
 
         # opened when first needed, and again until it opens: a catalog down at start is waited for
         return service.run(
-            self.config, lambda: self.catalog, stop, timing or LeaseTiming(), display
+            self.config, lambda: self.sink_catalog, stop, timing or LeaseTiming(), display
         )
 
     # --- scheduler ----------------------------------------------------------------------------
@@ -292,7 +309,7 @@ class Pipeline:
         from ingest.lease import lease_holders
         from tidemark.freshness import per_minute
 
-        error_tables = ErrorTables(self.catalog, [sink.name for sink in plan.sinks])
+        error_tables = ErrorTables(self.sink_catalog, [sink.name for sink in plan.sinks])
         status = self._status(
             plan, now, history_since=since, location=location, error_tables=error_tables
         )
@@ -351,7 +368,9 @@ class Pipeline:
         unreadable = []
         try:
             tables = [
-                table_status(self.catalog, sink.name, sink.changelog, history_since, error_tables)
+                table_status(
+                    self.sink_catalog, sink.name, sink.changelog, history_since, error_tables
+                )
                 for sink in sinks
             ]
         except Exception as error:

@@ -381,7 +381,7 @@ class IcebergSink(_Frozen):
     the options are declared in ``tidemark.config.sink.ICEBERG_OPTIONS``."""
 
     #: the lake format, the sink's ``type:``: what ingest opens its changelog tables with
-    #: (``ingest.changelog.formats``)
+    #: (``ingest.changelog.catalogs``)
     type: ClassVar[str] = "iceberg"
 
     name: str | None = None

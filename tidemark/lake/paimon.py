@@ -17,9 +17,11 @@ it was written against is pinned and another is refused at import (``check_pypai
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import itertools
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -33,6 +35,8 @@ from pypaimon.catalog.catalog_exception import (
     TableAlreadyExistException,
     TableNotExistException,
 )
+from pypaimon.common.file_io import FileIO
+from pypaimon.common.options import Options
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.schema.schema_change import SchemaChange
 from pypaimon.snapshot.snapshot import Snapshot
@@ -231,6 +235,13 @@ class PaimonTable:
             yield _snapshot(snapshot)
             snapshot = manager.get_snapshot_by_id(snapshot.id - 1) if snapshot.id > 1 else None
 
+    def check_writable(self) -> None:
+        """Write an empty file where the table's data files go, and delete it; raises the
+        file system's ``OSError`` when it refuses."""
+        path = f"{self._table.table_path.rstrip('/')}/.tidemark-write-check-{uuid.uuid4().hex}"
+        self._table.file_io.write_file(path, "", overwrite=True)
+        self._table.file_io.delete(path)
+
     def has_snapshots(self) -> bool:
         return self._table.snapshot_manager().get_latest_snapshot() is not None
 
@@ -253,6 +264,24 @@ class PaimonCatalog:
 
     def __init__(self, properties: Mapping[str, str]) -> None:
         self._catalog: Catalog = CatalogFactory.create(dict(properties))
+        self._properties = dict(properties)
+        #: as the properties name it: a path, or a URI
+        self.warehouse = properties.get("warehouse", "")
+
+    def list_namespaces(self) -> list[str]:
+        return list(self._catalog.list_databases())
+
+    def write_check(self, size: int) -> None:
+        """Write ``size`` bytes at the top of the warehouse and delete them: raises the file
+        system's own ``OSError`` while it is down or full."""
+        file_io = FileIO.get(self.warehouse, Options(self._properties))
+        path = f"{self.warehouse.rstrip('/')}/.tidemark-write-check-{uuid.uuid4().hex}"
+        try:
+            with file_io.new_output_stream(path) as stream:
+                stream.write(bytes(size))
+        finally:
+            with contextlib.suppress(OSError):
+                file_io.delete(path)
 
     def create_namespace_if_not_exists(self, namespace: str) -> None:
         self._catalog.create_database(namespace, True)

@@ -12,10 +12,10 @@ is said here once, format-neutral (no PyIceberg type in a signature), so that a 
   ``ChangelogWriter`` (what ingest writes and reads back).
 - ``iceberg``: the reading side for Iceberg, commits from snapshots; ingest's writer,
   ``ingest.changelog.table.ChangelogTable``, builds on it, and ingest opens it through the
-  registry of formats ``ingest.changelog.formats``.
+  registry of formats ``ingest.changelog.catalogs``.
 
 A second format implements both protocols (its writer in ``ingest/changelog/``, registered in
-``ingest.changelog.formats``; its history here) and stores the same keys
+``ingest.changelog.catalogs``; its history here) and stores the same keys
 (``tidemark.contracts.progress``, ``tidemark.contracts.bootstrap_state``) in each commit.
 Shared core: imports no stage.
 """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -95,3 +96,18 @@ class ChangelogWriter(ChangelogHistory, Protocol):
         """``columns`` of the ``limit`` newest rows (by ``_tm_order``) whose change happened
         since ``since``, newest first (the status page's error rows)."""
         ...
+
+
+@dataclass(frozen=True)
+class SinkTableSpec:
+    """What a sink table is created with."""
+
+    identifier: str
+    #: the source columns, as ingest's Arrow schema has them
+    data: pa.Schema
+    #: the sink table's key (Paimon's primary key; an Iceberg changelog has none)
+    keys: tuple[str, ...] = ()
+    #: Paimon's partition columns (Iceberg changelogs are partitioned by event day)
+    partition_keys: tuple[str, ...] = ()
+    #: table properties (options) to create it with
+    properties: Mapping[str, str] = field(default_factory=dict)

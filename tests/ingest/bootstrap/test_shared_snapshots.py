@@ -20,6 +20,7 @@ from pyiceberg.catalog import Catalog
 
 from ingest.bootstrap.bootstrapper import Bootstrapper, BootstrapSettings, SinkBootstrap
 from ingest.bootstrap.snapshot_reader import SnapshotLender
+from ingest.changelog.catalogs import IcebergSinkCatalog
 from ingest.launch import onboard
 from tests.ingest.changelog_checks import changelog, merged, source_rows
 from tests.ingest.pipelines import run_to_end, write_pipeline
@@ -92,7 +93,7 @@ def _bootstrap(
     between: tuple[str, ...] = (WRITE_BETWEEN,),
 ) -> None:
     """Bootstraps ``first`` then ``second`` with ``clock``, running ``between`` between."""
-    onboarding = onboard(config, catalog)
+    onboarding = onboard(config, IcebergSinkCatalog(catalog))
     sinks = [
         SinkBootstrap(
             sink.name,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyiceberg.catalog import Catalog
 
+from ingest.changelog.catalogs import IcebergSinkCatalog
 from ingest.changelog.error_table import ErrorTables, errors_sink
 from ingest.settings import IngestSettings
 from tests.ingest.catalog_calls import recording_load_table
@@ -349,7 +350,7 @@ def test_an_error_table_created_in_a_run_is_found_by_it(
     namespace: str, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sink = f"{namespace}.visits"
-    error_tables = ErrorTables(catalog, [sink, f"{namespace}.notes"])
+    error_tables = ErrorTables(IcebergSinkCatalog(catalog), [sink, f"{namespace}.notes"])
     asked = recording_load_table(catalog, monkeypatch)
 
     assert error_tables.find(sink) is None

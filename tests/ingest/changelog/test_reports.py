@@ -30,6 +30,7 @@ from confluent_kafka.admin import (
 )
 from pyiceberg.catalog import Catalog
 
+from ingest.changelog.catalogs import IcebergSinkCatalog
 from ingest.changelog.reports import (
     CommitReportPublisher,
     PublisherSettings,
@@ -148,7 +149,10 @@ def test_reports_are_published_keyed_by_table_in_commit_order(
     settings = PublisherSettings(topic=unique_name, kafka={"bootstrap.servers": servers})
     publisher = CommitReportPublisher(settings)
 
-    assert publisher.catch_up(catalog, [orders.identifier, customers.identifier]) == 3
+    assert (
+        publisher.catch_up(IcebergSinkCatalog(catalog), [orders.identifier, customers.identifier])
+        == 3
+    )
     for changelog in (customers, orders, customers, orders):
         publisher.publish(changelog.commit())
     wait_until_delivered(publisher)
@@ -161,7 +165,10 @@ def test_reports_are_published_keyed_by_table_in_commit_order(
         customers.identifier: customers.reports,
     }
     restarted = CommitReportPublisher(settings)
-    assert restarted.catch_up(catalog, [orders.identifier, customers.identifier]) == 0
+    assert (
+        restarted.catch_up(IcebergSinkCatalog(catalog), [orders.identifier, customers.identifier])
+        == 0
+    )
     assert restarted.close(timeout=10) == 0
 
 
@@ -199,7 +206,7 @@ def test_the_last_report_of_a_table_is_found_behind_many_of_another(
     orders = Changelog(catalog, f"{namespace}.orders")
     customers = Changelog(catalog, f"{namespace}.customers")
     first = CommitReportPublisher(settings)
-    first.catch_up(catalog, [orders.identifier, customers.identifier])
+    first.catch_up(IcebergSinkCatalog(catalog), [orders.identifier, customers.identifier])
     for changelog in (orders, orders, *[customers] * 5):
         first.publish(changelog.commit())
     wait_until_delivered(first)
@@ -208,7 +215,9 @@ def test_the_last_report_of_a_table_is_found_behind_many_of_another(
 
     second = CommitReportPublisher(settings)
 
-    assert second.catch_up(catalog, [orders.identifier, customers.identifier]) == 1
+    assert (
+        second.catch_up(IcebergSinkCatalog(catalog), [orders.identifier, customers.identifier]) == 1
+    )
     wait_until_delivered(second)
     assert read_topic(servers, unique_name, 8) == {
         orders.identifier: orders.reports,
@@ -251,12 +260,12 @@ def test_recover_retries_no_more_often_than_retry_seconds(
         return sum("still waiting for Kafka" in r.message for r in caplog.records)
 
     with caplog.at_level(logging.DEBUG, logger="ingest.changelog.reports"):
-        publisher.recover(catalog)
+        publisher.recover(IcebergSinkCatalog(catalog))
         assert wait_for(lambda: attempts() == 1, timeout=DEADLINE)
         now[0] = 14.0
-        publisher.recover(catalog)  # too soon: no second attempt starts
+        publisher.recover(IcebergSinkCatalog(catalog))  # too soon: no second attempt starts
         now[0] = 15.0
-        publisher.recover(catalog)
+        publisher.recover(IcebergSinkCatalog(catalog))
         assert wait_for(lambda: attempts() == 2, timeout=DEADLINE)
 
     assert publisher.behind() == {orders.identifier}
@@ -291,7 +300,7 @@ def test_publish_never_waits_for_kafka_and_missed_reports_arrive_in_order(
     publisher = CommitReportPublisher(own_settings(own_kafka, unique_name))
     orders = Changelog(catalog, f"{namespace}.orders")
     orders.commit()
-    assert publisher.catch_up(catalog, [orders.identifier]) == 1
+    assert publisher.catch_up(IcebergSinkCatalog(catalog), [orders.identifier]) == 1
     wait_until_delivered(publisher)
 
     own_kafka.down()
@@ -313,7 +322,7 @@ def test_reports_beyond_the_memory_bound_are_rebuilt_from_iceberg_history(
 ) -> None:
     publisher = CommitReportPublisher(own_settings(own_kafka, unique_name, max_pending=3))
     orders = Changelog(catalog, f"{namespace}.orders")
-    publisher.catch_up(catalog, [orders.identifier])
+    publisher.catch_up(IcebergSinkCatalog(catalog), [orders.identifier])
 
     own_kafka.down()
     for _ in range(8):
@@ -323,7 +332,7 @@ def test_reports_beyond_the_memory_bound_are_rebuilt_from_iceberg_history(
     own_kafka.up()
 
     def caught_up() -> bool:
-        publisher.recover(catalog)  # what the ingest loop does on every tick
+        publisher.recover(IcebergSinkCatalog(catalog))  # what the ingest loop does on every tick
         return not publisher.behind() and publisher.pending() == 0
 
     assert wait_for(caught_up, timeout=DEADLINE)
@@ -347,11 +356,13 @@ def test_a_kafka_outage_is_said_once_then_once_a_minute_then_once_when_over(
     )
     orders = Changelog(catalog, f"{namespace}.orders")
     orders.commit()
-    publisher.catch_up(catalog, [orders.identifier])
+    publisher.catch_up(IcebergSinkCatalog(catalog), [orders.identifier])
     wait_until_delivered(publisher)
 
     def noticed() -> bool:
-        publisher.recover(catalog)  # the ingest loop's tick, which serves librdkafka's news
+        publisher.recover(
+            IcebergSinkCatalog(catalog)
+        )  # the ingest loop's tick, which serves librdkafka's news
         return outages.is_down
 
     caplog.clear()  # what a new broker said at first (no idempotence PID yet, say)
@@ -360,14 +371,14 @@ def test_a_kafka_outage_is_said_once_then_once_a_minute_then_once_when_over(
         assert wait_for(noticed, timeout=DEADLINE)
         for _ in range(30):  # two and a half minutes of ingest, committing every 5 s
             publish_promptly(publisher, orders.commit())
-            publisher.recover(catalog)
+            publisher.recover(IcebergSinkCatalog(catalog))
             clock.now += 5
         assert publisher.behind() == {orders.identifier}  # beyond max_pending
         assert sample("tidemark_dependency_up", pipeline=unique_name, dependency="kafka") == 0
         own_kafka.up()
 
         def caught_up() -> bool:
-            publisher.recover(catalog)
+            publisher.recover(IcebergSinkCatalog(catalog))
             return not publisher.behind() and publisher.pending() == 0
 
         assert wait_for(caught_up, timeout=DEADLINE)
@@ -447,13 +458,13 @@ def test_reports_of_a_killed_ingest_are_republished_by_the_next_one(
 
     restarted = CommitReportPublisher(settings)  # Kafka is still down
     with pytest.raises(ReportsUnavailableError):
-        restarted.catch_up(catalog, [orders.identifier])
+        restarted.catch_up(IcebergSinkCatalog(catalog), [orders.identifier])
     assert restarted.behind() == {orders.identifier}
     publish_promptly(restarted, orders.commit())
     own_kafka.up()
 
     def caught_up() -> bool:
-        restarted.recover(catalog)
+        restarted.recover(IcebergSinkCatalog(catalog))
         return not restarted.behind() and restarted.pending() == 0
 
     assert wait_for(caught_up, timeout=DEADLINE)
@@ -491,7 +502,7 @@ def test_a_report_the_broker_refuses_is_republished_once_it_accepts_it(
     )
     publisher = CommitReportPublisher(settings)
     orders = Changelog(catalog, f"{namespace}.orders")
-    publisher.catch_up(catalog, [orders.identifier])
+    publisher.catch_up(IcebergSinkCatalog(catalog), [orders.identifier])
 
     for _ in range(3):
         publisher.publish(orders.commit())
@@ -511,7 +522,7 @@ def test_a_report_the_broker_refuses_is_republished_once_it_accepts_it(
     admin.incremental_alter_configs([resource])[resource].result(timeout=30)
 
     def caught_up() -> bool:
-        publisher.recover(catalog)
+        publisher.recover(IcebergSinkCatalog(catalog))
         return not publisher.behind() and publisher.pending() == 0
 
     assert wait_for(caught_up, timeout=DEADLINE)

@@ -13,6 +13,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 
 from bench.workloads.changelog_commits import DATA, T0, commit
+from ingest.changelog.catalogs import IcebergSinkCatalog
 from ingest.changelog.listing import CatalogListing
 from ingest.changelog.table import changelog_schema, open_changelog
 from ingest.launch import onboard
@@ -118,12 +119,14 @@ def test_onboarding_asks_the_catalog_only_for_changelogs_that_exist(
         server_id=server_id,
     )
     kept = f"{namespace}.kept_changelog"
-    onboard(load_pipeline(path), catalog)  # an earlier run made kept's changelog
+    onboard(
+        load_pipeline(path), IcebergSinkCatalog(catalog)
+    )  # an earlier run made kept's changelog
     catalog.drop_table(f"{namespace}.fresh_changelog")  # and not fresh's
     uuid = catalog.load_table(kept).metadata.table_uuid
     asked = recording_load_table(catalog, monkeypatch)
 
-    onboarding = onboard(load_pipeline(path), catalog)
+    onboarding = onboard(load_pipeline(path), IcebergSinkCatalog(catalog))
 
     assert asked == [kept]
     assert sorted(table.identifier for table in onboarding.tables.values()) == [
@@ -137,7 +140,7 @@ def test_onboarding_asks_the_catalog_only_for_changelogs_that_exist(
 def test_a_changelog_created_since_the_listing_is_opened_as_it_is(
     catalog: Catalog, namespace: str
 ) -> None:
-    listing = CatalogListing(catalog, [namespace])
+    listing = CatalogListing(IcebergSinkCatalog(catalog), [namespace])
     first = open_changelog(catalog, f"{namespace}.orders", DATA, {})  # by someone else
     commit(first, 1)
 

@@ -16,6 +16,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 
 from bench.polling import wait_until
+from ingest.changelog.catalogs import IcebergSinkCatalog
 from ingest.errors import SchemaChangeStopError
 from ingest.launch import build_runner
 from ingest.settings import IngestSettings
@@ -88,7 +89,9 @@ class SchemaChangePipeline:
             )
         self.path.write_text(text)
         config = load_pipeline(self.path)
-        return build_runner(config, self.catalog, reports=None, settings=IngestSettings())
+        return build_runner(
+            config, IcebergSinkCatalog(self.catalog), reports=None, settings=IngestSettings()
+        )
 
     def run_to_end(self, runner: IngestRunner, max_seconds: float = 60) -> None:
         """Ingest everything the source has written so far."""
