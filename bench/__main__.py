@@ -67,6 +67,12 @@ BENCHMARKS = (
     Benchmark("scale", "bench.scale_bench", ("--tables", "10", "100", "1000"), ("--quick",)),
     Benchmark("takeover", "bench.takeover_bench", ("--trials", "10"), ("--trials", "3")),
     Benchmark("outage", "bench.outage_bench", (), ("--quick",)),
+    Benchmark(
+        "paimon-read",
+        "bench.paimon_read_bench",
+        ("--rows", "100000"),
+        ("--rows", "20000", "--runs", "1"),
+    ),
 )
 
 

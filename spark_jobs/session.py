@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,10 @@ def build_session(
     conf = spark_conf(settings, catalog_name, catalog_properties)
     active = SparkSession.getActiveSession()
     if active is None:
+        if (settings.master or "").startswith("local"):
+            # Python workers (the Paimon data source's) run this interpreter, with its
+            # packages, unless told otherwise; pyspark's default is whatever python3 is on PATH
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder.appName(settings.app_name)
         if settings.master is not None:
             builder = builder.master(settings.master)

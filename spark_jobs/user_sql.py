@@ -86,6 +86,17 @@ def _tokens(text: str) -> Iterator[tuple[str, str]]:
             index = stop
 
 
+def protected_spans(text: str) -> list[tuple[int, int]]:
+    """[start, stop) of each string literal and comment of ``text``: what a rewrite of the
+    statement's names must not touch (a `quoted identifier` is a name, so not protected)."""
+    spans, index = [], 0
+    for kind, piece in _tokens(text):
+        if kind == "comment" or (kind == "text" and piece[0] in "'\""):
+            spans.append((index, index + len(piece)))
+        index += len(piece)
+    return spans
+
+
 def _closing_quote(text: str, start: int) -> int:
     """The index after the quote closing the literal opened at ``start``."""
     quote, index = text[start], start + 1

@@ -1,0 +1,164 @@
+"""A window job's Paimon inputs, pinned: each input table read as of the first snapshot whose
+watermark reaches the window's end, for the whole job, and the window's changes.
+
+::
+
+    pinned = pin_inputs(spark, catalog_options, ["shop.orders", "shop.customers"], end)
+    pinned.snapshots()            -> {"shop.orders": 12, "shop.customers": 7}
+    spark.sql(pinned.resolve("SELECT ... FROM shop.orders JOIN shop.customers ..."))
+    window_changes(spark, catalog_options, "shop.orders", start, end) -> DataFrame
+
+Each input is a temporary view over ``tidemark_paimon`` with its snapshot id fixed, so every
+query of the job, and every partition of each, reads the same snapshot. How ``db.t`` reaches
+the view: for an Iceberg mirror ``db.t`` resolves because the job runs with the pipeline's
+catalog as ``spark.sql.defaultCatalog``. Nothing equivalent exists for a Python data source:
+
+- Spark's temporary views have one-part names only (``db.t`` never matches a view);
+- a table of the session catalog ``USING tidemark_paimon`` is created, but Spark 4.1 hands
+  the Python source none of its OPTIONS, and such a table would be shared by every session of
+  the Spark context (parallel windows pin different snapshots); measured here;
+- a Spark catalog is a JVM class, which Python cannot provide.
+
+So each view has a one-part name (``view_name``), and ``PinnedInputs.resolve`` points each
+``db.t`` of a statement at its view, outside string literals and comments; ``cat.db.t``
+(another catalog, named) is left alone. Where ``paimon-spark`` is on the classpath the job needs
+none of this: the Paimon catalog under the pipeline's name and a per-table dynamic option
+(``spark.paimon.<catalog>.<db>.<t>.scan.snapshot-id``) pin the same snapshot for ``db.t``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+
+from spark_jobs import paimon_datasource, paimon_source
+from spark_jobs.user_sql import protected_spans
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class PinnedInput:
+    table: str  # db.t
+    view: str
+    snapshot_id: int
+
+
+@dataclass(frozen=True)
+class PinnedInputs:
+    """The inputs of one job for one window, each at the snapshot it was pinned to."""
+
+    inputs: tuple[PinnedInput, ...]
+
+    def snapshots(self) -> dict[str, int]:
+        """Each table's pinned snapshot id, by ``db.t``."""
+        return {pinned.table: pinned.snapshot_id for pinned in self.inputs}
+
+    def resolve(self, statement: str) -> str:
+        """``statement`` with every ``db.t`` (or `` `db`.`t` ``) of a pinned table reading its
+        view; string literals, comments and names qualified by a catalog are left alone."""
+        protected = protected_spans(statement)
+        for pinned in self.inputs:
+            pattern = _reference(pinned.table)
+
+            def replace(
+                match: re.Match[str], view: str = pinned.view, spans: list[Span] = protected
+            ) -> str:
+                inside = any(start <= match.start() < stop for start, stop in spans)
+                return match.group(0) if inside else view
+
+            statement = pattern.sub(replace, statement)
+            protected = protected_spans(statement)
+        return statement
+
+    def release(self, spark: SparkSession) -> None:
+        """Drops the views: the job is done with these snapshots."""
+        for pinned in self.inputs:
+            spark.catalog.dropTempView(pinned.view)
+
+
+def _reference(table: str) -> re.Pattern[str]:
+    database, name = table.split(".", 1)
+    part = r"(?:`{0}`|{0})"
+    return re.compile(
+        rf"(?<![\w.`]){part.format(re.escape(database))}\s*\.\s*{part.format(re.escape(name))}"
+        r"(?![\w`])",
+        re.IGNORECASE,
+    )
+
+
+def view_name(table: str) -> str:
+    """The temporary view ``db.t`` is read through: one part, as Spark's views are."""
+    database, name = table.split(".", 1)
+    return f"paimon__{database}__{name}"
+
+
+def pin_inputs(
+    spark: SparkSession,
+    catalog_options: Mapping[str, str],
+    tables: Sequence[str],
+    end: int,
+    *,
+    metadata_columns: bool = False,
+) -> PinnedInputs:
+    """Registers each of ``tables`` as a temporary view of ``spark`` read as of the first
+    snapshot whose watermark is at least ``end`` (epoch ms).
+
+    Every table is resolved before any view is made: a table that has not reached ``end``
+    raises ``WatermarkNotReachedError`` (naming it, its newest watermark and ``end``) and
+    leaves the session as it was. The views show the columns an Iceberg mirror has (the
+    source's, and ``_tm_deleted``), so a job's SQL reads either sink the same way; with
+    ``metadata_columns`` they show Tidemark's ``_tm_*`` changelog columns too.
+    """
+    snapshots = {
+        table: paimon_source.snapshot_at_watermark(
+            paimon_source.open_table(catalog_options, table), table, end
+        )
+        for table in tables
+    }
+    paimon_datasource.register(spark)
+    inputs = []
+    for table, snapshot_id in snapshots.items():
+        frame = _reader(spark, catalog_options, table, metadata_columns).option(
+            "snapshot-id", str(snapshot_id)
+        )
+        view = view_name(table)
+        frame.load().createOrReplaceTempView(view)
+        inputs.append(PinnedInput(table, view, snapshot_id))
+    return PinnedInputs(tuple(inputs))
+
+
+def window_changes(
+    spark: SparkSession,
+    catalog_options: Mapping[str, str],
+    table: str,
+    start: int,
+    end: int,
+) -> DataFrame:
+    """The changes to ``table`` between the snapshots watermarks ``start`` and ``end`` pin
+    (the state a window ending at ``start`` reads, and the one a window ending at ``end``
+    reads): one row per change each commit in between wrote (the newest of a key's changes
+    within one commit), not merged across commits. A delete is a row whose ``_tm_op`` is
+    ``d`` and ``_tm_row_kind`` is ``-D``; ``_tm_order`` orders a key's changes."""
+    paimon = paimon_source.open_table(catalog_options, table)
+    after = paimon_source.snapshot_at_watermark(paimon, table, start)
+    through = paimon_source.snapshot_at_watermark(paimon, table, end)
+    paimon_datasource.register(spark)
+    reader = _reader(spark, catalog_options, table, metadata_columns=True)
+    return (
+        reader.option("changes-after-snapshot", str(after))
+        .option("snapshot-id", str(through))
+        .load()
+    )
+
+
+def _reader(
+    spark: SparkSession, catalog_options: Mapping[str, str], table: str, metadata_columns: bool
+) -> DataFrameReader:
+    reader = spark.read.format(paimon_datasource.NAME).options(**catalog_options)
+    return reader.option("table", table).option(
+        "metadata-columns", "true" if metadata_columns else "false"
+    )

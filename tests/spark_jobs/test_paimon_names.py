@@ -1,0 +1,79 @@
+"""How a job's ``db.t`` reaches a pinned Paimon view, and how splits become partitions: no
+service needed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from spark_jobs.paimon_datasource import PaimonRead, _balanced
+from spark_jobs.paimon_inputs import PinnedInput, PinnedInputs
+from tidemark.errors import ConfigError
+
+PINNED = PinnedInputs(
+    (
+        PinnedInput("shop.orders", "paimon__shop__orders", 12),
+        PinnedInput("shop.customers", "paimon__shop__customers", 7),
+    )
+)
+
+
+def test_each_pinned_table_of_a_statement_reads_its_view() -> None:
+    statement = (
+        "INSERT INTO shop.report SELECT c.region, SUM(o.amount) FROM Shop.Orders o "
+        "JOIN `shop`.`customers` c ON o.customer_id = c.id "
+        "WHERE o.id IN (SELECT id FROM shop . orders)"
+    )
+
+    assert PINNED.resolve(statement) == (
+        "INSERT INTO shop.report SELECT c.region, SUM(o.amount) FROM paimon__shop__orders o "
+        "JOIN paimon__shop__customers c ON o.customer_id = c.id "
+        "WHERE o.id IN (SELECT id FROM paimon__shop__orders)"
+    )
+
+
+def test_literals_comments_other_catalogs_and_longer_names_are_left_alone() -> None:
+    statement = (
+        "SELECT 'shop.orders', \"shop.orders\" -- shop.orders\n"
+        "/* shop.orders */ FROM lake.shop.orders, shop.orders_2024, myshop.orders, "
+        "shop.orders.id"
+    )
+
+    assert PINNED.resolve(statement) == (
+        "SELECT 'shop.orders', \"shop.orders\" -- shop.orders\n"
+        "/* shop.orders */ FROM lake.shop.orders, shop.orders_2024, myshop.orders, "
+        "paimon__shop__orders.id"
+    )
+    assert PINNED.snapshots() == {"shop.orders": 12, "shop.customers": 7}
+
+
+@dataclass
+class FakeSplit:
+    """Only the size matters to the balancing: a stand-in, not a mock of pypaimon."""
+
+    file_size: int
+
+
+def test_splits_are_balanced_by_bytes_into_at_most_the_partitions_asked() -> None:
+    splits = [FakeSplit(size) for size in (100, 90, 10, 10, 5)]
+
+    groups = _balanced(splits, 2)
+
+    assert sorted(sum(s.file_size for s in group) for group in groups) == [105, 110]
+    assert len(_balanced(splits, None)) == 5
+    assert _balanced([], 4) == [[]]
+
+
+def test_options_say_what_to_read_and_the_rest_goes_to_the_catalog() -> None:
+    read = PaimonRead.of(
+        {"path": "shop.orders", "Warehouse": "/lake", "watermark": "5", "metadata-columns": "false"}
+    )
+
+    assert read.table == "shop.orders"
+    assert read.catalog_options == {"warehouse": "/lake"}
+    assert (read.watermark, read.snapshot_id, read.metadata_columns) == (5, None, False)
+    with pytest.raises(ConfigError, match="either snapshot-id or watermark"):
+        PaimonRead.of({"table": "shop.orders", "snapshot-id": "1", "watermark": "5"})
+    with pytest.raises(ConfigError, match="option watermark must be an integer, got 'soon'"):
+        PaimonRead.of({"table": "shop.orders", "watermark": "soon"})
