@@ -59,6 +59,7 @@ def _run(args: argparse.Namespace) -> int:
 
     pipeline = Pipeline.open(args.file)
     pipeline.require_reports()  # a file without them is refused before ingest starts
+    pipeline.require_ingest_writer()  # so is a sink ingest cannot write yet
     stop = threading.Event()
     stop_on_signals(stop)
     ingest = IngestChild(_ingest_command(args), stop, on_terminal=_abandon)
