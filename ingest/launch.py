@@ -32,7 +32,7 @@ from ingest.startup.start_points import start_position
 from ingest.stream.assembler import Binding, ChangeAssembler
 from ingest.stream.runner import Clock, IngestRunner, ReportSink
 from tidemark.config.inventory import read_tables
-from tidemark.config.model import PipelineConfig, StartupMode, reveal
+from tidemark.config.model import PaimonSink, PipelineConfig, StartupMode, reveal
 from tidemark.config.plan import Plan, SinkTable, build_plan
 from tidemark.contracts.progress import TableProgress
 from tidemark.contracts.schema_history import SchemaVersion, versions_property
@@ -454,4 +454,6 @@ def _split(table_id: str) -> tuple[str, str]:
 def _partition_keys(config: PipelineConfig, sink: SinkTable) -> tuple[str, ...]:
     """The partition columns of ``sink`` in a Paimon sink (``partition.key``); an Iceberg
     changelog is partitioned by its own rule (by event day)."""
+    if isinstance(config.sink, PaimonSink):
+        return config.sink.partition_keys_for(sink.name)
     return ()

@@ -120,6 +120,7 @@ def spark_conf(
 
 def pipeline_session(config: PipelineConfig, target: SparkTarget, app_name: str) -> SparkSession:
     """The pipeline's Spark session: its catalog, under its name, as the default catalog."""
+    config.iceberg_sink("the window jobs' Spark session has no Paimon catalog yet")
     master = target.master
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process
     if master is None and not under_submit:

@@ -94,6 +94,7 @@ class WindowJobs:
         lake_merges: LakeMerges | None = None,
     ) -> None:
         self._config = config
+        self._iceberg = config.iceberg_sink("the window jobs do not read Paimon tables yet")
         self._plan = plan
         self._spark = session
         self._clock = clock
@@ -155,7 +156,7 @@ class WindowJobs:
             )
         options = self._config.tidemark.table(sink.name).mirror
         transform = self._transform(sink)
-        partitioning = self._config.sink.partitioning_for(sink.name)
+        partitioning = self._iceberg.partitioning_for(sink.name)
         if partitioning is not None:
             partition = tuple(spark_partition(field) for field in partitioning.fields)
         else:

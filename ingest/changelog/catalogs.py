@@ -120,29 +120,34 @@ class IcebergSinkCatalog:
         return warehouse_folder(self.iceberg)
 
 
-def _open_iceberg(name: str, properties: Mapping[str, str]) -> SinkCatalog:
+def _open_iceberg(name: str, properties: Mapping[str, str], commit_user: str | None) -> SinkCatalog:
     from tidemark.catalog import load_catalog
 
     return IcebergSinkCatalog(load_catalog(name, dict(properties)))
 
 
-def _open_paimon(name: str, properties: Mapping[str, str]) -> SinkCatalog:
+def _open_paimon(name: str, properties: Mapping[str, str], commit_user: str | None) -> SinkCatalog:
     # pypaimon takes 1.5 s to import: only for a Paimon sink
     from ingest.changelog.paimon_catalog import PaimonSinkCatalog
     from tidemark.lake.paimon import open_paimon_catalog
 
-    return PaimonSinkCatalog(open_paimon_catalog(properties))
+    return PaimonSinkCatalog(open_paimon_catalog(properties, commit_user))
 
 
-#: how a sink's catalog is opened, by the sink's ``type``: ``(catalog name, properties)``
-SINK_CATALOGS: Mapping[str, Callable[[str, Mapping[str, str]], SinkCatalog]] = {
+#: how a sink's catalog is opened, by the sink's ``type``: ``(catalog name, properties, the
+#: prefix of the writer's name in its commits where the format names writers)``
+SINK_CATALOGS: Mapping[str, Callable[[str, Mapping[str, str], str | None], SinkCatalog]] = {
     "iceberg": _open_iceberg,
     "paimon": _open_paimon,
 }
 
 
-def open_sink_catalog(sink_type: str, name: str, properties: Mapping[str, str]) -> SinkCatalog:
-    """The catalog of a ``sink_type`` sink, named ``name``, with its catalog properties."""
+def open_sink_catalog(
+    sink_type: str, name: str, properties: Mapping[str, str], commit_user: str | None = None
+) -> SinkCatalog:
+    """The catalog of a ``sink_type`` sink, named ``name``, with its catalog properties; a
+    Paimon writer names itself ``<commit_user>_<a UUID>`` in its commits (a UUID alone
+    without one)."""
     try:
         opener = SINK_CATALOGS[sink_type]
     except KeyError:
@@ -150,4 +155,4 @@ def open_sink_catalog(sink_type: str, name: str, properties: Mapping[str, str]) 
             f"sink.type {sink_type!r} is not a lake format ingest can write: use one of "
             f"{', '.join(sorted(SINK_CATALOGS))}"
         ) from None
-    return opener(name, properties)
+    return opener(name, properties, commit_user)

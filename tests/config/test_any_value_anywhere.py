@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.config.examples import EXAMPLES
 from tidemark.config import PipelineConfigError, load_pipeline
 
 WriteFile = Callable[..., Path]
 
-EXAMPLES = Path(__file__).parents[2] / "configs"
 
 REPLACEMENTS: list[Any] = [None, "", "x", 0, -1, True, [], ["a", ["b"]], {}, {"k": {"v": 1}}]
 
@@ -41,7 +41,7 @@ def replaced(document: Any, path: tuple[Any, ...], value: Any) -> Any:
     return copy
 
 
-@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_every_value_replaced_by_anything_gives_problems_not_crashes(
     example: Path, write_file: WriteFile
 ) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.config.examples import EXAMPLES
 from tidemark.app.cli import main
 
 WriteFile = Callable[..., Path]
@@ -39,8 +40,6 @@ sink:
 pipeline:
   nmae: orders
 """
-
-EXAMPLES = Path(__file__).parents[2] / "configs"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -101,7 +100,7 @@ def test_verbose_adds_the_traceback(
 
 
 def test_validate_every_example(capsys: pytest.CaptureFixture[str]) -> None:
-    examples = sorted(str(p) for p in EXAMPLES.glob("*.yaml"))
+    examples = [str(p) for p in EXAMPLES]
     code, out, _ = run(capsys, "validate", *examples)
     assert code == 0
     assert len(out.splitlines()) == len(examples) >= 5

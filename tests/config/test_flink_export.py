@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.config.examples import EXAMPLES
 from tidemark.config import load_pipeline, parse_pipeline
 from tidemark.config.flink_export import SECRETS_LEFT, export_flink_cdc
 from tidemark.errors import ConfigError
@@ -99,7 +100,7 @@ def test_flow_style_file_needs_resolve() -> None:
 def test_examples_export_to_files_that_validate_without_the_block(
     write_file: WriteFile,
 ) -> None:
-    for example in sorted(Path(__file__).parents[2].joinpath("configs").glob("*.yaml")):
+    for example in EXAMPLES:
         exported = export_flink_cdc(example.read_text(), example, {})
         config = load_pipeline(write_file(exported, example.name), {})
         assert config.has_extension is False, example.name

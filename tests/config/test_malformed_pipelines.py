@@ -315,15 +315,62 @@ CASES = [
     ),
     # --- sink ----------------------------------------------------------------------------
     case(
-        "paimon sink",
-        SOURCE + "sink:\n  type: paimon\n  catalog.properties.metastore: filesystem\n",
-        "FILE:8: sink.type: the paimon sink is not supported yet: Tidemark writes Iceberg tables "
-        "(type: iceberg)",
-    ),
-    case(
         "other sink",
         SOURCE + "sink:\n  type: doris\n",
-        "FILE:8: sink.type: Tidemark writes Iceberg tables only (type: iceberg), got: 'doris'",
+        "FILE:8: sink.type: Tidemark writes Iceberg or Paimon tables (type: iceberg, type: "
+        "paimon), got: 'doris'",
+    ),
+    case(
+        "sink without a type",
+        SOURCE + "sink:\n  catalog.properties.warehouse: /tmp/warehouse\n",
+        "FILE:7: sink: sink is missing the required key 'type': add `type: iceberg` or "
+        "`type: paimon`",
+    ),
+    case(
+        "paimon sink without a warehouse",
+        SOURCE + "sink:\n  type: paimon\n  catalog.properties.metastore: filesystem\n",
+        "FILE:7: sink: the sink needs catalog.properties.warehouse: the root path Paimon keeps "
+        "the tables under (/data/warehouse, s3://bucket/warehouse), or a rest metastore's "
+        "warehouse name",
+    ),
+    case(
+        "paimon sink on a hive metastore",
+        SOURCE
+        + "sink:\n  type: paimon\n  catalog.properties.metastore: hive\n"
+        + "  catalog.properties.uri: thrift://metastore:9083\n"
+        + "  catalog.properties.warehouse: hdfs:///warehouse\n",
+        "FILE:9: sink.catalog.properties.metastore: 'hive' works in Flink CDC, but Tidemark "
+        "writes Paimon tables with pypaimon, which has no Hive metastore client: use one of "
+        "filesystem, rest, jdbc",
+    ),
+    case(
+        "paimon metastore Paimon does not know",
+        SOURCE
+        + "sink:\n  type: paimon\n  catalog.properties.metastore: FileSystem\n"
+        + "  catalog.properties.warehouse: /tmp/warehouse\n",
+        "FILE:9: sink.catalog.properties.metastore: is not a Paimon metastore: use one of "
+        "filesystem, rest, jdbc, got: 'FileSystem'; did you mean 'filesystem'? (Paimon's names "
+        "are lower case)",
+    ),
+    case(
+        "paimon table option that breaks the table contract",
+        SOURCE
+        + "sink:\n  type: paimon\n  catalog.properties.warehouse: /tmp/warehouse\n"
+        + "  catalog.properties.metastore: filesystem\n  table.properties.bucket: -2\n",
+        "FILE:11: sink.table.properties.bucket: cannot be -2: a postpone-bucket table hides new "
+        "rows from readers until a compaction gives them buckets, so no row would be readable "
+        "at the watermark of the snapshot that wrote it; give a number of buckets (about one "
+        "per GB of the table), or -1 for dynamic buckets",
+    ),
+    case(
+        "paimon partition key with a transform",
+        SOURCE
+        + "sink:\n  type: paimon\n  catalog.properties.warehouse: /tmp/warehouse\n"
+        + "  catalog.properties.metastore: filesystem\n"
+        + "  partition.key: shop.orders:day(created_at)\n",
+        "FILE:11: sink.partition.key: 'day(created_at)' in 'shop.orders:day(created_at)' is not "
+        "a column: Paimon partitions by columns as they are, without transforms such as "
+        "day(ts); compute one with a transform projection and partition by it",
     ),
     case(
         "nested map where Flink CDC wants dotted keys",

@@ -22,7 +22,7 @@ from tidemark.config.model import (
 )
 from tidemark.config.pipeline_block import PIPELINE_OPTIONS
 from tidemark.config.reference import options, render, written_in
-from tidemark.config.sink import ICEBERG_OPTIONS
+from tidemark.config.sink import ICEBERG_OPTIONS, PAIMON_OPTIONS
 from tidemark.config.source import MYSQL_OPTIONS
 
 DOCS = Path(__file__).parents[2] / "docs" / "configuration.md"
@@ -98,12 +98,12 @@ def test_every_flink_cdc_option_tidemark_accepts_is_named_in_the_docs() -> None:
     keys = [
         *(
             option.key
-            for spec in (MYSQL_OPTIONS, ICEBERG_OPTIONS, PIPELINE_OPTIONS)
+            for spec in (MYSQL_OPTIONS, ICEBERG_OPTIONS, PAIMON_OPTIONS, PIPELINE_OPTIONS)
             for option in spec.options
         ),
         *(
             prefix.prefix + "*"
-            for spec in (MYSQL_OPTIONS, ICEBERG_OPTIONS, PIPELINE_OPTIONS)
+            for spec in (MYSQL_OPTIONS, ICEBERG_OPTIONS, PAIMON_OPTIONS, PIPELINE_OPTIONS)
             for prefix in spec.prefixes
         ),
         *(item.key for model in (RouteRule, TransformRule) for item in declared(model)),
@@ -113,7 +113,7 @@ def test_every_flink_cdc_option_tidemark_accepts_is_named_in_the_docs() -> None:
 
 def test_every_option_says_what_it_does_or_why_it_does_nothing() -> None:
     flat = (MySqlSource, Startup, PipelineSettings, RouteRule, TransformRule)
-    flink = (MYSQL_OPTIONS, ICEBERG_OPTIONS, PIPELINE_OPTIONS)
+    flink = (MYSQL_OPTIONS, ICEBERG_OPTIONS, PAIMON_OPTIONS, PIPELINE_OPTIONS)
     silent = [
         *(f"tidemark.{path}" for path, item in options() if not item.option.doc),
         *(

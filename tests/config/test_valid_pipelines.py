@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tidemark.config import PipelineConfig, load_pipeline, reveal
+from tidemark.config import IcebergSink, PipelineConfig, load_pipeline, reveal
 from tidemark.config.model import SchemaChangeBehavior, SchemaChangeType, StartupMode
 from tidemark.config.patterns import RouteMode
 from tidemark.source import SslMode
@@ -367,6 +367,7 @@ def test_partition_keys_with_every_transform(write_file: WriteFile) -> None:
         "testdb.table3:day(create_time),region;testdb.table6:bucket[10](create_time)"
     )
     config = load(write_file, source() + SINK + f"  partition.key: {key}\n")
+    assert isinstance(config.sink, IcebergSink)
     shown = {p.table: [str(f) for f in p.fields] for p in config.sink.partitioning}
     assert shown == {
         "testdb.table1": ["truncate[10](id)"],

@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tidemark.config import PipelineConfig, load_pipeline
+from tidemark.config import PaimonSink, PipelineConfig, load_pipeline
 from tidemark.config.model import reveal
 from tidemark.contracts.instance import Instance, LeaseHolders
 from tidemark.errors import ConfigError, TerminalError
@@ -176,8 +176,10 @@ class Pipeline:
         """The lake of the sink's format (``sink.type``), as ingest and the status use it."""
         from ingest.changelog.catalogs import open_sink_catalog
 
+        sink = self.config.sink
+        prefix = sink.commit_user_prefix if isinstance(sink, PaimonSink) else None
         return open_sink_catalog(
-            self.config.sink.type, self.config.tidemark.catalog_name, self.catalog_properties
+            sink.type, self.config.tidemark.catalog_name, self.catalog_properties, prefix
         )
 
     @property
@@ -250,6 +252,7 @@ class Pipeline:
         from scheduler.service import PipelineRun
         from scheduler.spec import PipelineSchedule
 
+        self.config.iceberg_sink("the scheduler's window jobs do not read Paimon tables yet")
         reports_block = self.require_reports()
 
         def planned() -> PipelineSchedule:

@@ -16,6 +16,7 @@ from tidemark.config.loader import MapNode, Node, Scalar, parse
 from tidemark.config.model import (
     IcebergSink,
     MySqlSource,
+    PaimonSink,
     PipelineConfig,
     PipelineSettings,
     RouteRule,
@@ -126,7 +127,7 @@ def _check_table_names(
     source: MySqlSource,
     routes: tuple[RouteRule, ...],
     tidemark: TidemarkSettings,
-    sink: IcebergSink,
+    sink: IcebergSink | PaimonSink,
 ) -> None:
     """Warn about sink table names the pipeline cannot produce: most likely typos. Offline we
     know the names only when no route computes them (with $1 or replace-symbol)."""
@@ -151,8 +152,8 @@ def _check_table_names(
             (t, path, _at(root, EXTENSION_KEY, "jobs", job.name, "inputs")) for t in job.inputs
         ]
     named += [
-        (p.table, "sink.partition.key", _at(root, "sink", "partition.key"))
-        for p in sink.partitioning
+        (table, "sink.partition.key", _at(root, "sink", "partition.key"))
+        for table in sink.partitioned_tables
     ]
     for table, path, node in named:
         if not produced(table):
@@ -165,7 +166,7 @@ def _check_table_names(
 
 
 def _check_state_database(
-    reader: Reader, root: MapNode, tidemark: TidemarkSettings, sink: IcebergSink
+    reader: Reader, root: MapNode, tidemark: TidemarkSettings, sink: IcebergSink | PaimonSink
 ) -> None:
     """A scheduler keeps its state in the catalog's PostgreSQL database unless told another:
     a pipeline the scheduler follows on any other catalog (a REST one) must name one."""

@@ -4,6 +4,9 @@ By default the file's own text is kept, comments and ``${VAR}`` references inclu
 block's lines go. With ``resolve``, the file is rewritten with every non-secret reference replaced
 by its value (Flink CDC has no substitution); references to secrets stay as written, so a secret
 never reaches the output.
+
+A Paimon sink without ``catalog.properties.metastore`` gets the one Tidemark uses
+(``filesystem``) written in: Flink CDC 3.2 and later refuse a Paimon sink without it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import yaml
 from tidemark.config.errors import Problems
 from tidemark.config.extension import EXTENSION_KEY
 from tidemark.config.loader import ListNode, MapNode, Node, Scalar, parse
+from tidemark.config.model import DEFAULT_PAIMON_METASTORE
 from tidemark.config.secrets import is_secret_key
 from tidemark.config.variables import has_references
 from tidemark.errors import ConfigError
@@ -47,21 +51,57 @@ def export_flink_cdc(
     return _cut(text, root)
 
 
+#: ``PaimonDataSinkOptions.METASTORE``, required by Flink CDC 3.2+; Tidemark's default
+_METASTORE = ("catalog.properties.metastore", DEFAULT_PAIMON_METASTORE)
+
+
+def _paimon_without_metastore(root: MapNode) -> MapNode | None:
+    """The ``sink:`` block when it is a Paimon sink that does not name its metastore."""
+    sink = root.get("sink")
+    if not isinstance(sink, MapNode) or sink.get(_METASTORE[0]) is not None:
+        return None
+    kind = sink.get("type")
+    return sink if isinstance(kind, Scalar) and kind.text == "paimon" else None
+
+
 def _cut(text: str, root: MapNode) -> str:
-    key = root.key(EXTENSION_KEY)
-    if key is None:
-        return text
     lines = text.splitlines(keepends=True)
-    start = key.mark.line - 1
-    while start > 0 and lines[start - 1].lstrip().startswith("#"):
-        start -= 1  # the comment that introduces the block goes with it
-    keys = [k for k, _ in root]
-    following = [k for k in keys if k.mark.line > key.mark.line]
-    end = min(k.mark.line for k in following) - 1 if following else len(lines)
-    while end > key.mark.line and lines[end - 1].startswith("#"):
-        end -= 1  # a comment directly above the next block belongs to it
-    kept = lines[:start] + lines[end:]
+    start, end = len(lines), len(lines)  # nothing to cut
+    key = root.key(EXTENSION_KEY)
+    if key is not None:
+        start = key.mark.line - 1
+        while start > 0 and lines[start - 1].lstrip().startswith("#"):
+            start -= 1  # the comment that introduces the block goes with it
+        keys = [k for k, _ in root]
+        following = [k for k in keys if k.mark.line > key.mark.line]
+        end = min(k.mark.line for k in following) - 1 if following else len(lines)
+        while end > key.mark.line and lines[end - 1].startswith("#"):
+            end -= 1  # a comment directly above the next block belongs to it
+    added = _metastore_line(root, lines)
+    kept = []
+    for number, line in enumerate(lines, start=1):
+        if not start < number <= end:
+            kept.append(line)
+        if added is not None and number == added[0]:
+            kept.append(added[1])
     return "".join(kept)
+
+
+def _metastore_line(root: MapNode, lines: list[str]) -> tuple[int, str] | None:
+    """The metastore line a Paimon sink without one gets, and the line it goes after (its
+    ``type``'s); None when none is needed, or when the sink is a flow mapping (``{...}``),
+    whose text is kept as it is (``validate`` warned)."""
+    sink = _paimon_without_metastore(root)
+    if sink is None or sink.flow:
+        return None
+    key, value = sink.key("type"), sink.get("type")
+    assert key is not None and value is not None
+    after = max(key.mark.line, value.mark.line)
+    if not lines[after - 1].endswith("\n"):
+        lines[after - 1] += "\n"
+    name, metastore = _METASTORE
+    indent = " " * (key.mark.column - 1)
+    return after, f"{indent}{name}: {metastore}  # Flink CDC 3.2+ wants it written\n"
 
 
 def _rewrite(root: MapNode) -> str:
@@ -71,6 +111,10 @@ def _rewrite(root: MapNode) -> str:
         for key, value in root
         if key.name != EXTENSION_KEY
     }
+    if _paimon_without_metastore(root) is not None:
+        sink = document["sink"]
+        name, metastore = _METASTORE
+        document["sink"] = {"type": sink.pop("type"), name: metastore, **sink}
     body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
     return (SECRETS_LEFT if any(left) else "") + body
 

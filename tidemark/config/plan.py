@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from tidemark.config.fields import child
 from tidemark.config.inventory import PhysicalTable, read_tables
-from tidemark.config.model import PipelineConfig, TransformRule
+from tidemark.config.model import PaimonSink, PipelineConfig, TransformRule
 from tidemark.config.patterns import split_table_id
 
 #: MySQL types ingest cannot write to Iceberg. Spatial types are written as WKB bytes
@@ -90,6 +90,10 @@ def build_plan(config: PipelineConfig, tables: Sequence[PhysicalTable]) -> Plan:
     return Plan(tuple(onboarded), tuple(sinks), tuple(refused), tuple(helpers), blockers, notes)
 
 
+def _lake(config: PipelineConfig) -> str:
+    return "Paimon" if isinstance(config.sink, PaimonSink) else "Iceberg"
+
+
 def _helper_tables(tables: Sequence[PhysicalTable]) -> list[Refusal]:
     names = {(t.database, t.table) for t in tables}
     helpers = []
@@ -120,8 +124,9 @@ def _map_table(
         return [], [
             Refusal(
                 table.table_id,
-                f"unsupported column type: {listed} has no Iceberg type; leave the column out "
-                "with a transform projection, or the table out with source.tables.exclude",
+                f"unsupported column type: {listed} has no {_lake(config)} type; leave the "
+                "column out with a transform projection, or the table out with "
+                "source.tables.exclude",
             )
         ]
     mappings, refusals = [], []
@@ -130,16 +135,48 @@ def _map_table(
             refusals.append(
                 Refusal(
                     table.table_id,
-                    f"the route gives {sink!r}, which is not a database.table Iceberg name",
+                    f"the route gives {sink!r}, which is not a database.table {_lake(config)} name",
                 )
             )
             continue
         key, origin, problem = _key(config, table, sink, transform)
+        problem = problem or _paimon_partitions(config, table, sink, key, transform)
         if problem:
             refusals.append(Refusal(table.table_id, problem))
         else:
             mappings.append(Onboarded(table.table_id, sink, key, origin))
     return mappings, refusals
+
+
+def _paimon_partitions(
+    config: PipelineConfig,
+    table: PhysicalTable,
+    sink: str,
+    key: tuple[str, ...],
+    transform: TransformRule | None,
+) -> str | None:
+    """Why ``partition.key`` cannot partition the Paimon table ``sink`` (keyed by ``key``)."""
+    if not isinstance(config.sink, PaimonSink):
+        return None
+    columns = config.sink.partition_keys_for(sink)
+    absent = [c for c in columns if table.column(c) is None]
+    if absent and (transform is None or transform.projection is None):
+        return (
+            f"sink.partition.key partitions {sink} by {', '.join(absent)}, which "
+            f"{table.table_id} does not have"
+        )
+    lowered = {c.lower() for c in key}
+    outside = [c for c in columns if c.lower() not in lowered]
+    if not outside:
+        return None
+    options_path = child("tidemark.tables", sink, quote=True)
+    return (
+        f"sink.partition.key partitions {sink} by {', '.join(outside)}, not in its key "
+        f"({', '.join(key)}): a Paimon primary-key table's partition columns must be in its key "
+        "(Paimon moves a row between partitions only in a dynamic-bucket table without "
+        f"sequence.field, which Tidemark orders changes by); set {options_path}.unique-key to "
+        f"{', '.join([*key, *outside])}, or partition {sink} by key columns only"
+    )
 
 
 def _key(
@@ -177,12 +214,14 @@ def _key(
     if table.unique_indexes:
         index = table.unique_indexes[0]
         hint = f" (its unique index {index.name} has {', '.join(index.columns)})"
+    paimon = isinstance(config.sink, PaimonSink)
+    needed = " (a Paimon sink table is a primary-key table)" if paimon else ""
     return (
         (),
         "",
         (
-            f"no primary key, and no unique key given: set {options_path}.unique-key{hint}, or "
-            "primary-keys in a transform"
+            f"no primary key, and no unique key given{needed}: set "
+            f"{options_path}.unique-key{hint}, or primary-keys in a transform"
         ),
     )
 
@@ -208,15 +247,17 @@ def _group(
             continue
         kept += mappings
         first = mappings[0]
+        # a Paimon sink table is the mirror itself (a primary-key table), written by ingest
+        paimon = isinstance(config.sink, PaimonSink)
         sinks.append(
             SinkTable(
                 name=sink,
                 key=first.key,
                 key_origin=first.key_origin,
                 sources=tuple(m.source for m in mappings),
-                mirror=config.tidemark.mirror_table(sink),
+                mirror=None if paimon else config.tidemark.mirror_table(sink),
                 mirror_window=config.tidemark.mirror_window(sink),
-                changelog=config.tidemark.changelog_table(sink),
+                changelog=sink if paimon else config.tidemark.changelog_table(sink),
             )
         )
     return kept, refused, sinks
@@ -240,7 +281,10 @@ def _blockers(
                 )
     owners: dict[str, str] = {}
     for sink in sinks:
-        for role, name in (("", sink.name), ("changelog of ", sink.changelog)):
+        tables = [("", sink.name)]
+        if sink.changelog != sink.name:  # a Paimon sink writes the sink table itself
+            tables.append(("changelog of ", sink.changelog))
+        for role, name in tables:
             if name in owners and owners[name] != f"{role}{sink.name}":
                 blockers.append(
                     f"{name} would be both the {owners[name]} and the {role}{sink.name}: "
@@ -267,12 +311,9 @@ def _notes(
     for table in config.tidemark.tables:
         if table not in produced:
             notes.append(f"tidemark.tables names {table}, which this pipeline does not produce")
-    for partitioning in config.sink.partitioning:
-        if partitioning.table not in produced:
-            notes.append(
-                f"sink.partition.key names {partitioning.table}, which this pipeline does not "
-                "produce"
-            )
+    for table in config.sink.partitioned_tables:
+        if table not in produced:
+            notes.append(f"sink.partition.key names {table}, which this pipeline does not produce")
     for sink in sinks:
         if len(sink.sources) > 1 and sink.key_origin == "primary key":
             notes.append(

@@ -162,10 +162,17 @@ class PaimonCommitError(RuntimeError):
 class PaimonTable:
     """One Paimon table, as Tidemark writes and reads it."""
 
-    def __init__(self, table: FileStoreTable, identifier: str) -> None:
+    def __init__(
+        self, table: FileStoreTable, identifier: str, commit_user_prefix: str | None = None
+    ) -> None:
         self.identifier = identifier
-        # pypaimon skips a commit without rows unless told: an idle table's progress is one
-        self._table = table.copy({"snapshot.ignore-empty-commit": "false"})
+        writing = {
+            # pypaimon skips a commit without rows unless told: an idle table's progress is one
+            "snapshot.ignore-empty-commit": "false",
+            # pypaimon names this writer's commits ``<prefix>_<uuid>``: who wrote a snapshot
+            **({"commit.user-prefix": commit_user_prefix} if commit_user_prefix else {}),
+        }
+        self._table = table.copy(writing)
         self._builder = self._table.new_stream_write_builder()
         self._identifiers = itertools.count(time.time_ns())
 
@@ -262,8 +269,11 @@ class PaimonTable:
 class PaimonCatalog:
     """A Paimon catalog (``catalog.properties.*`` of a ``type: paimon`` sink)."""
 
-    def __init__(self, properties: Mapping[str, str]) -> None:
+    def __init__(
+        self, properties: Mapping[str, str], commit_user_prefix: str | None = None
+    ) -> None:
         self._catalog: Catalog = CatalogFactory.create(dict(properties))
+        self._commit_user_prefix = commit_user_prefix
         self._properties = dict(properties)
         #: as the properties name it: a path, or a URI
         self.warehouse = properties.get("warehouse", "")
@@ -296,7 +306,8 @@ class PaimonCatalog:
 
     def load_table(self, identifier: str) -> PaimonTable | None:
         try:
-            return PaimonTable(self._catalog.get_table(identifier), identifier)
+            table = self._catalog.get_table(identifier)
+            return PaimonTable(table, identifier, self._commit_user_prefix)
         except TableNotExistException:
             return None
 
@@ -351,5 +362,9 @@ def _paimon_type(field: pa.Field) -> Any:
     return PyarrowFieldParser.to_paimon_type(field.type, field.nullable)
 
 
-def open_paimon_catalog(properties: Mapping[str, str]) -> PaimonCatalog:
-    return PaimonCatalog(properties)
+def open_paimon_catalog(
+    properties: Mapping[str, str], commit_user_prefix: str | None = None
+) -> PaimonCatalog:
+    """The Paimon catalog of ``properties``; its tables commit as ``<commit_user_prefix>_<a
+    UUID>`` (pypaimon's own naming)."""
+    return PaimonCatalog(properties, commit_user_prefix)

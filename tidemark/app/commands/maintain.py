@@ -36,6 +36,7 @@ def _maintain(args: argparse.Namespace) -> int:
     from tidemark.app.pipeline import Pipeline
 
     pipeline = Pipeline.open(args.file)
+    pipeline.config.iceberg_sink("tidemark maintain does not maintain Paimon tables yet")
     sinks = _selected(pipeline.plan.sinks, args.table)
     jars = _spark_jars()
     # each table's result as it is done; on a terminal above a bar of tables done

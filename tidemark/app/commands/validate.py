@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 
 from tidemark.app.commands.command import Command
-from tidemark.config import PipelineConfig, PipelineConfigError, Problem, Severity, load_pipeline
+from tidemark.config import (
+    PaimonSink,
+    PipelineConfig,
+    PipelineConfigError,
+    Problem,
+    Severity,
+    load_pipeline,
+)
 from tidemark.config.values import format_duration
 
 
@@ -40,7 +47,7 @@ def summary(config: PipelineConfig) -> str:
     source = config.source
     parts = [
         f"mysql {source.username}@{source.hostname}:{source.port}",
-        f"iceberg {config.sink.catalog_properties.get('type', 'custom')} catalog",
+        _lake(config),
         _count(len(source.table_selectors), "table pattern"),
         _count(len(config.routes), "route"),
         _count(len(config.transforms), "transform"),
@@ -48,6 +55,12 @@ def summary(config: PipelineConfig) -> str:
         _count(len(config.tidemark.jobs), "job"),
     ]
     return ", ".join(parts)
+
+
+def _lake(config: PipelineConfig) -> str:
+    if isinstance(config.sink, PaimonSink):
+        return f"paimon {config.sink.metastore} metastore"
+    return f"iceberg {config.sink.catalog_properties.get('type', 'custom')} catalog"
 
 
 def _count(number: int, noun: str) -> str:
