@@ -23,6 +23,7 @@ def write_pipeline(
     startup: str = "latest-offset",
     source_options: str = "",
     extra: str = "",
+    paimon_warehouse: str | None = None,
 ) -> Path:
     """A pipeline reading ``database``'s ``tables`` pattern on ``source`` into ``namespace``."""
     path.write_text(
@@ -36,6 +37,7 @@ def write_pipeline(
             startup=startup,
             source_options=source_options,
             extra=extra,
+            paimon_warehouse=paimon_warehouse,
         )
     )
     return path

@@ -20,13 +20,15 @@ def local_pipeline(
     source_options: str = "",
     extra: str = "",
     parallelism: int = 1,
+    paimon_warehouse: str | None = None,
 ) -> str:
     """The YAML of a pipeline from ``database``'s ``tables`` pattern on ``source`` into
     ``namespace``.
 
     ``startup`` is a ``scan.startup.mode``, or a binlog position to start at.
     ``source_options`` (``key: value`` lines) go into ``source:``; ``extra`` is appended as is
-    (a ``tidemark:`` block, say). ``parallelism`` is ``pipeline.parallelism``.
+    (a ``tidemark:`` block, say). ``parallelism`` is ``pipeline.parallelism``. With
+    ``paimon_warehouse`` the sink is Paimon's, on that warehouse (filesystem metastore).
     """
     if isinstance(startup, BinlogPosition):
         start = (
@@ -47,9 +49,7 @@ source:
   server-id: {server_id}
   server-time-zone: UTC
 {start}{_indented(source_options)}
-sink:
-  type: iceberg
-{_catalog_properties(catalog)}
+{_sink(catalog, paimon_warehouse)}
 route:
   - source-table: {database}.\\.*
     sink-table: {namespace}.<>
@@ -71,6 +71,15 @@ def _with_state(catalog: LakeEndpoint, extra: str) -> str:
         return block.sub(lambda match: match.group(0) + line, extra, count=1)
     separator = "\n" if extra and not extra.endswith("\n") else ""
     return f"{extra}{separator}tidemark:\n{line}"
+
+
+def _sink(catalog: LakeEndpoint, paimon_warehouse: str | None) -> str:
+    if paimon_warehouse is not None:
+        return (
+            "sink:\n  type: paimon\n  catalog.properties.metastore: filesystem\n"
+            f"  catalog.properties.warehouse: {paimon_warehouse}\n"
+        )
+    return f"sink:\n  type: iceberg\n{_catalog_properties(catalog)}"
 
 
 def _catalog_properties(catalog: LakeEndpoint) -> str:

@@ -1,0 +1,180 @@
+"""Ingest into a Paimon sink (docs/paimon.md), through ``tidemark ingest`` on the real source
+servers: the primary-key table equals the source row for row, through SIGKILLs at random
+moments, and a read at a past watermark returns the source as it was then.
+
+Each change is written once: Paimon merges a key's changes within one commit, so across the
+table's commits (read as change rows, commit by commit) no change of the workload may appear
+twice, and the merged table must hold each key's newest state.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bench.workloads.stock import Workload, create_stock, ingest
+from spark_jobs.paimon_source import open_table, plan_changes, read_splits
+from tests.ingest.pipelines import write_pipeline
+from tests.ingest.stock_workload import ingest_to_end
+from tidemark.lake.paimon import PaimonTable, open_paimon_catalog
+from tidemark.source import SourceConnection
+from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint
+from tidemark.stack.process import wait_for
+
+KILLS = 6
+
+pytestmark = pytest.mark.every_source
+
+
+class PaimonSink:
+    """The test's Paimon warehouse and its ``stock`` table."""
+
+    def __init__(self, warehouse: Path, namespace: str) -> None:
+        self.warehouse = str(warehouse)
+        self.identifier = f"{namespace}.stock"
+
+    def table(self) -> PaimonTable | None:
+        return open_paimon_catalog({"warehouse": self.warehouse}).load_table(self.identifier)
+
+    def committed(self) -> bool:
+        table = self.table()
+        return table is not None and table.has_snapshots()
+
+    def rows(self, at_watermark: int | None = None) -> dict[int, int]:
+        """qty by id, as a reader of the table sees it."""
+        table = self.table()
+        assert table is not None
+        read = table.read(["id", "qty"], at_watermark=at_watermark).to_pylist()
+        return {row["id"]: row["qty"] for row in read}
+
+    def newest_watermark(self) -> int:
+        table = self.table()
+        assert table is not None
+        newest = next(table.snapshots())
+        assert newest.watermark is not None
+        return newest.watermark
+
+    def orders_written(self) -> Counter[int]:
+        """How often each change (its ``_tm_order``) was written, over every commit."""
+        table = open_table({"warehouse": self.warehouse}, self.identifier)
+        newest = table.snapshot_manager().get_latest_snapshot().id
+        splits = plan_changes(table, self.identifier, 1, newest)
+        written: Counter[int] = Counter()
+        for batch in read_splits(table, splits, ["_tm_order"]):
+            written.update(batch.column("_tm_order").to_pylist())
+        return written
+
+
+def source_rows(source: SourceConnection, database: str) -> dict[int, int]:
+    with source.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(f"SELECT id, qty FROM `{database}`.stock")
+        return {int(key): int(qty) for key, qty in cursor.fetchall()}
+
+
+@pytest.fixture
+def paimon_stock(
+    source: SourceEndpoint,
+    lake: LakeEndpoint,
+    source_database: str,
+    namespace: str,
+    tmp_path: Path,
+    server_id: int,
+) -> tuple[Path, PaimonSink]:
+    """A pipeline of ``source_database``'s ``stock`` table into a Paimon warehouse; an idle
+    table commits its watermark every second."""
+    create_stock(source, source_database)
+    sink = PaimonSink(tmp_path / "warehouse", namespace)
+    pipeline = write_pipeline(
+        tmp_path / "stock.yaml",
+        source,
+        lake,
+        database=source_database,
+        tables="stock",
+        namespace=namespace,
+        server_id=server_id,
+        extra="tidemark:\n  ingest:\n    idle-commit-interval: 1 s\n",
+        paimon_warehouse=sink.warehouse,
+    )
+    return pipeline, sink
+
+
+def server_time_ms(source: SourceConnection) -> int:
+    with source.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)")
+        row = cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+@pytest.mark.timeout(900)
+def test_sigkill_at_random_moments_into_paimon_loses_and_duplicates_nothing(
+    paimon_stock: tuple[Path, PaimonSink],
+    source: SourceEndpoint,
+    source_database: str,
+    server_id: int,
+) -> None:
+    pipeline, sink = paimon_stock
+    first = ingest(pipeline)  # latest-offset: it commits its start before any write
+    assert wait_for(sink.committed, timeout=120), first
+    workload = Workload(source.admin_source(), source_database, 20261129, (1, 20), 0.0)
+    workload.start()
+    chance = random.Random(43)
+    process = first
+    try:
+        for _ in range(KILLS):
+            with pytest.raises(subprocess.TimeoutExpired):
+                process.wait(timeout=chance.uniform(0.5, 4.0))  # killed, never exiting
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            process = ingest(pipeline)
+    finally:
+        workload.stop()
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    ingest_to_end(pipeline, source.cdc_source(server_id))
+
+    assert workload.transactions > 20
+    assert sink.rows() == source_rows(source.admin_source(), source_database)
+    doubled = {order: times for order, times in sink.orders_written().items() if times > 1}
+    assert doubled == {}, "changes written more than once"
+
+
+def test_a_read_at_a_past_watermark_returns_the_source_as_it_was_then(
+    paimon_stock: tuple[Path, PaimonSink],
+    source: SourceEndpoint,
+    source_database: str,
+    server_id: int,
+) -> None:
+    pipeline, sink = paimon_stock
+    admin = source.admin_source()
+    running = ingest(pipeline)
+    try:
+        assert wait_for(sink.committed, timeout=120), "ingest committed its start"
+        first = Workload(admin, source_database, 1, (1, 10), 0.0)
+        first.start()
+        assert wait_for(lambda: first.transactions >= 30, timeout=60)
+        first.stop()
+        written = server_time_ms(admin)  # nothing is written from here until the ALTER
+        assert wait_for(lambda: sink.newest_watermark() >= written, timeout=60)
+        then = source_rows(admin, source_database)
+        # more changes, and a column added while ingest runs
+        with admin.connect() as conn, conn.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE `{source_database}`.stock ADD COLUMN note VARCHAR(20)")
+            cursor.execute(f"UPDATE `{source_database}`.stock SET note = 'later', qty = qty + 1")
+            conn.commit()
+    finally:
+        running.send_signal(signal.SIGKILL)
+        running.wait()
+    ingest_to_end(pipeline, source.cdc_source(server_id))
+
+    assert sink.rows(at_watermark=written) == then
+    now = source_rows(admin, source_database)
+    assert sink.rows() == now != then
+    table = sink.table()
+    assert table is not None
+    assert set(table.read(["note"]).column("note").to_pylist()) == {"later"}
