@@ -36,7 +36,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from tidemark.contracts.changelog import SummaryKey
-from tidemark.errors import TerminalError
+from tidemark.errors import TerminalError, TransientError, first_line
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,23 @@ COMMIT_USER = "tidemark-maintenance"
 
 class PaimonJarMissingError(TerminalError):
     """The Spark session has no Paimon Java classes to maintain a table with."""
+
+
+class PaimonCommitError(TransientError):
+    """The compaction's commit failed: it lost the race for the next snapshot to ingest too
+    often, say. The table is as it was; a later pass may succeed."""
+
+
+#: the options of the compaction's commit
+_COMMIT_OPTIONS = {
+    # every manifest that is small or has deletes is rewritten: the base manifests of the new
+    # snapshot are merged, whatever their number (Paimon waits for 30 by default)
+    "manifest.full-compaction-threshold-size": "1 b",
+    # ingest commits about every second, and each of its commits that lands first makes this
+    # one try again: try more often than Paimon's 10 times, never waiting long in between
+    "commit.max-retries": "60",
+    "commit.max-retry-wait": "1 s",
+}
 
 
 @dataclass(frozen=True)
@@ -191,14 +208,16 @@ class PaimonJavaTable:
         )
         for message in compaction.messages:
             committable.addFileCommittable(message)
-        # every manifest that is small or has deletes is rewritten: the base manifests of the
-        # new snapshot are merged, whatever their number (Paimon waits for 30 by default)
-        committing = self._table.copy(
-            _java_map(self._jvm, {"manifest.full-compaction-threshold-size": "1 b"})
-        )
+        committing = self._table.copy(_java_map(self._jvm, _COMMIT_OPTIONS))
         commit = committing.newCommit(COMMIT_USER).ignoreEmptyCommit(True)
         try:
             commit.commit(committable)
+        except Py4JJavaError as error:
+            raise PaimonCommitError(
+                f"the compaction of Paimon table {self.identifier} could not be committed "
+                f"({first_line(error.java_exception.toString())}); nothing of it is in the "
+                "table, and the next pass compacts again"
+            ) from error
         finally:
             commit.close()
         return self._own_snapshot(committable.identifier())
@@ -225,14 +244,20 @@ class PaimonJavaTable:
             latest=latest,
             retain_min=int(config.getSnapshotRetainMin()),
             retain_max=int(config.getSnapshotRetainMax()),
-            max_deletes=int(config.getSnapshotMaxDeletes()),
             older_than_ms=int(time.time() * 1000) - int(config.getSnapshotTimeRetain().toMillis()),
             consumer_next=self._consumers_next(),
             keep_from=keep_from,
             progress=self._newest_progress(latest, earliest),
         )
         end = retention.end_exclusive(self._committed_at)
-        expired = int(self._table.newExpireSnapshots().config(config).expireUntil(earliest, end))
+        expire = self._table.newExpireSnapshots().config(config)
+        # ``snapshot.expire.limit`` bounds one call, as in Paimon's own expiry after each
+        # commit; a pass follows many commits, so it goes on until ``end``, a limit at a time
+        step, expired, first = max(1, int(config.getSnapshotMaxDeletes())), 0, earliest
+        while first < end:
+            until = min(end, first + step)
+            expired += int(expire.expireUntil(first, until))
+            first = until
         return expired, max(end, earliest)
 
     def _consumers_next(self) -> int | None:
@@ -260,10 +285,9 @@ class Retention:
 
     earliest: int
     latest: int
-    #: ``snapshot.num-retained.min``/``.max``, ``snapshot.expire.limit``
+    #: ``snapshot.num-retained.min``/``.max``
     retain_min: int
     retain_max: int
-    max_deletes: int
     #: ``snapshot.time-retained`` ago: younger snapshots stay, unless ``retain_max`` says
     older_than_ms: int
     #: the oldest snapshot a Paimon consumer still reads (None: no consumer)
@@ -276,9 +300,8 @@ class Retention:
     def end_exclusive(self, committed_at: Callable[[int], int | None]) -> int:
         """The snapshots below the returned id may be expired; ``committed_at(id)`` is when
         snapshot ``id`` was committed (None: it is gone)."""
-        floors = [self.latest - self.retain_min + 1, self.earliest + self.max_deletes]
-        floors += [f for f in (self.consumer_next, self.keep_from, self.progress) if f is not None]
-        end = min(floors)
+        floors = [self.consumer_next, self.keep_from, self.progress]
+        end = min([self.latest - self.retain_min + 1, *(f for f in floors if f is not None)])
         # as Paimon: snapshots beyond ``num-retained.max`` go whatever their age, and the first
         # young enough one after them stays with all that follow
         for snapshot_id in range(max(self.latest - self.retain_max + 1, self.earliest), end):
