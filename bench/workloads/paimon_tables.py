@@ -38,9 +38,13 @@ CONTRACT_OPTIONS = {
     "file.format": "parquet",
 }
 KEY = "id"
+#: ``id % SHARDS``: what a partitioned table is partitioned by (and keyed by, with ``id``, as
+#: Paimon requires of a fixed-bucket table)
+SHARD, SHARDS = "shard", 3
 SCHEMA = pa.schema(
     [
         pa.field(KEY, pa.int64(), nullable=False),
+        pa.field(SHARD, pa.int32(), nullable=False),
         pa.field("name", pa.string()),
         pa.field("amount", pa.float64()),
         *METADATA_FIELDS,
@@ -84,6 +88,7 @@ class ContractTable:
         identifier: str,
         *,
         buckets: int = 1,
+        partitioned: bool = False,
         options: Mapping[str, str] | None = None,
     ) -> None:
         self.identifier = identifier
@@ -92,7 +97,8 @@ class ContractTable:
         catalog.create_database(identifier.split(".")[0], True)
         schema = Schema.from_pyarrow_schema(
             SCHEMA,
-            primary_keys=[KEY],
+            partition_keys=[SHARD] if partitioned else None,
+            primary_keys=[KEY, SHARD] if partitioned else [KEY],
             options={**CONTRACT_OPTIONS, "bucket": str(buckets), **(options or {})},
         )
         catalog.create_table(identifier, schema, False)
@@ -144,12 +150,16 @@ class ContractTable:
         return sorted(zip(*(arrow.column(name).to_pylist() for name in _DATA), strict=True))
 
     def data_files(self) -> dict[int, int]:
-        """How many data files each bucket's latest state reads."""
-        builder = self._table().new_read_builder()
+        """How many data files each bucket's latest state reads (in all partitions)."""
         files: dict[int, int] = {}
-        for split in builder.new_scan().plan().splits():
-            files[split.bucket] = files.get(split.bucket, 0) + len(split.files)
+        for bucket, count in self.files_per_split():
+            files[bucket] = files.get(bucket, 0) + count
         return files
+
+    def files_per_split(self) -> list[tuple[int, int]]:
+        """(bucket, data files) of each (partition, bucket) of the latest state."""
+        builder = self._table().new_read_builder()
+        return [(split.bucket, len(split.files)) for split in builder.new_scan().plan().splits()]
 
     def manifests(self) -> int:
         """How many manifest files the latest snapshot's state is listed in (its base and
@@ -192,6 +202,7 @@ def _rows(changes: Sequence[Change], watermark: int) -> pa.Table:
     event_time = datetime.fromtimestamp(watermark / 1000, UTC)
     columns: dict[str, list[Any]] = {
         KEY: [c.key for c in changes],
+        SHARD: [c.key % SHARDS for c in changes],
         "name": [c.name for c in changes],
         "amount": [float(c.key) for c in changes],
         MetadataColumn.OPERATION: [_KIND_OF[c.kind] for c in changes],

@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.polling import wait_until
-from bench.workloads.paimon_tables import Change, ContractTable, upserts
+from bench.workloads.paimon_tables import SHARDS, Change, ContractTable, upserts
 from spark_jobs.paimon_maintenance import (
     COMMIT_USER,
     PaimonJarMissingError,
@@ -104,6 +104,22 @@ def test_a_pass_compacts_each_bucket_into_one_file_and_keeps_every_row(
         buckets,
     )
     assert result.watermark == 6_000 and result.snapshots_expired == 0
+
+
+def test_a_partitioned_table_gets_one_file_per_partition_and_bucket(
+    spark_context: SparkSession, warehouse: Path
+) -> None:
+    table = ContractTable(warehouse, "shop.orders", buckets=2, partitioned=True)
+    source = Source()
+    history(table, source)
+
+    result = maintain_paimon_table(
+        spark_context, table.catalog_options, table.identifier, keep_from=1
+    )
+
+    assert table.rows() == source.expected()
+    assert result.buckets == SHARDS * 2
+    assert sorted(table.files_per_split()) == [(0, 1)] * SHARDS + [(1, 1)] * SHARDS
 
 
 def test_a_pass_over_a_compact_table_commits_nothing(
