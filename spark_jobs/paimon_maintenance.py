@@ -150,6 +150,9 @@ class Compaction:
     """A compaction written but not yet committed: ``messages`` are Java ``CommitMessage``s."""
 
     messages: Any
+    #: the commit's identifier, unique per pass: a retried commit recognises its own snapshot
+    #: by it (and by ``COMMIT_USER``), and only its own
+    identifier: int
     watermark: int | None
     buckets: int
     files_compacted: int
@@ -174,25 +177,26 @@ class PaimonJavaTable:
         latest = self._table.snapshotManager().latestSnapshot()
         watermark = None if latest is None else latest.watermark()
         buckets = [] if latest is None else list(self._bucket_entries(latest))
+        identifier = time.time_ns()
         if not buckets:
-            return Compaction(self._jvm.java.util.ArrayList(), watermark, 0, 0, 0)
+            return Compaction(self._jvm.java.util.ArrayList(), identifier, watermark, 0, 0, 0)
         # ``write-only`` gives the writer no compaction manager: lift it for this writer only
         compacting = self._table.copy(_java_map(self._jvm, {"write-only": "false"}))
-        write = compacting.newWrite(COMMIT_USER).withIOManager(
-            self._paimon.disk.IOManager.create(self._spill)
-        )
+        spill = self._paimon.disk.IOManager.create(self._spill)
+        write = compacting.newWrite(COMMIT_USER).withIOManager(spill)
         try:
             for partition, bucket in buckets:
                 write.compact(partition, bucket, True)
-            messages = write.prepareCommit(True, _commit_identifier())
+            messages = write.prepareCommit(True, identifier)
         finally:
             write.close()
+            spill.close()
         before = after = 0
         for message in messages:
             increment = message.compactIncrement()
             before += increment.compactBefore().size()
             after += increment.compactAfter().size()
-        return Compaction(messages, _int(watermark), len(buckets), before, after)
+        return Compaction(messages, identifier, _int(watermark), len(buckets), before, after)
 
     def _bucket_entries(self, snapshot: Any) -> Iterator[tuple[Any, int]]:
         for entry in self._table.newSnapshotReader().withSnapshot(snapshot).bucketEntries():
@@ -204,7 +208,7 @@ class PaimonJavaTable:
         if compaction.files_compacted == 0 and compaction.files_written == 0:
             return None  # every bucket was compact already: Paimon would commit nothing
         committable = self._paimon.manifest.ManifestCommittable(
-            _commit_identifier(), _java_long(self._jvm, compaction.watermark)
+            compaction.identifier, _java_long(self._jvm, compaction.watermark)
         )
         for message in compaction.messages:
             committable.addFileCommittable(message)
@@ -220,7 +224,7 @@ class PaimonJavaTable:
             ) from error
         finally:
             commit.close()
-        return self._own_snapshot(committable.identifier())
+        return self._own_snapshot(compaction.identifier)
 
     def _own_snapshot(self, identifier: int) -> int:
         manager = self._table.snapshotManager()
@@ -332,11 +336,6 @@ def open_paimon_table(
 
 def _snapshot_or_none(manager: Any, snapshot_id: int) -> Any:
     return manager.snapshot(snapshot_id) if manager.snapshotExists(snapshot_id) else None
-
-
-def _commit_identifier() -> int:
-    # unique per pass, so that a retried commit recognises its own snapshot and only its own
-    return time.time_ns()
 
 
 def _java_map(jvm: Any, values: Mapping[str, str]) -> Any:
