@@ -63,6 +63,12 @@ BENCHMARKS = (
         ("--commits", "600"),
         ("--commits", "100", "--sample", "10"),
     ),
+    Benchmark(
+        "paimon-maintenance",
+        "bench.paimon_maintenance_bench",
+        ("--rows", "10000", "100000", "--buckets", "1", "4"),
+        ("--rows", "10000", "--buckets", "1", "--commits", "20"),
+    ),
     Benchmark("commit", "bench.commit_bench", (), ("--quick",)),
     Benchmark("scale", "bench.scale_bench", ("--tables", "10", "100", "1000"), ("--quick",)),
     Benchmark("takeover", "bench.takeover_bench", ("--trials", "10"), ("--trials", "3")),

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pyspark
 import pytest
 
 from tests.stack_helpers import free_port_block, free_ports
@@ -20,6 +21,7 @@ from tidemark.stack.process import owned_pid, port_is_open, wait_for
 from tidemark.stack.service import ServiceFailedError
 from tidemark.stack.settings import (
     OBJECT_STORE_HTTP_PORTS,
+    PAIMON_VERSION,
     SEAWEEDFS_GRPC_OFFSET,
     ObjectStorePorts,
     StackSettings,
@@ -45,6 +47,22 @@ def test_status_reports_seven_healthy_services_as_json(
         "spark": True,
     }
     assert report["services"]["kafka"]["bootstrap_servers"].startswith("127.0.0.1:")
+
+
+def test_sparks_jars_add_paimon_bundle_and_no_second_copy_of_sparks_own(stack: Stack) -> None:
+    spark_own = Path(pyspark.__file__).parent / "jars"
+
+    added = {jar.name for jar in stack.spark.jars()}
+
+    assert f"paimon-bundle-{PAIMON_VERSION}.jar" in added
+    assert not {_artifact(name) for name in added} & {
+        _artifact(jar.name) for jar in spark_own.glob("*.jar")
+    }
+
+
+def _artifact(jar: str) -> str:
+    """``lz4-java-1.8.0.jar``: ``lz4-java``."""
+    return jar.rsplit("-", 1)[0]
 
 
 def test_up_leaves_running_services_alone(stack: Stack) -> None:

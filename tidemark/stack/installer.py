@@ -51,7 +51,9 @@ def ensure_debian_packages(packages: Sequence[str], *, present: bool) -> None:
 def resolve_maven_jars(pom: str, destination: Path, substitutions: dict[str, str]) -> list[Path]:
     """Copy the runtime dependencies of the packaged POM ``pom`` into ``destination``.
 
-    A stamp holding the POM's hash makes a second call free; a changed version re-resolves.
+    A stamp holding the POM's hash makes a second call free; a changed version re-resolves,
+    beside the jars in use, which are swapped for the new ones only once all are there: a
+    process starting meanwhile (a test run, a window job) still finds a whole set.
     """
     text = resources.files("tidemark.stack").joinpath("resources", pom).read_text()
     for name, value in substitutions.items():
@@ -61,10 +63,11 @@ def resolve_maven_jars(pom: str, destination: Path, substitutions: dict[str, str
     if stamp.exists() and stamp.read_text() == digest:
         return sorted(destination.glob("*.jar"))
     ensure_debian_packages(["maven"], present=shutil.which("mvn") is not None)
-    if destination.exists():
-        shutil.rmtree(destination)
-    destination.mkdir(parents=True)
-    pom_file = destination / "pom.xml"
+    staging = destination.with_name(destination.name + ".resolving")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    pom_file = staging / "pom.xml"
     pom_file.write_text(text)
     logger.info("Resolving %s from Maven Central into %s", pom, destination)
     run(
@@ -76,12 +79,26 @@ def resolve_maven_jars(pom: str, destination: Path, substitutions: dict[str, str
             str(pom_file),
             "dependency:copy-dependencies",
             "-DincludeScope=runtime",
-            f"-DoutputDirectory={destination}",
+            f"-DoutputDirectory={staging}",
         ],
         what=f"resolving the jars of {pom} with Maven",
     )
-    stamp.write_text(digest)
+    (staging / ".resolved").write_text(digest)
+    _swap_in(staging, destination)
     return sorted(destination.glob("*.jar"))
+
+
+def _swap_in(staging: Path, destination: Path) -> None:
+    """Put ``staging`` where ``destination`` is, in two renames (a directory cannot replace a
+    non-empty one in one)."""
+    retired = destination.with_name(destination.name + ".retired")
+    if retired.exists():
+        shutil.rmtree(retired)
+    if destination.exists():
+        destination.rename(retired)
+    staging.rename(destination)
+    if retired.exists():
+        shutil.rmtree(retired)
 
 
 def ensure_java(minimum: int, *, compiler: bool = False) -> None:

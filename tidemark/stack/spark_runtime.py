@@ -1,4 +1,5 @@
-"""The jars Spark needs for Iceberg and the JDBC catalog, resolved once into the stack's home."""
+"""The jars Spark needs for Iceberg, the JDBC catalog and Paimon's maintenance, resolved once into
+the stack's home."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from tidemark.stack.installer import resolve_maven_jars
 from tidemark.stack.service import ServiceFailedError
 from tidemark.stack.settings import (
     ICEBERG_VERSION,
+    PAIMON_VERSION,
     POSTGRES_JDBC_VERSION,
     SPARK_SCALA_SUFFIX,
     StackSettings,
 )
+
+#: what a healthy runtime has: jars left by an older POM (a checkout before Paimon) are not
+_REQUIRED = ("iceberg-spark-runtime-", "paimon-bundle-")
 
 
 class SparkRuntime:
@@ -34,6 +39,7 @@ class SparkRuntime:
                     "iceberg.version": ICEBERG_VERSION,
                     "spark.scala.suffix": SPARK_SCALA_SUFFIX,
                     "postgres.jdbc.version": POSTGRES_JDBC_VERSION,
+                    "paimon.version": PAIMON_VERSION,
                 },
             )
         except TidemarkError as error:
@@ -44,8 +50,8 @@ class SparkRuntime:
 
     def is_healthy(self) -> bool:
         names = [jar.name for jar in self.jars()]
-        return (self.directory / ".resolved").exists() and any(
-            name.startswith("iceberg-spark-runtime") for name in names
+        return (self.directory / ".resolved").exists() and all(
+            any(name.startswith(prefix) for name in names) for prefix in _REQUIRED
         )
 
     def endpoint(self) -> dict[str, Any]:
