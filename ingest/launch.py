@@ -163,6 +163,7 @@ def _open_table(
         keys=sink.key,
         partition_keys=_partition_keys(config, sink),
         properties={**reveal(config.sink.table_properties), **first_versions},
+        keep_deletes=config.tidemark.table(sink.name).mirror.deletes == "keep",
     )
     return catalog.open_changelog(spec, listing)
 

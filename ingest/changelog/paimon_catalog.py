@@ -51,6 +51,7 @@ class PaimonSinkCatalog:
             spec.keys,
             spec.partition_keys,
             spec.properties,
+            keep_deletes=spec.keep_deletes,
         )
         if listing is not None:
             listing.add(spec.identifier)

@@ -28,6 +28,7 @@ from ingest.changelog.table import changelog_schema
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
 from tidemark.contracts.instance import WRITER_KEY, writer_id
+from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN
 from tidemark.contracts.progress import TableProgress
 from tidemark.lake.paimon import PaimonCatalog, PaimonSnapshot, PaimonTable
 from tidemark.sinks.commits import Commit
@@ -50,6 +51,11 @@ DEFAULT_OPTIONS = {"file.format": "parquet", "bucket": "1"}
 #: set on a table whose rows are all kept as written (an error table): none upserts or
 #: deletes another, whatever its operation
 EVERY_ROW_OPTION = "tidemark.every-row"
+#: set on a table created with ``mirror.deletes: keep``: a delete keeps the row (its before
+#: image), marked deleted in ``MIRROR_DELETED_COLUMN``
+KEEP_DELETES_OPTION = "tidemark.keep-deletes"
+#: what ingest's rows do not carry: Paimon's row kind and the mark of a kept delete
+_WRITER_COLUMNS = frozenset({ROW_KIND_COLUMN, MIRROR_DELETED_COLUMN})
 
 _OP = MetadataColumn.OPERATION.value
 _ORDER = MetadataColumn.ORDER_KEY.value
@@ -57,12 +63,15 @@ _SOURCE_DB = MetadataColumn.SOURCE_DATABASE.value
 _SOURCE_TABLE = MetadataColumn.SOURCE_TABLE.value
 
 
-def paimon_schema(data: pa.Schema, keys: Sequence[str]) -> pa.Schema:
-    """The table's columns: the changelog's (keys NOT NULL, as Paimon requires) and the row
-    kind."""
+def paimon_schema(data: pa.Schema, keys: Sequence[str], keep_deletes: bool = False) -> pa.Schema:
+    """The table's columns: the changelog's (keys NOT NULL, as Paimon requires), the row
+    kind, and with ``keep_deletes`` the deleted mark."""
     changelog = changelog_schema(data)
     fields = [f.with_nullable(False) if f.name in keys else f for f in changelog]
-    return pa.schema([*fields, pa.field(ROW_KIND_COLUMN, pa.string(), nullable=False)])
+    fields.append(pa.field(ROW_KIND_COLUMN, pa.string(), nullable=False))
+    if keep_deletes:
+        fields.append(pa.field(MIRROR_DELETED_COLUMN, pa.bool_(), nullable=False))
+    return pa.schema(fields)
 
 
 class PaimonChangelog:
@@ -74,6 +83,7 @@ class PaimonChangelog:
         self.writing = threading.RLock()
         self.schema = self._changelog_schema()
         self._every_row = table.options.get(EVERY_ROW_OPTION) == "true"
+        self._keep_deletes = table.options.get(KEEP_DELETES_OPTION) == "true"
         #: the newest snapshot with Tidemark's progress, as this writer last saw or made it
         self._newest: PaimonSnapshot | None = newest_progress(table.snapshots())
 
@@ -88,7 +98,7 @@ class PaimonChangelog:
     def _changelog_schema(self) -> pa.Schema:
         """The Paimon table's columns as ingest's rows have them (without the row kind)."""
         columns = self._table.arrow_schema()
-        data = [f for f in columns if f.name not in METADATA_NAMES and f.name != ROW_KIND_COLUMN]
+        data = [f for f in columns if f.name not in METADATA_NAMES | _WRITER_COLUMNS]
         return changelog_schema(pa.schema(data))
 
     def data_schema(self) -> pa.Schema:
@@ -174,10 +184,19 @@ class PaimonChangelog:
             pc.if_else(pc.equal(changes[_OP], Operation.UPDATE.value), _UPDATE, _UPSERT),
         )
         keyed = changes.append_column(ROW_KIND_COLUMN, kinds.cast(pa.string()))
-        if not markers.num_rows:
-            return keyed
-        deletes = self._truncated(markers, changes)
-        return pa.concat_tables([keyed, *(rows.cast(keyed.schema) for rows in deletes)])
+        if markers.num_rows:
+            deletes = self._truncated(markers, changes)
+            keyed = pa.concat_tables([keyed, *(rows.cast(keyed.schema) for rows in deletes)])
+        return self._kept_deletes(keyed) if self._keep_deletes else keyed
+
+    @staticmethod
+    def _kept_deletes(keyed: pa.Table) -> pa.Table:
+        """Deletes as updates to the deleted image, marked deleted (``mirror.deletes: keep``)."""
+        deleted = pc.equal(keyed[ROW_KIND_COLUMN], _DELETE)
+        kinds = pc.if_else(deleted, _UPDATE, keyed[ROW_KIND_COLUMN])
+        index = keyed.schema.get_field_index(ROW_KIND_COLUMN)
+        keyed = keyed.set_column(index, ROW_KIND_COLUMN, kinds)
+        return keyed.append_column(MIRROR_DELETED_COLUMN, deleted)
 
     def _truncated(self, markers: pa.Table, changes: pa.Table) -> list[pa.Table]:
         """A delete of every key whose newest change before each marker came from the
@@ -237,6 +256,8 @@ class PaimonChangelog:
                 _OP,
                 pa.array([Operation.DELETE.value] * read.num_rows, pa.string()),
             ).append_column(ROW_KIND_COLUMN, pa.array([_DELETE] * read.num_rows, pa.string()))
+            if self._keep_deletes:
+                deletes = self._kept_deletes(deletes)
             self._commit_keyed(deletes, progress, None)
 
     def newest_rows(self, since: datetime, columns: Sequence[str], limit: int) -> pa.Table:
@@ -253,13 +274,15 @@ def open_paimon_changelog(
     keys: Sequence[str],
     partition_keys: Sequence[str],
     properties: Mapping[str, str],
+    keep_deletes: bool = False,
 ) -> PaimonChangelog:
-    """The Paimon table ``identifier``, created (keyed by ``keys``) if it does not exist."""
+    """The Paimon table ``identifier``, created (keyed by ``keys``; keeping deleted rows,
+    marked, with ``keep_deletes``) if it does not exist."""
     table = catalog.load_table(identifier)
     if table is None:
         logger.info("Creating Paimon table %s", identifier)
-        options = {**DEFAULT_OPTIONS, **properties, **CONTRACT_OPTIONS}
-        table = catalog.create_table(
-            identifier, paimon_schema(data, keys), keys, partition_keys, options
-        )
+        kept = {KEEP_DELETES_OPTION: "true"} if keep_deletes else {}
+        options = {**DEFAULT_OPTIONS, **properties, **CONTRACT_OPTIONS, **kept}
+        schema = paimon_schema(data, keys, keep_deletes)
+        table = catalog.create_table(identifier, schema, keys, partition_keys, options)
     return PaimonChangelog(catalog, table)

@@ -9,22 +9,33 @@ twice, and the merged table must hold each key's newest state.
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from bench.workloads.stock import Workload, create_stock, ingest
+from ingest.changelog.catalogs import open_sink_catalog
 from spark_jobs.paimon_source import open_table, plan_changes, read_splits
-from tests.ingest.pipelines import write_pipeline
+from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.ingest.stock_workload import ingest_to_end
+from tests.runners import runner_factory
+from tidemark.app.cli import main
+from tidemark.config import load_pipeline
 from tidemark.lake.paimon import PaimonTable, open_paimon_catalog
 from tidemark.source import SourceConnection
 from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint
 from tidemark.stack.process import wait_for
+
+if TYPE_CHECKING:
+    import pymysql
+
+    Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
 KILLS = 6
 
@@ -178,3 +189,99 @@ def test_a_read_at_a_past_watermark_returns_the_source_as_it_was_then(
     table = sink.table()
     assert table is not None
     assert set(table.read(["note"]).column("note").to_pylist()) == {"later"}
+
+
+def test_unconvertible_rows_go_to_a_paimon_error_table_and_status_counts_them(
+    source: SourceEndpoint,
+    lake: LakeEndpoint,
+    source_database: str,
+    namespace: str,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE visits (id INT PRIMARY KEY, day DATE NOT NULL, note TEXT)")
+        cursor.execute("SET SESSION sql_mode = 'ALLOW_INVALID_DATES'")
+    warehouse = str(tmp_path / "warehouse")
+    path = write_pipeline(
+        tmp_path / "visits.yaml",
+        source,
+        lake,
+        database=source_database,
+        tables="visits",
+        namespace=namespace,
+        server_id=server_id,
+        paimon_warehouse=warehouse,
+    )
+    make_runner = runner_factory(open_sink_catalog("paimon", "tidemark", {"warehouse": warehouse}))
+    statements = [
+        ["INSERT INTO visits VALUES (1, '2024-05-01', 'fine')"],
+        ["INSERT INTO visits VALUES (2, '0000-00-00', 'no such day')"],
+        ["UPDATE visits SET day = '2024-05-02' WHERE id = 2"],  # after a restart
+        ["INSERT INTO visits VALUES (3, '0000-00-00', 'again')"],
+    ]
+    for batch in statements:
+        runner = make_runner(load_pipeline(path))
+        with admin_connection.cursor() as cursor:
+            for statement in batch:
+                cursor.execute(statement)
+        run_to_end(runner, source, server_id, max_seconds=60)
+
+    paimon = open_paimon_catalog({"warehouse": warehouse})
+    visits, errors = (
+        paimon.load_table(f"{namespace}.visits"),
+        paimon.load_table(f"{namespace}.visits_errors"),
+    )
+    assert visits is not None and errors is not None
+    assert sorted(visits.read(["id"]).column("id").to_pylist()) == [1, 2]
+    error_rows = sorted(errors.read().to_pylist(), key=lambda row: row["_tm_order"])
+    assert [(row["column_name"], row["value"]) for row in error_rows] == [
+        ("day", "InvalidTemporal(text='0000-00-00')"),
+        ("day", "InvalidTemporal(text='0000-00-00')"),
+    ]
+    assert json.loads(error_rows[1]["payload"])["note"] == "'again'"
+    assert main(["status", str(path)]) == 0
+    [_, line] = capsys.readouterr().out.partition("\n\n")[0].splitlines()
+    assert line.split()[-2] == "2"  # the errors column
+
+
+def test_a_bootstrap_and_the_stream_fill_the_paimon_table_as_the_source_has_it(
+    source: SourceEndpoint,
+    lake: LakeEndpoint,
+    source_database: str,
+    namespace: str,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT)")
+        existing = [(key, key % 97) for key in range(100_001, 102_001)]  # the workload: 1 on
+        cursor.executemany("INSERT INTO stock VALUES (%s, %s)", existing)
+    sink = PaimonSink(tmp_path / "warehouse", namespace)
+    pipeline = write_pipeline(
+        tmp_path / "stock.yaml",
+        source,
+        lake,
+        database=source_database,
+        tables="stock",
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+        source_options="scan.incremental.snapshot.chunk.size: 300",
+        paimon_warehouse=sink.warehouse,
+    )
+    running = ingest(pipeline)
+    workload = Workload(source.admin_source(), source_database, 7, (1, 5), 0.01)
+    try:
+        workload.start()  # while the bootstrap reads
+        assert wait_for(lambda: workload.transactions >= 50, timeout=60)
+    finally:
+        workload.stop()
+        running.send_signal(signal.SIGKILL)
+        running.wait()
+    ingest_to_end(pipeline, source.cdc_source(server_id))
+
+    assert sink.rows() == source_rows(source.admin_source(), source_database)

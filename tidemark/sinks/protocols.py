@@ -111,3 +111,6 @@ class SinkTableSpec:
     partition_keys: tuple[str, ...] = ()
     #: table properties (options) to create it with
     properties: Mapping[str, str] = field(default_factory=dict)
+    #: ``mirror.deletes: keep``: a table that is its own mirror (Paimon's) keeps a deleted
+    #: row, marked in ``_tm_deleted``
+    keep_deletes: bool = False

@@ -213,3 +213,28 @@ def test_a_commit_the_fence_refuses_publishes_nothing_at_once(
     assert asked == [1]
     assert [snapshot.snapshot_id for snapshot in stored.snapshots()] == [1]
     assert state(paimon) == {1: 10}
+
+
+def test_with_deletes_kept_a_deleted_row_stays_marked_until_its_key_comes_back(
+    paimon: PaimonCatalog,
+) -> None:
+    table = open_paimon_changelog(paimon, IDENTIFIER, DATA, ["id"], [], {}, keep_deletes=True)
+    table.commit(
+        batch(table, [change(1, 1, Operation.INSERT, 10), change(2, 2, Operation.INSERT, 20)]),
+        progress_at(1),
+    )
+    table.commit(batch(table, [change(3, 1, Operation.DELETE, 10)]), progress_at(2))
+    stored = paimon.load_table(IDENTIFIER)
+    assert stored is not None
+
+    def rows() -> list[tuple[int, int | None, str, bool]]:
+        read = stored.read(["id", "qty", "_tm_op", "_tm_deleted"]).to_pylist()
+        return sorted((r["id"], r["qty"], r["_tm_op"], r["_tm_deleted"]) for r in read)
+
+    assert rows() == [(1, 10, "d", True), (2, 20, "c", False)]
+    table.commit(batch(table, [change(4, 1, Operation.INSERT, 11)]), progress_at(3))
+    assert rows() == [(1, 11, "c", False), (2, 20, "c", False)]
+    assert (
+        "_tm_deleted"
+        not in open_paimon_changelog(paimon, IDENTIFIER, DATA, ["id"], [], {}).schema.names
+    )  # ingest's rows do not carry it
