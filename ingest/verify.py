@@ -18,7 +18,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,30 +57,92 @@ class TableVerdict:
         return len(self.missing) + len(self.extra) + len(self.different)
 
 
-@dataclass(frozen=True)
-class MirrorUnderTest:
-    mirror: Table
-    changelog: Table
-    key: tuple[str, ...]
-    sources: Sequence[SourceTable]
+class MirrorReader(Protocol):
+    """A mirror as verify reads it: pinned at one state for the whole comparison."""
+
+    @property
+    def name(self) -> str: ...
+
+    def column_names(self) -> list[str]: ...
+
+    def rows(self, key: Sequence[str], names: Sequence[str], keys: list[Key]) -> pa.Table:
+        """``names`` of the live rows whose first key column is one of ``keys``' (more may
+        come back)."""
+        ...
+
+    def keys(self, key: Sequence[str]) -> Iterable[Key]:
+        """Every live row's key."""
+        ...
+
+    def changed_since(self, key: Sequence[str], suspects: list[Key]) -> set[Key]:
+        """Those of ``suspects`` that the lake has newer changes of than the pinned state:
+        the source moved on, and the mirror follows."""
+        ...
+
+
+class IcebergMirror:
+    """An Iceberg mirror at its current snapshot; newer changes are in its changelog."""
+
+    def __init__(self, mirror: Table, changelog: Table) -> None:
+        self._mirror = mirror
+        self._changelog = changelog
+        snapshot = mirror.current_snapshot()
+        self._snapshot_id = snapshot.snapshot_id if snapshot is not None else None
+
+    @property
+    def name(self) -> str:
+        return ".".join(self._mirror.name())
+
+    def column_names(self) -> list[str]:
+        return [f.name for f in self._mirror.schema().fields]
+
+    def rows(self, key: Sequence[str], names: Sequence[str], keys: list[Key]) -> pa.Table:
+        if self._snapshot_id is None:
+            return pa.table({})
+        return self._mirror.scan(
+            row_filter=_key_filter(key, keys),
+            selected_fields=tuple(selected_columns(self.column_names(), names)),
+            snapshot_id=self._snapshot_id,
+        ).to_arrow()
+
+    def keys(self, key: Sequence[str]) -> Iterable[Key]:
+        if self._snapshot_id is None:
+            return []
+        rows = live_rows(
+            self._mirror.scan(
+                selected_fields=tuple(selected_columns(self.column_names(), key)),
+                snapshot_id=self._snapshot_id,
+            ).to_arrow()
+        )
+        return list(zip(*(rows.column(name).to_pylist() for name in key), strict=True))
+
+    def changed_since(self, key: Sequence[str], suspects: list[Key]) -> set[Key]:
+        merged = _merged_order(self._mirror)
+        later = self._changelog.scan(
+            row_filter=And(
+                GreaterThan(term=Reference(MetadataColumn.ORDER_KEY.value), value=literal(merged)),
+                _key_filter(key, suspects),
+            ),
+            selected_fields=tuple(key),
+        ).to_arrow()
+        return set(zip(*(later.column(k).to_pylist() for k in key), strict=True))
 
 
 def verify_mirror(
     source: SourceConnection,
-    target: MirrorUnderTest,
+    mirror: MirrorReader,
+    key: tuple[str, ...],
+    sources: Sequence[SourceTable],
     *,
     page_rows: int = 10_000,
     server_time_zone: str | None = None,
     tinyint1_as_boolean: bool = True,
 ) -> TableVerdict:
-    mirror = target.mirror
-    verdict = TableVerdict(".".join(mirror.name()))
-    mirror_columns = {f.name.lower(): f.name for f in mirror.schema().fields}
+    verdict = TableVerdict(mirror.name)
+    mirror_columns = {name.lower(): name for name in mirror.column_names()}
     seen: set[Key] = set()
-    snapshot_id = _snapshot_id(mirror)
-    for table in target.sources:
+    for table in sources:
         names = [c.name for c in table.columns if c.name.lower() in mirror_columns]
-        key = target.key
         convert = page_converter(table, server_time_zone, tinyint1_as_boolean=tinyint1_as_boolean)
         page_key = paging_key(table) or key
         with ReadView(source) as snapshot:
@@ -90,22 +152,17 @@ def verify_mirror(
                 expected = _digests(batch, key, names)
                 verdict.source_rows += len(expected)
                 seen.update(expected)
-                actual = _mirror_digests(mirror, snapshot_id, key, names, list(expected))
+                actual = _mirror_digests(mirror, key, names, list(expected))
                 for row_key, digest in expected.items():
                     found = actual.get(row_key)
                     if found is None:
                         verdict.missing.append(row_key)
                     elif found != digest:
                         verdict.different.append(row_key)
-    verdict.extra = [k for k in _mirror_keys(mirror, snapshot_id, target.key) if k not in seen]
+    verdict.extra = [k for k in mirror.keys(key) if k not in seen]
     verdict.mirror_rows = verdict.source_rows - len(verdict.missing) + len(verdict.extra)
-    _explain_in_flight(verdict, target)
+    _explain_in_flight(verdict, mirror, key)
     return verdict
-
-
-def _snapshot_id(mirror: Table) -> int | None:
-    snapshot = mirror.current_snapshot()
-    return snapshot.snapshot_id if snapshot is not None else None
 
 
 def _digests(rows: pa.Table, key: Sequence[str], names: Sequence[str]) -> dict[Key, bytes]:
@@ -120,43 +177,22 @@ def _digests(rows: pa.Table, key: Sequence[str], names: Sequence[str]) -> dict[K
 
 
 def _mirror_digests(
-    mirror: Table,
-    snapshot_id: int | None,
-    key: Sequence[str],
-    names: Sequence[str],
-    keys: list[Key],
+    mirror: MirrorReader, key: Sequence[str], names: Sequence[str], keys: list[Key]
 ) -> dict[Key, bytes]:
-    if snapshot_id is None or not keys:
+    if not keys:
         return {}
-    rows = _live(
-        mirror.scan(
-            row_filter=_key_filter(key, keys),
-            selected_fields=tuple(_selected(mirror, names)),
-            snapshot_id=snapshot_id,
-        ).to_arrow()
-    )
+    rows = live_rows(mirror.rows(key, names, keys))
+    if not rows.num_rows:
+        return {}
     wanted = set(keys)
     return {k: d for k, d in _digests(rows, key, names).items() if k in wanted}
 
 
-def _mirror_keys(mirror: Table, snapshot_id: int | None, key: Sequence[str]) -> Iterable[Key]:
-    if snapshot_id is None:
-        return []
-    rows = _live(
-        mirror.scan(
-            selected_fields=tuple(_selected(mirror, key)), snapshot_id=snapshot_id
-        ).to_arrow()
-    )
-    columns = [rows.column(name).to_pylist() for name in rows.column_names if name in key]
-    return list(zip(*columns, strict=True))
+def selected_columns(columns: Sequence[str], names: Sequence[str]) -> list[str]:
+    return list(names) + ([DELETED_COLUMN] if DELETED_COLUMN in columns else [])
 
 
-def _selected(mirror: Table, names: Sequence[str]) -> list[str]:
-    present = {f.name for f in mirror.schema().fields}
-    return list(names) + ([DELETED_COLUMN] if DELETED_COLUMN in present else [])
-
-
-def _live(rows: pa.Table) -> pa.Table:
+def live_rows(rows: pa.Table) -> pa.Table:
     """Without the rows ``mirror.deletes: keep`` keeps for deleted source rows."""
     if DELETED_COLUMN not in rows.column_names:
         return rows
@@ -169,22 +205,13 @@ def _key_filter(key: Sequence[str], keys: list[Key]) -> BooleanExpression:
     return In(term=Reference(key[0]), values={k[0] for k in keys})
 
 
-def _explain_in_flight(verdict: TableVerdict, target: MirrorUnderTest) -> None:
-    """Move to ``in_flight`` the differing keys the changelog changed after the mirror's
-    window: the next window applies them."""
+def _explain_in_flight(verdict: TableVerdict, mirror: MirrorReader, key: Sequence[str]) -> None:
+    """Move to ``in_flight`` the differing keys the lake changed after the state compared:
+    the mirror follows them."""
     suspects = verdict.missing + verdict.extra + verdict.different
     if not suspects:
         return
-    merged = _merged_order(target.mirror)
-    later = target.changelog.scan(
-        row_filter=And(
-            GreaterThan(term=Reference(MetadataColumn.ORDER_KEY.value), value=literal(merged)),
-            _key_filter(target.key, suspects),
-        ),
-        selected_fields=tuple(target.key),
-    ).to_arrow()
-    pending = set(zip(*(later.column(k).to_pylist() for k in target.key), strict=True))
-    pending &= set(suspects)
+    pending = mirror.changed_since(key, suspects) & set(suspects)
     for bucket in (verdict.missing, verdict.extra, verdict.different):
         moving = [k for k in bucket if k in pending]
         verdict.in_flight += moving

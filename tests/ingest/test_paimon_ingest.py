@@ -285,3 +285,52 @@ def test_a_bootstrap_and_the_stream_fill_the_paimon_table_as_the_source_has_it(
     ingest_to_end(pipeline, source.cdc_source(server_id))
 
     assert sink.rows() == source_rows(source.admin_source(), source_database)
+
+
+def test_verify_passes_an_equal_paimon_table_and_finds_rows_changed_behind_its_back(
+    source: SourceEndpoint,
+    lake: LakeEndpoint,
+    source_database: str,
+    namespace: str,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
+    warehouse = str(tmp_path / "warehouse")
+    path = write_pipeline(
+        tmp_path / "orders.yaml",
+        source,
+        lake,
+        database=source_database,
+        tables="orders",
+        namespace=namespace,
+        server_id=server_id,
+        paimon_warehouse=warehouse,
+    )
+    make_runner = runner_factory(open_sink_catalog("paimon", "tidemark", {"warehouse": warehouse}))
+    runner = make_runner(load_pipeline(path))
+    with admin_connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO orders VALUES (%s, %s, %s)",
+            [(key, f"item-{key}", key) for key in range(1, 251)],
+        )
+        cursor.execute("DELETE FROM orders WHERE id = 250")
+    run_to_end(runner, source, server_id, max_seconds=60)
+
+    assert main(["verify", str(path), "--page-rows", "100"]) == 0
+    assert f"{namespace}.orders: OK, 249 source rows" in capsys.readouterr().out
+
+    with admin_connection.cursor() as cursor:
+        cursor.execute("SET SESSION sql_log_bin = 0")  # behind the pipeline's back:
+        cursor.execute("UPDATE orders SET item = 'changed' WHERE id = 42")
+        cursor.execute("DELETE FROM orders WHERE id = 43")
+        cursor.execute("SET SESSION sql_log_bin = 1")
+
+    assert main(["verify", str(path), "--page-rows", "100"]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH, 248 source rows, 0 missing, 1 extra, 1 different, 0 in flight" in out
+    assert "  different: 42\n" in out
+    assert "  extra: 43\n" in out

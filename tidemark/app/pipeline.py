@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ingest.changelog.status import TableStatus
     from ingest.lease import LeaseTiming
     from ingest.stream.runner import RunSummary, StopWhen
-    from ingest.verify import TableVerdict
+    from ingest.verify import MirrorReader, TableVerdict
     from scheduler.gate import WindowRun
     from scheduler.service import PipelineRun
     from scheduler.state import StateSettings, StateStore
@@ -511,33 +511,57 @@ class Pipeline:
         self, table: str | None = None, page_rows: int = 10_000
     ) -> Iterator[MirrorVerification]:
         """Compare every mirror (or only ``table``'s) with its source, page by page; each
-        verdict as soon as it is known."""
-        from pyiceberg.exceptions import NoSuchTableError
-
+        verdict as soon as it is known. A Paimon sink table is its own mirror."""
         from ingest.schema.source_tables import read_source_tables
-        from ingest.verify import MirrorUnderTest, verify_mirror
+        from ingest.verify import verify_mirror
 
         source = self.config.source.connection
         for sink in self.plan.sinks:
-            if sink.mirror is None or (table and table != sink.name):
+            mirror_name = (
+                sink.changelog if isinstance(self.config.sink, PaimonSink) else sink.mirror
+            )
+            if mirror_name is None or (table and table != sink.name):
                 continue
-            try:
-                mirror = self.catalog.load_table(sink.mirror)
-                changelog = self.catalog.load_table(sink.changelog)
-            except NoSuchTableError as error:
-                yield MirrorVerification(sink.name, sink.mirror, unavailable=str(error))
+            mirror = self._mirror_reader(sink.changelog, mirror_name)
+            if isinstance(mirror, str):
+                yield MirrorVerification(sink.name, mirror_name, unavailable=mirror)
                 continue
             names = [_database_and_table(name) for name in sink.sources]
             with source.connect() as conn:
                 members = read_source_tables(conn, names)
             verdict = verify_mirror(
                 source,
-                MirrorUnderTest(mirror, changelog, sink.key, list(members.values())),
+                mirror,
+                sink.key,
+                list(members.values()),
                 page_rows=page_rows,
                 server_time_zone=self.config.source.server_time_zone,
                 tinyint1_as_boolean=self.config.source.treat_tinyint1_as_boolean,
             )
-            yield MirrorVerification(sink.name, sink.mirror, verdict)
+            yield MirrorVerification(sink.name, mirror_name, verdict)
+
+    def _mirror_reader(self, changelog: str, mirror: str) -> MirrorReader | str:
+        """What verify reads of a sink table's mirror; why not, when it cannot be read."""
+        from ingest.changelog.catalogs import IcebergSinkCatalog
+
+        lake = self.sink_catalog
+        if isinstance(lake, IcebergSinkCatalog):
+            from pyiceberg.exceptions import NoSuchTableError
+
+            from ingest.verify import IcebergMirror
+
+            try:
+                return IcebergMirror(
+                    lake.iceberg.load_table(mirror), lake.iceberg.load_table(changelog)
+                )
+            except NoSuchTableError as error:
+                return str(error)
+        from ingest.changelog.paimon_catalog import PaimonSinkCatalog
+        from ingest.verify_paimon import PaimonMirror
+
+        assert isinstance(lake, PaimonSinkCatalog)
+        found = lake.paimon.load_table(mirror)
+        return f"Table {mirror} does not exist" if found is None else PaimonMirror(found)
 
 
 def open_pipelines(paths: Sequence[Path]) -> list[Pipeline]:

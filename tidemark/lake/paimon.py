@@ -253,16 +253,29 @@ class PaimonTable:
         return self._table.snapshot_manager().get_latest_snapshot() is not None
 
     def read(
-        self, columns: Sequence[str] | None = None, at_watermark: int | None = None
+        self,
+        columns: Sequence[str] | None = None,
+        at_watermark: int | None = None,
+        at_snapshot: int | None = None,
+        one_of: tuple[str, Sequence[Any]] | None = None,
     ) -> pa.Table:
-        """The table's rows (merged: one row per key) at its latest snapshot, or at the first
-        snapshot whose watermark is ``at_watermark`` or more."""
+        """The table's rows (merged: one row per key) at its latest snapshot, at the first
+        snapshot whose watermark is ``at_watermark`` or more, or at snapshot ``at_snapshot``;
+        ``one_of`` (a column and values) spares the files that hold none of those values
+        (rows of other values may still come back)."""
         table = self._table
         if at_watermark is not None:
             table = table.copy({"scan.watermark": str(at_watermark)})
+        if at_snapshot is not None:
+            table = table.copy({"scan.snapshot-id": str(at_snapshot)})
         builder = table.new_read_builder()
         if columns is not None:
             builder = builder.with_projection(list(columns))
+        if one_of is not None:
+            column, values = one_of
+            builder = builder.with_filter(
+                builder.new_predicate_builder().is_in(column, list(values))
+            )
         return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 
 
