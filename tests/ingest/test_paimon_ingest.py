@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pytest
 
 from bench.workloads.stock import Workload, create_stock, ingest
@@ -334,3 +335,41 @@ def test_verify_passes_an_equal_paimon_table_and_finds_rows_changed_behind_its_b
     assert "MISMATCH, 248 source rows, 0 missing, 1 extra, 1 different, 0 in flight" in out
     assert "  different: 42\n" in out
     assert "  extra: 43\n" in out
+
+
+def test_a_widened_column_widens_in_the_paimon_table_and_keeps_its_rows(
+    source: SourceEndpoint,
+    lake: LakeEndpoint,
+    source_database: str,
+    namespace: str,
+    admin_connection: Connection,
+    tmp_path: Path,
+    server_id: int,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT)")
+    sink = PaimonSink(tmp_path / "warehouse", namespace)
+    path = write_pipeline(
+        tmp_path / "stock.yaml",
+        source,
+        lake,
+        database=source_database,
+        tables="stock",
+        namespace=namespace,
+        server_id=server_id,
+        paimon_warehouse=sink.warehouse,
+    )
+    make_runner = runner_factory(
+        open_sink_catalog("paimon", "tidemark", {"warehouse": sink.warehouse})
+    )
+    runner = make_runner(load_pipeline(path))
+    with admin_connection.cursor() as cursor:
+        cursor.execute("INSERT INTO stock VALUES (1, 10), (2, 20)")
+        cursor.execute("ALTER TABLE stock MODIFY qty BIGINT")
+        cursor.execute("INSERT INTO stock VALUES (3, 5000000000)")
+    run_to_end(runner, source, server_id, max_seconds=60)
+
+    assert sink.rows() == {1: 10, 2: 20, 3: 5_000_000_000}
+    table = sink.table()
+    assert table is not None
+    assert table.arrow_schema().field("qty").type == pa.int64()
