@@ -74,6 +74,12 @@ BENCHMARKS = (
     Benchmark("takeover", "bench.takeover_bench", ("--trials", "10"), ("--trials", "3")),
     Benchmark("outage", "bench.outage_bench", (), ("--quick",)),
     Benchmark(
+        "paimon-ingest",
+        "bench.paimon_ingest_bench",
+        ("--tables", "1", "20", "--seconds", "20", "--bulk-rows", "100000", "--trials", "3"),
+        ("--tables", "1", "20", "--seconds", "5", "--bulk-rows", "20000", "--trials", "2"),
+    ),
+    Benchmark(
         "paimon-read",
         "bench.paimon_read_bench",
         ("--rows", "100000"),

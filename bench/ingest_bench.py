@@ -209,7 +209,7 @@ def on_source(
     admin = source.admin_source()
     with admin.connect() as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {database}")
-    sysbench(source, database, "prepare", threads=1, seconds=0)
+    sysbench(source, database, "prepare", threads=1)
     rounds = [(load, False) for load in loads] + [(load, True) for load in compressed_loads]
     try:
         results = []
@@ -573,7 +573,10 @@ def plain_decode(
     return int(measured["rows"]), float(measured["seconds"])
 
 
-def sysbench_args(source: SourceEndpoint, database: str, threads: int) -> list[str]:
+def sysbench_args(
+    source: SourceEndpoint, database: str, threads: int, tables: int = 1, size: int = TABLE_SIZE
+) -> list[str]:
+    """sysbench's ``oltp_write_only`` on ``tables`` tables (``sbtest1`` ...) of ``size`` rows."""
     return [
         "sysbench",
         "oltp_write_only",
@@ -582,15 +585,24 @@ def sysbench_args(source: SourceEndpoint, database: str, threads: int) -> list[s
         f"--mysql-user={source.admin_user}",
         f"--mysql-password={source.admin_password.get_secret_value()}",
         f"--mysql-db={database}",
-        "--tables=1",
-        f"--table-size={TABLE_SIZE}",
+        f"--tables={tables}",
+        f"--table-size={size}",
         f"--threads={threads}",
     ]
 
 
-def sysbench(source: SourceEndpoint, database: str, command: str, **kw: int) -> None:
+def sysbench(
+    source: SourceEndpoint,
+    database: str,
+    command: str,
+    *,
+    threads: int,
+    tables: int = 1,
+    size: int = TABLE_SIZE,
+) -> None:
+    """sysbench's ``command`` (``prepare``), to its end."""
     subprocess.run(
-        [*sysbench_args(source, database, kw["threads"]), command],
+        [*sysbench_args(source, database, threads, tables, size), command],
         check=True,
         capture_output=True,
     )
@@ -603,12 +615,14 @@ def sysbench_async(
     seconds: int,
     rate: int = 0,
     prefix: Sequence[str] = (),
+    tables: int = 1,
+    size: int = TABLE_SIZE,
 ) -> subprocess.Popen[str]:
     """sysbench's load in the background; ``prefix`` goes before its command (``taskset``)."""
     return subprocess.Popen(
         [
             *prefix,
-            *sysbench_args(source, database, threads),
+            *sysbench_args(source, database, threads, tables, size),
             f"--time={seconds}",
             f"--rate={rate}",
             "run",

@@ -88,7 +88,7 @@ def measure(minutes: float, tps: int) -> list[WindowTimes]:
     kafka.create_topics([NewTopic(name, num_partitions=1)])[name].result(timeout=30)
     state = StateSettings.from_catalog(endpoints.catalog.properties(), schema=DEFAULT_SCHEMA)
     try:
-        sysbench(endpoints.mariadb, name, "prepare", threads=1, seconds=0)
+        sysbench(endpoints.mariadb, name, "prepare", threads=1)
         with tempfile.TemporaryDirectory() as folder:
             path = _pipeline(Path(folder), endpoints, name)
             run = subprocess.Popen(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import ingest_bench
+from bench import ingest_bench, paimon_ingest_bench
 from bench.report import Figure, Machine, Target, read_figures, render, write_figures
 from tidemark.source import BinlogPosition
 
@@ -152,3 +152,30 @@ def _round(
         source=source,
         compressed=compressed,
     )
+
+
+def test_paimon_ingest_is_judged_on_the_medians_of_each_sink_ingesting_the_same_binlog() -> None:
+    start, end = BinlogPosition("mariadb-bin.000001", 4), BinlogPosition("mariadb-bin.000001", 9)
+    comparison = paimon_ingest_bench.Comparison(
+        paimon_ingest_bench.Workload("OLTP", 20, "sbtest\\d+", start, end, 1000)
+    )
+    for sink, seconds, commits in (
+        ("iceberg", 10.0, [0.02, 0.04]),
+        ("paimon", 40.0, [0.5, 0.7]),
+        ("paimon", 20.0, [0.3]),
+        ("iceberg", 2.0, [0.01]),
+        ("iceberg", 4.0, [0.03]),
+        ("paimon", 25.0, [0.9, 0.4]),
+    ):
+        comparison.runs.append(
+            paimon_ingest_bench.Ingest(sink, 100_000, seconds, len(commits), commits)
+        )
+
+    figures = {f.name: f for f in paimon_ingest_bench.figures(comparison)}
+
+    assert figures["OLTP, 20 tables: Iceberg ingest"].value == 25_000.0
+    assert figures["OLTP, 20 tables: Paimon ingest"].value == 4_000.0
+    assert figures["OLTP, 20 tables: Paimon / Iceberg"].value == 0.16
+    assert figures["OLTP, 20 tables: Paimon commit p50"].value == 0.5
+    assert figures["OLTP, 20 tables: Paimon commit p95"].value == 0.9
+    assert figures["OLTP, 20 tables: Iceberg commit p50"].value == 0.03
