@@ -11,8 +11,19 @@ public API (docs/paimon.md):
   retry recognises its own landed commit and never another process's;
 - empty commits (an idle table's progress), which pypaimon skips unless told not to.
 
-The stamping reaches into pypaimon's commit (``TableCommit.file_store_commit``), so the version
-it was written against is pinned and another is refused at import (``check_pypaimon``).
+Two of pypaimon's write steps run row by row in Python and took 90% of a commit
+(``bench/paimon_ingest_bench.py``: ingest at 0.16-0.45x Iceberg's rows/s): the fold of a
+buffer's rows by primary key and, with one bucket, the bucket hash of every row.
+``columnar_writes`` replaces them, for the deduplicate merge engine (the only one a Tidemark
+table has) and one bucket, with the same result computed on whole columns; any other case
+keeps pypaimon's own code. It also records in each data file's metadata how many of its rows
+are deletes, which pypaimon's primary-key writer leaves at 0 (its postpone-bucket writer counts
+them): a bucket whose only file held a delete was then read without merging, and the deleted
+row came back.
+
+The stamping reaches into pypaimon's commit (``TableCommit.file_store_commit``) and the writes
+into its writer classes, so the version they were written against is pinned and another is
+refused at import (``check_pypaimon``).
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pypaimon import CatalogFactory, Schema
 from pypaimon.catalog.catalog import Catalog
 from pypaimon.catalog.catalog_exception import (
@@ -37,11 +49,14 @@ from pypaimon.catalog.catalog_exception import (
 )
 from pypaimon.common.file_io import FileIO
 from pypaimon.common.options import Options
+from pypaimon.read.reader.deduplicate_merge_function import DeduplicateMergeFunction
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.schema.schema_change import SchemaChange
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.snapshot.snapshot_commit import PartitionStatistics, SnapshotCommit
 from pypaimon.table.file_store_table import FileStoreTable
+from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
+from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
 from tidemark.errors import TerminalError
 
@@ -68,6 +83,71 @@ def check_pypaimon(installed: str | None = None) -> None:
 
 
 check_pypaimon()
+
+
+def _fold_last_per_key(data: pa.Table, key_arity: int) -> pa.Table:
+    """The last row of each run of equal keys (the first ``key_arity`` columns) of ``data``,
+    sorted by key then sequence: what pypaimon's deduplicate merge keeps of each run."""
+    rows = data.num_rows
+    if rows < 2:
+        return data
+    ends: pa.Array | pa.ChunkedArray | None = None
+    for index in range(key_arity):
+        column = data.column(index)
+        differs = pc.not_equal(column.slice(0, rows - 1), column.slice(1))
+        ends = differs if ends is None else pc.or_(ends, differs)
+    assert ends is not None
+    last = pa.chunked_array([*pa.chunked_array(ends).chunks, pa.array([True])])
+    # one chunk, as pypaimon's fold returns: its writer takes a file's key range from the first
+    # record batch alone
+    return data.filter(last).combine_chunks()
+
+
+def columnar_writes() -> None:
+    """Replace pypaimon's per-row key fold (deduplicate tables) and bucket hash (one-bucket
+    tables) by column-at-a-time equivalents; other tables keep pypaimon's."""
+    fold = KeyValueDataWriter._merge_pending_by_pk
+    buckets = FixedBucketRowKeyExtractor._extract_buckets_batch
+
+    def merge_pending_by_pk(writer: Any, data: pa.Table) -> pa.Table:
+        if type(writer._merge_function) is not DeduplicateMergeFunction:
+            return fold(writer, data)
+        return _fold_last_per_key(data, len(writer.trimmed_primary_keys))
+
+    def extract_buckets_batch(extractor: Any, data: pa.RecordBatch) -> list[int]:
+        if extractor.num_buckets != 1:
+            return buckets(extractor, data)
+        return [0] * data.num_rows
+
+    write_file = KeyValueDataWriter._write_data_to_file
+    file_meta = KeyValueDataWriter._create_data_file_meta
+
+    def write_data_to_file(writer: Any, data: pa.Table) -> None:
+        kinds = data.column("_VALUE_KIND")
+        writer._tidemark_deletes = pc.sum(pc.is_in(kinds, _RETRACTIONS)).as_py() or 0
+        try:
+            write_file(writer, data)
+        finally:
+            writer._tidemark_deletes = None
+
+    def create_data_file_meta(writer: Any, *args: Any, **kwargs: Any) -> Any:
+        meta = file_meta(writer, *args, **kwargs)
+        deletes = getattr(writer, "_tidemark_deletes", None)
+        if deletes is not None:
+            meta.delete_row_count = deletes
+        return meta
+
+    KeyValueDataWriter._merge_pending_by_pk = merge_pending_by_pk
+    FixedBucketRowKeyExtractor._extract_buckets_batch = extract_buckets_batch
+    KeyValueDataWriter._write_data_to_file = write_data_to_file
+    KeyValueDataWriter._create_data_file_meta = create_data_file_meta
+
+
+#: the row kinds (``_VALUE_KIND``: -U, -D) a reader must merge away, never show
+_RETRACTIONS = pa.array([1, 3], pa.int8())
+
+
+columnar_writes()
 
 
 @dataclass(frozen=True)

@@ -238,3 +238,19 @@ def test_with_deletes_kept_a_deleted_row_stays_marked_until_its_key_comes_back(
         "_tm_deleted"
         not in open_paimon_changelog(paimon, IDENTIFIER, DATA, ["id"], [], {}).schema.names
     )  # ingest's rows do not carry it
+
+
+def test_a_key_inserted_and_deleted_in_a_tables_only_commit_is_gone(
+    open_table: Open, paimon: PaimonCatalog
+) -> None:
+    """pypaimon counted no deletes in its files' metadata, so a bucket whose only file held a
+    delete was read without merging, and the deleted row came back."""
+    table = open_table()
+    inserted_and_deleted = [
+        change(1, 1, Operation.INSERT, 10),
+        change(2, 2, Operation.INSERT, 20),
+        change(3, 2, Operation.DELETE, 20),
+    ]
+    table.commit(batch(table, inserted_and_deleted), progress_at(1))
+
+    assert state(paimon) == {1: 10}
