@@ -172,11 +172,11 @@ def _check_jobs_catalog(
     """The jobs' SQL writes Iceberg tables: in an Iceberg sink's catalog, or in the one
     ``tidemark.iceberg-catalog`` names for a Paimon sink (whose catalog holds Paimon tables)."""
     if isinstance(sink, IcebergSink) and tidemark.iceberg_catalog:
-        reader.error(
+        reader.warning(
             _at(root, EXTENSION_KEY, "iceberg-catalog"),
             "tidemark.iceberg-catalog",
-            "is for a Paimon pipeline's jobs; an Iceberg pipeline's jobs use the sink's catalog: "
-            "remove it",
+            "is ignored: it is for a Paimon pipeline's jobs, and an Iceberg pipeline's jobs use "
+            "the sink's catalog; remove it",
         )
     if isinstance(sink, PaimonSink) and tidemark.jobs and not tidemark.iceberg_catalog:
         reader.error(
