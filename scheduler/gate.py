@@ -258,7 +258,8 @@ def snapshots_in_use(
     a window recorded and not succeeded (pending, running, failed and waiting) reads the
     snapshots it was pinned to; the next window, not recorded yet, the first snapshot complete
     to its end, or (its end not reached yet) one at or after the newest reported. What snapshot
-    expiry must keep; ``tables`` must hold the reports from ``cuts_since`` on."""
+    expiry must keep; ``tables`` must hold the reports from each job's last window end on
+    (``scheduler.retention``)."""
     gate = _Gate(specs, tables, tasks)
     oldest: dict[str, int] = {}
 

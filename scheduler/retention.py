@@ -12,14 +12,26 @@ A table no Paimon job reads is not in the result: nothing the scheduler runs rea
 
 from __future__ import annotations
 
-from scheduler.gate import cuts_since, snapshots_in_use
+from datetime import timedelta
+
+from scheduler.gate import snapshots_in_use
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
+from tidemark.windows import EPOCH
 
 
 def snapshots_needed(schedule: PipelineSchedule, store: StateStore) -> dict[str, int]:
     """Per sink table a Paimon job of ``schedule`` reads, the oldest snapshot id a window that
     is pending, running, waiting for a retry or not recorded yet may still read."""
     tasks = store.task_states(schedule.pipeline)
-    tables = store.table_states(schedule.changelogs, cuts_since(schedule.tasks, tasks))
+    # the reports from each job's last window end on: the next window's pin is among them, or
+    # (not reached yet) at or after the newest of them, which reached that end at least
+    ends = [
+        tasks[spec.task].done_end if spec.task in tasks else None
+        for spec in schedule.tasks
+        if spec.pins_snapshots
+    ]
+    since = min((end for end in ends if end is not None), default=None)
+    since_ms = 0 if since is None or None in ends else (since - EPOCH) // timedelta(milliseconds=1)
+    tables = store.table_states(schedule.changelogs, since_ms)
     return snapshots_in_use(schedule.tasks, tables, tasks)
