@@ -87,7 +87,7 @@ def measure(minutes: float, tps: int) -> list[WindowTimes]:
     state = StateSettings.from_catalog(endpoints.catalog.properties(), schema=DEFAULT_SCHEMA)
     stack_catalog(endpoints).create_namespace(name)
     try:
-        sysbench(endpoints.mariadb, name, "prepare", threads=1, seconds=0)
+        sysbench(endpoints.mariadb, name, "prepare", threads=1)
         with tempfile.TemporaryDirectory() as folder:
             warehouse = Path(folder) / "paimon"
             path = _pipeline(Path(folder), endpoints, name, warehouse)
