@@ -80,6 +80,12 @@ BENCHMARKS = (
         ("--tables", "1", "20", "--seconds", "5", "--bulk-rows", "20000", "--trials", "2"),
     ),
     Benchmark(
+        "paimon-window",
+        "bench.paimon_window_bench",
+        ("--minutes", "6"),
+        ("--minutes", "2"),
+    ),
+    Benchmark(
         "paimon-read",
         "bench.paimon_read_bench",
         ("--rows", "100000"),

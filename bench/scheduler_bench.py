@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -60,7 +61,9 @@ class TimingExecutor:
     def outage(self) -> Outage | None:
         return None
 
-    def run_job(self, job_name: str, window: Window) -> object:
+    def run_job(
+        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+    ) -> object:
         with self.job_called:
             self.jobs[window.end] = time.monotonic()
             self.job_called.notify_all()

@@ -387,7 +387,7 @@ class WindowEngine:
 
     def _dispatch(self, due: DueWindow) -> None:
         self._store.mark_pending(
-            self.pipeline, due.task, due.window, due.up_to_order, self._clock()
+            self.pipeline, due.task, due.window, due.up_to_order, self._clock(), due.snapshots
         )
         with self._lock:
             self._in_flight.add(due.task)
@@ -456,11 +456,13 @@ class WindowEngine:
         if due.task.kind == TaskKind.MIRROR:
             self._executor.merge_mirror(due.task.name, due.window, due.up_to_order)
             return
+        # a re-run reads the inputs as the window's own run does: with the late changes
+        snapshots = due.snapshots or None
         for window in late:
             logger.info("Running %s window %s again: late changes belong in it", due.task, window)
-            self._executor.run_job(due.task.name, window)
+            self._executor.run_job(due.task.name, window, snapshots)
             self.metrics.rerun(str(due.task))
-        self._executor.run_job(due.task.name, due.window)
+        self._executor.run_job(due.task.name, due.window, snapshots)
 
     def _late_windows(self, due: DueWindow) -> list[Window]:
         """For a job with ``rerun_late_windows``: its windows before ``due`` that hold the
@@ -468,6 +470,8 @@ class WindowEngine:
 
         They run again at ``due``'s cut, when the mirrors hold those changes, inside ``due``'s
         run: recorded with it, retried with it, so each late change re-runs its windows once.
+        A job over Paimon tables finds them in the reports between the snapshots its previous
+        window read and the ones ``due`` reads, and re-runs them at ``due``'s snapshots.
         """
         spec = self._specs[due.task]
         if due.task.kind != TaskKind.JOB or not spec.rerun_late_windows:
@@ -476,14 +480,21 @@ class WindowEngine:
         if first is None or first.start >= due.window.start:
             return []  # nothing ran before this window
         windows: set[Window] = set()
+        previous = None
+        if spec.pins_snapshots:
+            previous = self._store.window_run(self.pipeline, due.task, due.window.start)
         for table in spec.inputs:
-            ranges = self._store.late_changes(
-                self.pipeline,
-                self._schedule.changelogs[table],
-                mirror_task(table),
-                due.window.start,
-                due.window.end,
-            )
+            changelog = self._schedule.changelogs[table]
+            if not spec.pins_snapshots:
+                ranges = self._store.late_changes(
+                    self.pipeline, changelog, mirror_task(table), due.window.start, due.window.end
+                )
+            elif previous is None or table not in previous.snapshots or table not in due.snapshots:
+                ranges = []  # nothing to compare with: a window pinned before this version
+            else:  # what this window reads of the table that the one before did not
+                ranges = self._store.late_changes_in_snapshots(
+                    changelog, previous.snapshots[table], due.snapshots[table]
+                )
             for first_ms, last_ms in ranges:
                 windows.update(
                     window

@@ -8,6 +8,7 @@ a second run of a window that already took effect changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from tidemark.outages import Outage
@@ -20,8 +21,12 @@ class WindowExecutor(Protocol):
         with ``_tm_order`` up to ``up_to_order`` (None: decide from the snapshots' watermarks)."""
         ...
 
-    def run_job(self, job_name: str, window: Window) -> object:
-        """Run the job's SQL for ``window``; the mirrors it reads stand exactly at its end."""
+    def run_job(
+        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+    ) -> object:
+        """Run the job's SQL for ``window``; the mirrors it reads stand exactly at its end.
+        A job over Paimon tables reads each input at the snapshot id ``snapshots`` gives it
+        (the scheduler's pin; None: the first snapshot whose watermark reaches the end)."""
         ...
 
     def maintain(self, sink_table: str) -> object:

@@ -39,12 +39,18 @@ Merges are exact: each mirror window carries ``up_to_order``, the ``last_order``
 earliest non-partial report whose watermark is at least the window's end, so the merge takes
 the changelog rows up to that commit whatever Iceberg's snapshot history still holds. The
 value is decided once, when the window is first recorded, and a re-run reuses it.
+
+Paimon. A Paimon sink table is its own mirror (no merges, so neither rule applies): a job over
+Paimon tables is due when its inputs' watermarks reach the window's end, and its window carries
+``snapshots``, per input the snapshot id of that same earliest report (``TableState.snapshot_at``:
+the first snapshot complete to the end, watermark reports included), which the job reads for
+its whole run. Decided once, like a cut, so a re-run reads the same snapshots.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -77,6 +83,9 @@ class TaskSpec:
     coalesce: bool = default_of(JobConfig, "coalesce")
     #: a job runs its earlier windows again when late changes for them reach its mirrors
     rerun_late_windows: bool = default_of(JobConfig, "rerun_late_windows")
+    #: a job over Paimon tables: each window reads each input at a snapshot fixed when the
+    #: window is recorded (``DueWindow.snapshots``), not at a mirror the scheduler merged
+    pins_snapshots: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,23 @@ class TableState:
         ``end``. A changelog commit holds everything an earlier one held, so it is complete to
         at least every earlier one's watermark: after a restart, a commit can carry a lower
         watermark than a watermark report gave the commit before it."""
+        report = self._complete_to(end)
+        return None if report is None else report.last_order
+
+    def snapshot_at(self, end: datetime) -> int | None:
+        """The snapshot id of that same report: for a Paimon table, the first snapshot holding
+        every change up to ``end``. A watermark report may have taken an idle table's last
+        snapshot past ``end`` while the snapshot's own Paimon watermark stays below it."""
+        report = self._complete_to(end)
+        return None if report is None else report.snapshot_id
+
+    @property
+    def newest_snapshot(self) -> int | None:
+        """The snapshot id of the newest report, in commit order."""
+        ordered = _in_commit_order(self.history)
+        return ordered[-1].snapshot_id if ordered else None
+
+    def _complete_to(self, end: datetime) -> ReportRecord | None:
         end_ms = _ms(end)
         complete_to = 0
         for report in _in_commit_order(self.history):
@@ -119,7 +145,7 @@ class TableState:
                 continue
             complete_to = max(complete_to, report.watermark_ms)
             if complete_to >= end_ms:
-                return report.last_order
+                return report
         return None
 
 
@@ -144,6 +170,8 @@ class WindowRun:
     last_error: str | None = None
     #: when a failed window may be tried again; None when failed for good (held)
     retry_at: datetime | None = None
+    #: a job over Paimon tables: the snapshot id each input is read at, by sink table
+    snapshots: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def held(self) -> bool:
@@ -172,6 +200,8 @@ class DueWindow:
     window: Window
     up_to_order: int | None
     attempt: int
+    #: a job over Paimon tables: the snapshot id each input is read at, by sink table
+    snapshots: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -202,20 +232,55 @@ def job_task(name: str) -> WindowTask:
 
 def cuts_since(specs: Sequence[TaskSpec], tasks: Mapping[WindowTask, TaskState]) -> int:
     """Epoch ms from which reports are needed to find merge cuts: the earliest end of a
-    mirror's next window. The cut of a window ending at E is the first report, in commit
-    order, whose own watermark is E or later (``TableState.cut``: none before it is complete
-    to E), so earlier reports only served windows already recorded, with their cut. A tick
-    then reads the reports since the last window's end at most, not since the oldest end any
-    mirror merged to: under load that was every report of the window, at every tick."""
+    mirror's next window (or of a Paimon job's, whose snapshots are found the same way). The
+    cut of a window ending at E is the first report, in commit order, whose own watermark is
+    E or later (``TableState.cut``: none before it is complete to E), so earlier reports only
+    served windows already recorded, with their cut. A tick then reads the reports since the
+    last window's end at most, not since the oldest end any mirror merged to: under load that
+    was every report of the window, at every tick."""
     ends = []
     for spec in specs:
-        if spec.task.kind != TaskKind.MIRROR:
+        if spec.task.kind != TaskKind.MIRROR and not spec.pins_snapshots:
             continue
         done_end = tasks.get(spec.task, TaskState()).done_end
         if done_end is None:
             return 0  # its first window starts at its first watermark: all of them
         ends.append(_ms(Window.containing(done_end, spec.window).end))
     return min(ends, default=0)
+
+
+def snapshots_in_use(
+    specs: Sequence[TaskSpec],
+    tables: Mapping[str, TableState],
+    tasks: Mapping[WindowTask, TaskState],
+) -> dict[str, int]:
+    """Per table a Paimon job reads, the oldest snapshot id one of its windows may still read:
+    a window recorded and not succeeded (pending, running, failed and waiting) reads the
+    snapshots it was pinned to; the next window, not recorded yet, the first snapshot complete
+    to its end, or (its end not reached yet) one at or after the newest reported. What snapshot
+    expiry must keep; ``tables`` must hold the reports from each job's last window end on
+    (``scheduler.retention``)."""
+    gate = _Gate(specs, tables, tasks)
+    oldest: dict[str, int] = {}
+
+    def keep(table: str, snapshot: int | None) -> None:
+        if snapshot is not None:
+            oldest[table] = min(snapshot, oldest.get(table, snapshot))
+
+    for spec in specs:
+        if not spec.pins_snapshots:
+            continue
+        run = tasks.get(spec.task, TaskState()).open
+        if run is not None and run.state is not RunState.SUCCEEDED and run.snapshots:
+            for table, snapshot in run.snapshots.items():
+                keep(table, snapshot)
+            continue
+        window = gate.next_window(spec)
+        for table in spec.inputs:
+            state = gate.table(table)
+            pinned = None if window is None else state.snapshot_at(window.end)
+            keep(table, pinned if pinned is not None else state.newest_snapshot)
+    return oldest
 
 
 def decide(
@@ -260,15 +325,26 @@ class _Gate:
             return self._reopen(spec, state.open, now)
         window = self.next_window(spec)
         if window is None:
-            missing = [t for t in spec.inputs if self._table(t).first_watermark_ms is None]
+            missing = [t for t in spec.inputs if self.table(t).first_watermark_ms is None]
             return Waiting(spec.task, None, f"no commit report yet from {', '.join(missing)}")
         blocker = self._blocker(spec, window)
         if blocker is not None:
             return Waiting(spec.task, window, blocker)
         up_to_order = None
         if spec.task.kind == TaskKind.MIRROR:
-            up_to_order = self._table(spec.task.name).cut(window.end)
-        return DueWindow(spec.task, window, up_to_order, 1)
+            up_to_order = self.table(spec.task.name).cut(window.end)
+        snapshots: dict[str, int] = {}
+        if spec.pins_snapshots:
+            for table in spec.inputs:
+                snapshot = self.table(table).snapshot_at(window.end)
+                if snapshot is None:  # a report the history no longer holds: wait for one
+                    return Waiting(
+                        spec.task,
+                        window,
+                        f"waiting for a report of {table}'s snapshot at {_clock(window.end)}",
+                    )
+                snapshots[table] = snapshot
+        return DueWindow(spec.task, window, up_to_order, 1, snapshots)
 
     def next_window(self, spec: TaskSpec) -> Window | None:
         """The task's next window to record: after its last succeeded one, or its first; for
@@ -287,7 +363,7 @@ class _Gate:
 
     def _coalesced(self, spec: TaskSpec, window: Window) -> Window:
         """``window`` ending at the last boundary every input is complete to, if later."""
-        watermarks = [self._table(t).watermark_ms for t in spec.inputs]
+        watermarks = [self.table(t).watermark_ms for t in spec.inputs]
         if not watermarks or any(w is None for w in watermarks):
             return window
         complete = min(w for w in watermarks if w is not None)
@@ -295,7 +371,7 @@ class _Gate:
         return Window(window.start, end) if end > window.end else window
 
     def _first_window(self, spec: TaskSpec) -> Window | None:
-        firsts = [self._table(t).first_watermark_ms for t in spec.inputs]
+        firsts = [self.table(t).first_watermark_ms for t in spec.inputs]
         if not firsts or any(f is None for f in firsts):
             return None
         end = Window.containing(from_epoch_ms(max(f for f in firsts if f is not None)), spec.window)
@@ -310,7 +386,9 @@ class _Gate:
     def _reopen(self, spec: TaskSpec, run: WindowRun, now: datetime) -> DueWindow | Waiting:
         if run.state in (RunState.PENDING, RunState.RUNNING):
             # recorded by a scheduler that stopped before the end: run it again (idempotent)
-            return DueWindow(spec.task, run.window, run.up_to_order, run.attempts + 1)
+            return DueWindow(
+                spec.task, run.window, run.up_to_order, run.attempts + 1, run.snapshots
+            )
         if run.retry_at is None:
             return Waiting(
                 spec.task,
@@ -324,11 +402,11 @@ class _Gate:
                 run.window,
                 f"retry {run.attempts + 1} at {_clock(run.retry_at)} after: {run.last_error}",
             )
-        return DueWindow(spec.task, run.window, run.up_to_order, run.attempts + 1)
+        return DueWindow(spec.task, run.window, run.up_to_order, run.attempts + 1, run.snapshots)
 
     def _blocker(self, spec: TaskSpec, window: Window) -> str | None:
         for table in spec.inputs:
-            watermark = self._table(table).watermark_ms
+            watermark = self.table(table).watermark_ms
             if watermark is None or watermark < window.end_ms:
                 shown = "none" if watermark is None else _clock(from_epoch_ms(watermark))
                 return f"waiting for {table} watermark {shown} < {_clock(window.end)}"
@@ -368,7 +446,7 @@ class _Gate:
                 )
         return None
 
-    def _table(self, sink: str) -> TableState:
+    def table(self, sink: str) -> TableState:
         return self._tables.get(sink, TableState())
 
 

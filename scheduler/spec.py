@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from scheduler.gate import TaskSpec, job_task, mirror_task
 from tidemark.config.declaration import default_of
-from tidemark.config.model import JobConfig, PipelineConfig
+from tidemark.config.model import JobConfig, PaimonSink, PipelineConfig
 from tidemark.config.plan import SinkTable
 from tidemark.errors import ConfigError
 
@@ -80,7 +80,12 @@ class PipelineSchedule:
 
     @classmethod
     def from_config(cls, config: PipelineConfig, sinks: Sequence[SinkTable]) -> PipelineSchedule:
-        """Mirrors of the planned sink tables, and the file's jobs, with their retry policy."""
+        """Mirrors of the planned sink tables, and the file's jobs, with their retry policy.
+
+        A Paimon pipeline has no mirrors (each sink table is its own), its jobs read their
+        inputs at pinned snapshots, and its tables are not maintained from here yet: Paimon's
+        maintenance is its own pass (``spark_jobs.paimon_maintenance``), not wired in."""
+        paimon = isinstance(config.sink, PaimonSink)
         jobs = [
             TaskSpec(
                 job_task(job.name),
@@ -90,6 +95,7 @@ class PipelineSchedule:
                 job.retry_delay,
                 coalesce=job.coalesce,
                 rerun_late_windows=job.rerun_late_windows,
+                pins_snapshots=paimon,
             )
             for job in config.tidemark.jobs
         ]
@@ -98,7 +104,9 @@ class PipelineSchedule:
             config.pipeline.name,
             sinks,
             jobs,
-            maintenance_interval=maintenance.interval if maintenance.enabled else None,
+            maintenance_interval=(
+                maintenance.interval if maintenance.enabled and not paimon else None
+            ),
         )
 
     def _check(self) -> None:

@@ -28,7 +28,7 @@ import psycopg2
 import psycopg2.errors
 import psycopg2.extensions
 from psycopg2 import sql
-from psycopg2.extras import execute_values
+from psycopg2.extras import Json, execute_values
 
 from scheduler.errors import SchedulerError
 from scheduler.gate import ReportRecord, RunState, TableState, TaskState, WindowRun
@@ -89,6 +89,9 @@ CREATE TABLE IF NOT EXISTS {schema}.window_runs (
     updated_at timestamptz NOT NULL,
     PRIMARY KEY (pipeline, task, window_end)
 );
+-- added after version 1 was released: a job over Paimon tables, the snapshot id each input is
+-- read at (sink table -> id), fixed when the window is recorded
+ALTER TABLE {schema}.window_runs ADD COLUMN IF NOT EXISTS snapshots jsonb;
 -- added after version 1 was released: per table and minute, the furthest watermark recorded
 -- and when, for the status page's freshness charts (``freshness``)
 CREATE TABLE IF NOT EXISTS {schema}.freshness (
@@ -468,6 +471,36 @@ class StateStore:
             )
             return [(int(first), int(last)) for first, last in cursor.fetchall()]
 
+    def late_changes_in_snapshots(
+        self, changelog: str, after: int, upto: int
+    ) -> list[tuple[int, int]]:
+        """The commit-time ranges (epoch ms) of late changes in the reports of ``changelog``
+        (a Paimon table) with a snapshot id after ``after`` and up to ``upto``: what a job
+        over it read at ``upto`` that it had not at ``after``."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT late_from_ms, late_to_ms FROM {}.reports WHERE table_name = %s "
+                    "AND late_from_ms IS NOT NULL AND snapshot_id > %s AND snapshot_id <= %s "
+                    "ORDER BY late_from_ms"
+                ).format(self._schema),
+                (changelog, after, upto),
+            )
+            return [(int(first), int(last)) for first, last in cursor.fetchall()]
+
+    def window_run(self, pipeline: str, task: WindowTask, end: datetime) -> WindowRun | None:
+        """The recorded window of ``task`` ending at ``end``."""
+        with self._transaction() as cursor:
+            cursor.execute(
+                sql.SQL(
+                    "SELECT " + _RUN_COLUMNS + " FROM {}.window_runs "
+                    "WHERE pipeline = %s AND task = %s AND window_end = %s"
+                ).format(self._schema),
+                (pipeline, str(task), end),
+            )
+            row = cursor.fetchone()
+        return None if row is None else _run(row)
+
     def first_window(self, pipeline: str, task: WindowTask) -> Window | None:
         """The earliest window recorded for ``task``."""
         with self._transaction() as cursor:
@@ -636,16 +669,20 @@ class StateStore:
         window: Window,
         up_to_order: int | None,
         now: datetime,
+        snapshots: Mapping[str, int] | None = None,
     ) -> None:
-        """Record a window about to be submitted; its cut is fixed from here on."""
+        """Record a window about to be submitted; its cut (and a Paimon job's ``snapshots``)
+        is fixed from here on."""
+        pinned = Json(dict(snapshots)) if snapshots else None
         with self._transaction() as cursor:
             cursor.execute(
                 sql.SQL(
                     "INSERT INTO {}.window_runs (pipeline, task, window_start, window_end, "
-                    "state, up_to_order, updated_at) VALUES (%s, %s, %s, %s, 'pending', %s, %s) "
+                    "state, up_to_order, snapshots, updated_at) "
+                    "VALUES (%s, %s, %s, %s, 'pending', %s, %s, %s) "
                     "ON CONFLICT (pipeline, task, window_end) DO NOTHING"
                 ).format(self._schema),
-                (pipeline, str(task), window.start, window.end, up_to_order, now),
+                (pipeline, str(task), window.start, window.end, up_to_order, pinned, now),
             )
 
     def mark_running(
@@ -1008,11 +1045,13 @@ class PipelineLock:
             self._connection = None
 
 
-_RUN_COLUMNS = "task, window_start, window_end, state, attempts, up_to_order, last_error, retry_at"
+_RUN_COLUMNS = (
+    "task, window_start, window_end, state, attempts, up_to_order, last_error, retry_at, snapshots"
+)
 
 
 def _run(row: tuple[Any, ...]) -> WindowRun:
-    task, start, end, state, attempts, up_to_order, last_error, retry_at = row
+    task, start, end, state, attempts, up_to_order, last_error, retry_at, snapshots = row
     return WindowRun(
         _task(task),
         Window(start, end),
@@ -1021,6 +1060,7 @@ def _run(row: tuple[Any, ...]) -> WindowRun:
         up_to_order,
         last_error,
         retry_at,
+        {str(table): int(snapshot) for table, snapshot in (snapshots or {}).items()},
     )
 
 

@@ -9,13 +9,17 @@ session settings (``spark.sql.iceberg.snapshot-property.*``), so each thread get
 its own (``SparkSession.newSession``: same application and catalog, separate SQL settings).
 With ``merge_processes``, the part of each mirror merge that needs no Spark runs in that many
 worker processes (``spark_jobs.merge.processes``); ``close`` stops them.
+
+A Paimon pipeline has jobs only (no mirrors), which read its Paimon tables at the snapshots the
+scheduler pinned and write to its ``tidemark.iceberg-catalog``: that is the catalog checked,
+shared and probed here. Its tables are not maintained from here yet.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 
@@ -27,7 +31,7 @@ from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
 from spark_jobs.session import forget_dead_jvm, jvm_died
 from spark_jobs.window_jobs import JobOutcome, LakeMerges, MergeOutcome, WindowJobs
 from tidemark.catalog import load_catalog
-from tidemark.config.model import PipelineConfig, reveal
+from tidemark.config.model import PaimonSink, PipelineConfig, reveal
 from tidemark.config.plan import Plan, SinkTable, plan_from_source
 from tidemark.errors import ConfigError, TransientError
 from tidemark.lake.outages import lake_outage, probe_catalog, probe_storage
@@ -47,15 +51,17 @@ class SparkWindowExecutor:
     ) -> None:
         """``rebuild`` makes the session again after its JVM died (``spark_jobs.session``);
         without it, such a death fails every window from then on."""
-        for config in configs:
-            config.iceberg_sink("the window jobs do not read Paimon tables yet")
         catalogs = {config.tidemark.catalog_name for config in configs}
         if len(catalogs) > 1:
             raise ConfigError(
                 f"the pipelines use different catalog names ({', '.join(sorted(catalogs))}) and "
                 "share one Spark application here: schedule them in separate processes"
             )
-        described = {frozenset(reveal(c.sink.catalog_properties).items()) for c in configs}
+        described = {
+            frozenset(reveal(c.iceberg_catalog or {}).items())
+            for c in configs
+            if c.iceberg_catalog is not None
+        }
         if len(described) > 1:
             (name,) = catalogs
             files = ", ".join(str(config.path) for config in configs)
@@ -141,13 +147,17 @@ class SparkWindowExecutor:
                 if sink_table not in self._sinks:
                     self._plan()
 
-    def run_job(self, job_name: str, window: Window) -> JobOutcome:
+    def run_job(
+        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+    ) -> JobOutcome:
         with self._reviving_a_dead_jvm():
-            return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window)
+            return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window, snapshots)
 
     def maintain(self, sink_table: str) -> list[TableResult]:
         catalog = self._plans[0][0].tidemark.catalog_name  # one catalog name, checked above
         self._know(sink_table)
+        owner = next(config for config, plan in self._plans if sink_table in _names(plan))
+        owner.iceberg_sink("the scheduler does not maintain Paimon tables yet")
         with self._reviving_a_dead_jvm():
             maintainer = TableMaintainer(self._thread_session(), catalog)
             results = maintainer.maintain(self._sinks[sink_table])
@@ -163,11 +173,14 @@ class SparkWindowExecutor:
         """A pipeline's catalog or storage that does not answer now (asked after a window
         failed: a Spark job's errors are Java's, so the lake is asked rather than the error)."""
         for index, config in enumerate(self._configs):
+            iceberg = config.iceberg_catalog
+            if iceberg is None:
+                continue  # a Paimon pipeline without jobs: no window reads or writes
             try:
                 catalog = self._probed.get(index)
                 if catalog is None:  # kept once opened: each opening is a connection pool
                     catalog = self._probed[index] = load_catalog(
-                        config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
+                        config.tidemark.catalog_name, reveal(iceberg)
                     )
                 probe_catalog(catalog)
                 probe_storage(catalog)
@@ -192,8 +205,8 @@ class SparkWindowExecutor:
         return jobs
 
     def _lake_merges(self, config: PipelineConfig) -> LakeMerges | None:
-        if self._processes is None:
-            return None  # in the window's thread
+        if self._processes is None or isinstance(config.sink, PaimonSink):
+            return None  # in the window's thread; a Paimon pipeline merges nothing
         catalog = CatalogAddress.of(
             config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
         )
@@ -205,6 +218,10 @@ class SparkWindowExecutor:
             session = self._session.newSession()
             self._local.session = session
         return session
+
+
+def _names(plan: Plan) -> set[str]:
+    return {sink.name for sink in plan.sinks}
 
 
 def _claim(owners: dict[str, int], name: str, pipeline: int, kind: str) -> None:

@@ -119,6 +119,24 @@ def pin_inputs(
         )
         for table in tables
     }
+    return pin_snapshots(spark, catalog_options, snapshots, metadata_columns=metadata_columns)
+
+
+def pin_snapshots(
+    spark: SparkSession,
+    catalog_options: Mapping[str, str],
+    snapshots: Mapping[str, int],
+    *,
+    metadata_columns: bool = False,
+) -> PinnedInputs:
+    """Registers each table of ``snapshots`` as a temporary view of ``spark`` read at its
+    snapshot id there (a scheduler's pin, ``pin_inputs``'s resolution), as ``pin_inputs``
+    does. Every snapshot is looked up first: one the table no longer has (expired) raises
+    ``SnapshotNotFoundError`` naming it and leaves the session as it was."""
+    for table, snapshot_id in snapshots.items():
+        paimon_source.require_snapshot(
+            paimon_source.open_table(catalog_options, table), table, snapshot_id
+        )
     paimon_datasource.register(spark)
     inputs = []
     for table, snapshot_id in snapshots.items():

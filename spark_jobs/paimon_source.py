@@ -86,6 +86,17 @@ def snapshot_at_watermark(table: Table, name: str, watermark: int) -> int:
     )
 
 
+def earliest_snapshot(table: Table) -> int | None:
+    """The id of the table's oldest retained snapshot; None for a table never committed to."""
+    snapshot = table.snapshot_manager().try_get_earliest_snapshot()
+    return None if snapshot is None else int(snapshot.id)
+
+
+def require_snapshot(table: Table, name: str, snapshot_id: int) -> None:
+    """Raises ``SnapshotNotFoundError`` unless the table still has snapshot ``snapshot_id``."""
+    _snapshot(table, name, snapshot_id)
+
+
 def _snapshot(table: Table, name: str, snapshot_id: int) -> Any:
     snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
     if snapshot is None:

@@ -1,4 +1,8 @@
-"""Spark sessions wired to the Iceberg catalog; the only place that builds one."""
+"""Spark sessions wired to the Iceberg catalog; the only place that builds one.
+
+A Paimon pipeline's session has ``tidemark.iceberg-catalog`` (where its jobs' outputs go) as its
+default catalog, and the ``tidemark_paimon`` data source its jobs read the Paimon tables with
+(``spark_jobs.paimon_inputs``)."""
 
 from __future__ import annotations
 
@@ -11,9 +15,10 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from spark_jobs import paimon_datasource
 from spark_jobs.arguments import SparkTarget
 from tidemark.config import PipelineConfig
-from tidemark.config.model import reveal
+from tidemark.config.model import PaimonSink, reveal
 
 # Catalog properties that are PyIceberg's or Tidemark's alone, never passed to Spark.
 _NOT_FOR_SPARK = frozenset({"py-io-impl"})
@@ -33,9 +38,10 @@ class SparkSettings:
 
 
 def build_session(
-    settings: SparkSettings, catalog_name: str, catalog_properties: Mapping[str, str]
+    settings: SparkSettings, catalog_name: str, catalog_properties: Mapping[str, str] | None
 ) -> SparkSession:
-    """A session whose catalog ``catalog_name`` is the Iceberg catalog the ingest writes to.
+    """A session whose catalog ``catalog_name`` is the Iceberg catalog the ingest writes to
+    (``catalog_properties`` None: a Paimon pipeline without one, no Iceberg catalog).
 
     A process that already has a session (one scheduler running the windows of pipelines on
     different catalogs of the same name, a test run on two storages) gets a session of its
@@ -96,22 +102,23 @@ _SESSION_CONF = ("spark.sql.catalog.", "spark.sql.defaultCatalog", "spark.sql.se
 
 
 def spark_conf(
-    settings: SparkSettings, catalog_name: str, catalog_properties: Mapping[str, str]
+    settings: SparkSettings, catalog_name: str, catalog_properties: Mapping[str, str] | None
 ) -> dict[str, str]:
     prefix = f"spark.sql.catalog.{catalog_name}"
     conf = {
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "4",
-        # ingest commits every few seconds from another process: never read a cached table
-        f"{prefix}.cache-enabled": "false",
     }
+    if catalog_properties is not None:
+        conf[prefix] = "org.apache.iceberg.spark.SparkCatalog"
+        # ingest commits every few seconds from another process: never read a cached table
+        conf[f"{prefix}.cache-enabled"] = "false"
     if settings.jars:
         conf["spark.jars"] = ",".join(str(jar) for jar in settings.jars)
-    for key, value in catalog_properties.items():
+    for key, value in (catalog_properties or {}).items():
         if key not in _NOT_FOR_SPARK:
             conf[f"{prefix}.{key}"] = value
     conf.update(settings.conf)
@@ -119,8 +126,10 @@ def spark_conf(
 
 
 def pipeline_session(config: PipelineConfig, target: SparkTarget, app_name: str) -> SparkSession:
-    """The pipeline's Spark session: its catalog, under its name, as the default catalog."""
-    config.iceberg_sink("the window jobs' Spark session has no Paimon catalog yet")
+    """The pipeline's Spark session: its Iceberg catalog (a Paimon pipeline's
+    ``tidemark.iceberg-catalog``), under its name, as the default catalog; for a Paimon
+    pipeline, with the ``tidemark_paimon`` data source registered."""
+    iceberg = config.iceberg_catalog
     master = target.master
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process
     if master is None and not under_submit:
@@ -128,15 +137,14 @@ def pipeline_session(config: PipelineConfig, target: SparkTarget, app_name: str)
     jars: Sequence[Path] = target.jars
     if not jars and not under_submit:
         jars = _local_stack_jars()
-    settings = SparkSettings(
-        app_name=app_name,
-        master=master,
-        jars=jars,
-        conf={"spark.sql.defaultCatalog": config.tidemark.catalog_name},
+    default = {"spark.sql.defaultCatalog": config.tidemark.catalog_name} if iceberg else {}
+    settings = SparkSettings(app_name=app_name, master=master, jars=jars, conf=default)
+    session = build_session(
+        settings, config.tidemark.catalog_name, None if iceberg is None else reveal(iceberg)
     )
-    return build_session(
-        settings, config.tidemark.catalog_name, reveal(config.sink.catalog_properties)
-    )
+    if isinstance(config.sink, PaimonSink):
+        paimon_datasource.register(session)
+    return session
 
 
 def _local_stack_jars() -> list[Path]:

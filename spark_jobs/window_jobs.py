@@ -19,6 +19,12 @@ files in order with the window's variables (``spark_jobs.user_sql``). The SQL it
 idempotent per window (``INSERT OVERWRITE`` of the window's partition, or ``MERGE``); see
 docs/window-jobs.md.
 
+A Paimon pipeline has no mirrors: ``run_job`` pins each input Paimon table at a snapshot for the
+whole job (the scheduler's pin, or the first snapshot whose watermark reaches the window's end,
+``spark_jobs.paimon_inputs``), runs each statement with its ``db.t`` names pointed at them, and
+drops the pins; the job's outputs go where its SQL says, in the Iceberg catalog the session has
+as its default (``tidemark.iceberg-catalog``).
+
 Not thread-safe: the stamps and a job's ``spark`` settings are session conf, so one
 ``WindowJobs`` runs one window at a time. To run windows in parallel, give each thread its own
 ``WindowJobs`` over ``session.newSession()`` (same SparkContext, separate conf), and never run two
@@ -31,7 +37,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pyiceberg.catalog import Catalog
@@ -41,10 +47,13 @@ from pyspark.sql import SparkSession
 from spark_jobs.merge.lake import MergeOutcome, MergeRequest, SparkMerge, merge_in_lake
 from spark_jobs.merge.request import MirrorSpec
 from spark_jobs.merge.spark import merge_range
+from spark_jobs.paimon_inputs import PinnedInputs, pin_inputs, pin_snapshots
+from spark_jobs.paimon_source import SnapshotNotFoundError, earliest_snapshot, open_table
 from spark_jobs.user_sql import read_statements
 from tidemark.catalog import load_catalog
 from tidemark.config.model import (
     JobConfig,
+    PaimonSink,
     PartitionField,
     PipelineConfig,
     SchemaChangeBehavior,
@@ -70,6 +79,8 @@ class JobOutcome:
     mirrors: tuple[MergeOutcome, ...]
     statements: int
     seconds: float
+    #: a Paimon pipeline's job: the snapshot id each input was read at, by sink table
+    snapshots: Mapping[str, int] = field(default_factory=dict)
 
 
 def _follows(config: PipelineConfig, change: SchemaChangeType) -> bool:
@@ -94,7 +105,6 @@ class WindowJobs:
         lake_merges: LakeMerges | None = None,
     ) -> None:
         self._config = config
-        self._iceberg = config.iceberg_sink("the window jobs do not read Paimon tables yet")
         self._plan = plan
         self._spark = session
         self._clock = clock
@@ -156,7 +166,8 @@ class WindowJobs:
             )
         options = self._config.tidemark.table(sink.name).mirror
         transform = self._transform(sink)
-        partitioning = self._iceberg.partitioning_for(sink.name)
+        iceberg = self._config.iceberg_sink("a Paimon sink table is its own mirror")
+        partitioning = iceberg.partitioning_for(sink.name)
         if partitioning is not None:
             partition = tuple(spark_partition(field) for field in partitioning.fields)
         else:
@@ -202,22 +213,70 @@ class WindowJobs:
 
     # --- jobs ----------------------------------------------------------------------------
 
-    def run_job(self, job_name: str, window: Window) -> JobOutcome:
+    def run_job(
+        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+    ) -> JobOutcome:
+        """Run ``job_name``'s SQL for ``window``. A Paimon pipeline's job reads each input at
+        its snapshot in ``snapshots`` (the scheduler's pin) while the table still has it,
+        else at the first snapshot whose watermark reaches the window's end."""
         started = self._clock()
         job = self.job(job_name)
-        mirrors = tuple(self.merge_mirror(table, window) for table in job.inputs)
+        if isinstance(self._config.sink, PaimonSink):
+            pinned = self._pin(job, window, snapshots or {})
+            try:
+                count = self._run_sql(job, window, pinned.resolve)
+            finally:
+                pinned.release(self._spark)
+            read = pinned.snapshots()
+            outcome = JobOutcome(job.name, window, (), count, self._clock() - started, read)
+        else:
+            mirrors = tuple(self.merge_mirror(table, window) for table in job.inputs)
+            count = self._run_sql(job, window, lambda statement: statement)
+            outcome = JobOutcome(job.name, window, mirrors, count, self._clock() - started)
+        logger.info(
+            "Job %s ran %d statements for %s in %.1f s%s",
+            job.name,
+            count,
+            window,
+            outcome.seconds,
+            "".join(f", read {t} at snapshot {s}" for t, s in outcome.snapshots.items()),
+        )
+        return outcome
+
+    def _run_sql(self, job: JobConfig, window: Window, resolve: Callable[[str], str]) -> int:
         variables = {**window.variables(job.name), **reveal(job.variables)}
         count = 0
         with self._job_conf(job):
             for file in job.sql:
                 for statement in read_statements(file, variables):
-                    self._run_statement(file, statement)
+                    self._run_statement(file, resolve(statement))
                     count += 1
-        outcome = JobOutcome(job.name, window, mirrors, count, self._clock() - started)
-        logger.info(
-            "Job %s ran %d statements for %s in %.1f s", job.name, count, window, outcome.seconds
-        )
-        return outcome
+        return count
+
+    def _pin(self, job: JobConfig, window: Window, snapshots: Mapping[str, int]) -> PinnedInputs:
+        """The job's Paimon inputs, pinned for the window: at ``snapshots`` when it names
+        every input, else each at the first snapshot whose watermark reaches the end."""
+        options = reveal(self._config.sink.catalog_properties)
+        if not all(table in snapshots for table in job.inputs):
+            return pin_inputs(self._spark, options, job.inputs, window.end_ms)
+        wanted = {table: snapshots[table] for table in job.inputs}
+        try:
+            return pin_snapshots(self._spark, options, wanted)
+        except SnapshotNotFoundError as error:
+            # expired since the window was first run: the closest later state still kept
+            retained = {
+                table: max(snapshot, earliest_snapshot(open_table(options, table)) or snapshot)
+                for table, snapshot in wanted.items()
+            }
+            logger.warning(
+                "Job %s window %s: %s. Reading the oldest snapshots kept instead (%s): the "
+                "window's results may hold changes from after its end",
+                job.name,
+                window,
+                error,
+                ", ".join(f"{t} at {s}" for t, s in retained.items()),
+            )
+            return pin_snapshots(self._spark, options, retained)
 
     def job(self, name: str) -> JobConfig:
         for job in self._config.tidemark.jobs:

@@ -5,7 +5,7 @@ told to. With it, the state settings as JSON, to hand a scheduler process."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -59,7 +59,9 @@ class RecordingExecutor:
         self._call(f"mirror:{sink_table}", window, up_to_order, None)
         return None
 
-    def run_job(self, job_name: str, window: Window) -> object:
+    def run_job(
+        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+    ) -> object:
         self._call(f"job:{job_name}", window, None, self._cut())
         return None
 

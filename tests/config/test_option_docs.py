@@ -49,7 +49,9 @@ def example_paths(node: Any, prefix: str = "") -> Iterator[str]:
             entry = "<table>" if path == "tables" else "<name>"
             for inner in value.values():
                 yield from example_paths(inner, f"{path}.{entry}.")
-        elif isinstance(value, dict) and not path.endswith(("properties", "variables", "spark")):
+        elif isinstance(value, dict) and not path.endswith(
+            ("properties", "variables", "spark", "iceberg-catalog")
+        ):
             yield from example_paths(value, f"{path}.")
 
 

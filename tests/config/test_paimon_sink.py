@@ -6,17 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
 
 import pytest
 import yaml
 from pydantic import SecretStr
-from pyspark.sql import SparkSession
 
-from spark_jobs.arguments import SparkTarget
-from spark_jobs.executor import SparkWindowExecutor
-from spark_jobs.session import pipeline_session
-from spark_jobs.window_jobs import WindowJobs
 from tests.config.examples import PAIMON_SAMPLE
 from tidemark.app.cli import main
 from tidemark.app.pipeline import Pipeline
@@ -580,22 +574,6 @@ def refusal(call: Callable[[], object]) -> str:
     with pytest.raises(ConfigError) as caught:
         call()
     return str(caught.value)
-
-
-def test_the_window_jobs_refuse_a_paimon_sink_where_they_would_open_an_iceberg_catalog(
-    on_paimon: PipelineConfig,
-) -> None:
-    session, no_plan = cast(SparkSession, None), Plan((), (), (), (), (), ())
-    prefix = f"{on_paimon.path}: sink type paimon: "
-    jobs = prefix + "the window jobs do not read Paimon tables yet (issue 43)"
-    assert refusal(Pipeline(on_paimon).schedule) == (
-        prefix + "the scheduler's window jobs do not read Paimon tables yet (issue 43)"
-    )
-    assert refusal(lambda: pipeline_session(on_paimon, SparkTarget(), "test")) == (
-        prefix + "the window jobs' Spark session has no Paimon catalog yet (issue 43)"
-    )
-    assert refusal(lambda: WindowJobs(on_paimon, no_plan, session)) == jobs
-    assert refusal(lambda: SparkWindowExecutor([on_paimon], session)) == jobs
 
 
 def test_the_paimon_sink_catalog_is_opened_for_ingest(on_paimon: PipelineConfig) -> None:

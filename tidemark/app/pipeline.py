@@ -252,7 +252,6 @@ class Pipeline:
         from scheduler.service import PipelineRun
         from scheduler.spec import PipelineSchedule
 
-        self.config.iceberg_sink("the scheduler's window jobs do not read Paimon tables yet")
         reports_block = self.require_reports()
 
         def planned() -> PipelineSchedule:
@@ -270,7 +269,14 @@ class Pipeline:
             return StateSettings.from_dsn(location.dsn, schema)
         if self.config.tidemark.state_dsn is not None:
             return StateSettings.from_dsn(self.config.tidemark.state_dsn.get_secret_value(), schema)
-        return StateSettings.from_catalog(self.catalog_properties, schema)
+        iceberg = self.config.iceberg_catalog
+        if iceberg is None:
+            raise ConfigError(
+                f"{self.path}: the scheduler keeps its state in a PostgreSQL database, and this "
+                "Paimon pipeline names none: add tidemark.state-dsn (a libpq connection "
+                "string), or give --state-dsn"
+            )
+        return StateSettings.from_catalog(reveal(iceberg), schema)
 
     def state_store(self, location: StateLocation = StateLocation()) -> StateStore:  # noqa: B008 - frozen
         from scheduler.state import StateStore

@@ -88,6 +88,7 @@ def parse_pipeline(text: str, path: Path, environ: Mapping[str, str]) -> Pipelin
     if source is not None and routes is not None and tidemark is not None and sink is not None:
         _check_table_names(reader, root, source, routes, tidemark, sink)
     if tidemark is not None and sink is not None:
+        _check_jobs_catalog(reader, root, tidemark, sink)
         _check_state_database(reader, root, tidemark, sink)
     problems.raise_if_errors()
     assert source is not None and sink is not None
@@ -165,22 +166,53 @@ def _check_table_names(
             )
 
 
+def _check_jobs_catalog(
+    reader: Reader, root: MapNode, tidemark: TidemarkSettings, sink: IcebergSink | PaimonSink
+) -> None:
+    """The jobs' SQL writes Iceberg tables: in an Iceberg sink's catalog, or in the one
+    ``tidemark.iceberg-catalog`` names for a Paimon sink (whose catalog holds Paimon tables)."""
+    if isinstance(sink, IcebergSink) and tidemark.iceberg_catalog:
+        reader.warning(
+            _at(root, EXTENSION_KEY, "iceberg-catalog"),
+            "tidemark.iceberg-catalog",
+            "is ignored: it is for a Paimon pipeline's jobs, and an Iceberg pipeline's jobs use "
+            "the sink's catalog; remove it",
+        )
+    if isinstance(sink, PaimonSink) and tidemark.jobs and not tidemark.iceberg_catalog:
+        reader.error(
+            _at(root, EXTENSION_KEY, "jobs"),
+            "tidemark.jobs",
+            "a Paimon pipeline's jobs read the Paimon tables but write Iceberg tables (their "
+            "SQL's INSERT INTO db.table), in a catalog the Paimon sink does not name: add "
+            "tidemark.iceberg-catalog with that catalog's catalog.properties.* lines, as an "
+            "Iceberg sink has them (catalog.properties.type: jdbc, catalog.properties.uri: ...)",
+        )
+
+
 def _check_state_database(
     reader: Reader, root: MapNode, tidemark: TidemarkSettings, sink: IcebergSink | PaimonSink
 ) -> None:
-    """A scheduler keeps its state in the catalog's PostgreSQL database unless told another:
-    a pipeline the scheduler follows on any other catalog (a REST one) must name one."""
+    """A scheduler keeps its state in the Iceberg catalog's PostgreSQL database unless told
+    another: a pipeline the scheduler follows on any other catalog (a REST one, or a Paimon
+    sink without a JDBC ``tidemark.iceberg-catalog``) must name one."""
     if tidemark.reports is None or tidemark.state_dsn is not None:
         return
-    uri = reveal(sink.catalog_properties).get("uri", "")
+    iceberg = sink.catalog_properties if isinstance(sink, IcebergSink) else tidemark.iceberg_catalog
+    uri = reveal(iceberg).get("uri", "")
     if uri.startswith("jdbc:postgresql:"):
         return
+    what = (
+        "this catalog is not a jdbc:postgresql: one"
+        if isinstance(sink, IcebergSink)
+        else "a Paimon pipeline's state goes to tidemark.iceberg-catalog's database only when "
+        "that is a jdbc:postgresql: one"
+    )
     reader.warning(
         _at(root, EXTENSION_KEY, "reports"),
         "tidemark.reports",
-        "the scheduler keeps its state in a PostgreSQL database, and this catalog is not a "
-        "jdbc:postgresql: one: add tidemark.state-dsn (a libpq connection string), or give "
-        "--state-dsn to tidemark schedule, run, status, ui and reset",
+        f"the scheduler keeps its state in a PostgreSQL database, and {what}: add "
+        "tidemark.state-dsn (a libpq connection string), or give --state-dsn to tidemark "
+        "schedule, run, status, ui and reset",
     )
 
 

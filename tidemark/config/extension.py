@@ -32,6 +32,7 @@ from tidemark.config.model import (
 )
 from tidemark.config.patterns import split_table_id
 from tidemark.config.secrets import is_secret_key
+from tidemark.config.sink import read_iceberg_catalog
 from tidemark.config.values import format_duration
 
 EXTENSION_KEY = "tidemark"
@@ -51,6 +52,7 @@ def read_extension(reader: Reader, node: Node | None, base: Path) -> TidemarkSet
         TidemarkSettings,
         readers={
             "reports": _reports,
+            "iceberg_catalog": _iceberg_catalog,
             "tables": _tables,
             "jobs": lambda reader, node, path: _jobs(reader, node, path, base),
         },
@@ -99,6 +101,11 @@ def _reports(reader: Reader, node: Node, path: str) -> ReportsSettings | None:
         return None
     topic = {"topic": plain["topic"]} if "topic" in plain else {}
     return ReportsSettings(**topic, kafka=kafka)
+
+
+def _iceberg_catalog(reader: Reader, node: Node, path: str) -> Properties | None:
+    block = reader.mapping(node, path)
+    return None if block is None else read_iceberg_catalog(reader, block, path)
 
 
 def _tables(reader: Reader, node: Node, path: str) -> dict[str, TableOptions] | None:

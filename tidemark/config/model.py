@@ -773,6 +773,16 @@ class TidemarkSettings(_Frozen):
         "the catalog is not a `jdbc:postgresql:` one (a REST catalog); `--state-dsn` "
         "overrides it",
     )
+    iceberg_catalog: Properties = option(
+        {},
+        key="iceberg-catalog",
+        default_text="none",
+        doc="a Paimon pipeline's jobs: the Iceberg catalog their SQL's tables are in "
+        "(`INSERT INTO db.report`), as the `catalog.properties.*` lines of an Iceberg sink "
+        "(copy them); its name is `catalog-name`; required with jobs, and the scheduler keeps "
+        "its state in it when it is a `jdbc:postgresql:` one. An Iceberg pipeline's jobs use "
+        "the sink's catalog",
+    )
     tables: dict[str, TableOptions] = option(
         {}, entry="table", doc="options per sink table, named as the route gives it (`shop.orders`)"
     )
@@ -835,6 +845,15 @@ class PipelineConfig(_Frozen):
         if isinstance(self.sink, PaimonSink):
             raise ConfigError(f"{self.path}: sink type paimon: {reason} (issue 43)")
         return self.sink
+
+    @property
+    def iceberg_catalog(self) -> Properties | None:
+        """The Iceberg catalog (Iceberg's Java property names) the window jobs run on, and the
+        scheduler keeps its state in by default: an Iceberg sink's own, or for a Paimon sink
+        ``tidemark.iceberg-catalog``; None for a Paimon pipeline without one (it has no jobs)."""
+        if isinstance(self.sink, IcebergSink):
+            return self.sink.catalog_properties
+        return self.tidemark.iceberg_catalog or None
 
     def window_of(self, task: WindowTask) -> timedelta:
         """The configured window length of a mirror merge or a job."""

@@ -161,7 +161,28 @@ def read_sink(
     return IcebergSink(**fields)
 
 
-def _check_catalog(reader: Reader, node: MapNode, path: str, options: CheckedOptions) -> bool:
+#: ``tidemark.iceberg-catalog``: an Iceberg sink's ``catalog.properties.*`` lines and nothing else
+ICEBERG_CATALOG_OPTIONS = OptionSet(
+    what="the jobs' Iceberg catalog",
+    options=(),
+    prefixes=(
+        Prefix("catalog.properties.", doc="the Iceberg catalog, with Iceberg's property names"),
+    ),
+)
+
+
+def read_iceberg_catalog(reader: Reader, node: MapNode, path: str) -> Properties | None:
+    """``catalog.properties.*`` lines (of ``tidemark.iceberg-catalog``), checked as an Iceberg
+    sink's are; the properties without the prefix, or None after reporting what is wrong."""
+    options = check_options(reader, node, path, ICEBERG_CATALOG_OPTIONS)
+    if not _check_catalog(reader, node, path, options, owner=path):
+        return None
+    return options.prefixed.get("catalog.properties.", {})
+
+
+def _check_catalog(
+    reader: Reader, node: MapNode, path: str, options: CheckedOptions, owner: str = "the sink"
+) -> bool:
     catalog = options.prefixed.get("catalog.properties.", {})
     type_key, impl_key = "catalog.properties.type", "catalog.properties.catalog-impl"
     type_node, type_path = node.get(type_key) or node, child(path, type_key)
@@ -170,7 +191,7 @@ def _check_catalog(reader: Reader, node: MapNode, path: str, options: CheckedOpt
         reader.error(
             node,
             path,
-            f"the sink needs {type_key} (one of {', '.join(TIDEMARK_CATALOG_TYPES)}) or {impl_key}",
+            f"{owner} needs {type_key} (one of {', '.join(TIDEMARK_CATALOG_TYPES)}) or {impl_key}",
         )
         return False
     if catalog_type is None:

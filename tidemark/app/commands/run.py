@@ -59,11 +59,6 @@ def _run(args: argparse.Namespace) -> int:
 
     pipeline = Pipeline.open(args.file)
     pipeline.require_reports()  # a file without them is refused before ingest starts
-    # so is a sink whose windows cannot run yet
-    pipeline.config.iceberg_sink(
-        "tidemark run also schedules the window jobs, which do not read Paimon tables yet: "
-        "run tidemark ingest on its own"
-    )
     stop = threading.Event()
     stop_on_signals(stop)
     ingest = IngestChild(_ingest_command(args), stop, on_terminal=_abandon)
