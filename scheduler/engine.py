@@ -37,6 +37,7 @@ from scheduler.executor import WindowExecutor
 from scheduler.gate import Decision, DueWindow, TaskSpec, cuts_since, decide, mirror_task
 from scheduler.outage import StateOutage, StoppedWaiting
 from scheduler.reports_consumer import ReportBatch
+from scheduler.retention import snapshots_needed
 from scheduler.spec import PipelineSchedule
 from scheduler.state import StateStore
 from tidemark.contracts.reports import CommitReport, WatermarkReport
@@ -203,7 +204,9 @@ class WindowEngine:
     def _maintain(self, sink: str, task: WindowTask) -> None:
         started = self._clock()
         try:
-            self._executor.maintain(sink)
+            # a Paimon table's jobs read pinned snapshots: expiry keeps what they may read
+            keep_from = snapshots_needed(self._schedule, self._store).get(sink)
+            self._executor.maintain(sink, keep_from)
             logger.info("Maintained the tables of %s in %s", sink, self._clock() - started)
         except Exception:  # the tables stay as they were; windows go on
             logger.exception(

@@ -29,9 +29,10 @@ class WindowExecutor(Protocol):
         (the scheduler's pin; None: the first snapshot whose watermark reaches the end)."""
         ...
 
-    def maintain(self, sink_table: str) -> object:
+    def maintain(self, sink_table: str, keep_from: int | None = None) -> object:
         """Compact the changelog and the mirror of ``sink_table`` and expire the snapshots no
-        window needs; the scheduler runs no merge of that mirror meanwhile."""
+        window needs; the scheduler runs no merge of that mirror meanwhile. A Paimon table
+        keeps snapshot ``keep_from`` and every newer one (what a pending window may read)."""
         ...
 
     def outage(self) -> Outage | None:

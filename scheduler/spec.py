@@ -83,8 +83,8 @@ class PipelineSchedule:
         """Mirrors of the planned sink tables, and the file's jobs, with their retry policy.
 
         A Paimon pipeline has no mirrors (each sink table is its own), its jobs read their
-        inputs at pinned snapshots, and its tables are not maintained from here yet: Paimon's
-        maintenance is its own pass (``spark_jobs.paimon_maintenance``), not wired in."""
+        inputs at pinned snapshots, and its tables are maintained by Paimon's own pass
+        (``spark_jobs.paimon_maintenance``), which keeps the snapshots those jobs may read."""
         paimon = isinstance(config.sink, PaimonSink)
         jobs = [
             TaskSpec(
@@ -104,9 +104,7 @@ class PipelineSchedule:
             config.pipeline.name,
             sinks,
             jobs,
-            maintenance_interval=(
-                maintenance.interval if maintenance.enabled and not paimon else None
-            ),
+            maintenance_interval=maintenance.interval if maintenance.enabled else None,
         )
 
     def _check(self) -> None:

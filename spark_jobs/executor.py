@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.maintenance import TableMaintainer, TableResult
 from spark_jobs.merge.processes import CatalogAddress, MergeProcesses
+from spark_jobs.paimon_maintenance import PaimonMaintenanceResult, maintain_paimon_table
 from spark_jobs.session import forget_dead_jvm, jvm_died
 from spark_jobs.window_jobs import JobOutcome, LakeMerges, MergeOutcome, WindowJobs
 from tidemark.catalog import load_catalog
@@ -153,11 +154,20 @@ class SparkWindowExecutor:
         with self._reviving_a_dead_jvm():
             return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window, snapshots)
 
-    def maintain(self, sink_table: str) -> list[TableResult]:
+    def maintain(
+        self, sink_table: str, keep_from: int | None = None
+    ) -> list[TableResult] | PaimonMaintenanceResult:
         catalog = self._plans[0][0].tidemark.catalog_name  # one catalog name, checked above
         self._know(sink_table)
         owner = next(config for config, plan in self._plans if sink_table in _names(plan))
-        owner.iceberg_sink("the scheduler does not maintain Paimon tables yet")
+        if isinstance(owner.sink, PaimonSink):
+            with self._reviving_a_dead_jvm():
+                return maintain_paimon_table(
+                    self._thread_session(),
+                    reveal(owner.sink.catalog_properties),
+                    sink_table,
+                    keep_from=keep_from,
+                )
         with self._reviving_a_dead_jvm():
             maintainer = TableMaintainer(self._thread_session(), catalog)
             results = maintainer.maintain(self._sinks[sink_table])

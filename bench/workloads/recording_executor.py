@@ -65,7 +65,7 @@ class RecordingExecutor:
         self._call(f"job:{job_name}", window, None, self._cut())
         return None
 
-    def maintain(self, sink_table: str) -> object:
+    def maintain(self, sink_table: str, keep_from: int | None = None) -> object:
         with self._cursor() as cursor:
             cursor.execute(
                 f"INSERT INTO {self._state.schema}.calls (task) VALUES (%s)",

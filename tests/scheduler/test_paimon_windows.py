@@ -33,6 +33,8 @@ class PinsExecutor:
 
     failures: int = 0
     calls: list[tuple[Window, dict[str, int]]] = field(default_factory=list)
+    #: each maintenance pass asked for: the table, and the snapshot it must keep from
+    maintained: list[tuple[str, int | None]] = field(default_factory=list)
 
     def merge_mirror(self, sink_table: str, window: Window, up_to_order: int | None) -> object:
         raise AssertionError(f"a Paimon table has no mirror to merge: {sink_table}")
@@ -45,14 +47,17 @@ class PinsExecutor:
             raise RuntimeError("the job failed")
         return None
 
-    def maintain(self, sink_table: str) -> object:
-        raise AssertionError("a Paimon pipeline's tables are not maintained from here yet")
+    def maintain(self, sink_table: str, keep_from: int | None = None) -> object:
+        self.maintained.append((sink_table, keep_from))
+        return None
 
     def outage(self) -> Outage | None:
         return None
 
 
-def paimon_schedule(pipeline: str, *, rerun_late_windows: bool = False) -> PipelineSchedule:
+def paimon_schedule(
+    pipeline: str, *, rerun_late_windows: bool = False, maintenance: timedelta | None = None
+) -> PipelineSchedule:
     """shop.orders and shop.users as Paimon tables (each its own mirror: no merge task), and
     the five-minute job gmv reading both at pinned snapshots."""
     sinks = [
@@ -68,7 +73,7 @@ def paimon_schedule(pipeline: str, *, rerun_late_windows: bool = False) -> Pipel
         rerun_late_windows=rerun_late_windows,
         pins_snapshots=True,
     )
-    return PipelineSchedule.build(pipeline, sinks, [job])
+    return PipelineSchedule.build(pipeline, sinks, [job], maintenance_interval=maintenance)
 
 
 def commit(
@@ -183,3 +188,30 @@ def test_a_late_change_read_by_a_window_re_runs_the_window_it_belongs_in(
         (Window(at("10:00"), at("10:05")), at_10_10),  # again, with the late change
         (Window(at("10:05"), at("10:10")), at_10_10),
     ]
+
+
+def test_maintenance_of_a_paimon_table_keeps_the_snapshots_a_failed_window_will_read_again(
+    store: StateStore, consumer: ReportsConsumer, servers: str, reports_topic: str, unique_name: str
+) -> None:
+    schedule = paimon_schedule(unique_name, maintenance=timedelta(minutes=1))
+    executor = PinsExecutor(failures=1)
+    clock = Clock(at("10:06"))
+    engine = WindowEngine(schedule, store, consumer, executor, clock=clock)
+    publish(
+        servers,
+        reports_topic,
+        [
+            commit(ORDERS, 1, "10:01"),
+            commit(ORDERS, 2, "10:05:01"),
+            commit(USERS, 1, "10:02"),
+            marks("10:05:30", users=1),
+        ],
+    )
+    tick_until(engine, lambda: len(executor.calls) == 1)  # the window failed: pinned at 2, 1
+    publish(servers, reports_topic, [commit(ORDERS, 3, "10:06"), commit(USERS, 2, "10:07")])
+
+    clock.now = at("10:07:30")  # maintenance is due (a minute after the engine started)
+    engine.consume()
+    engine.start_maintenance()
+
+    assert sorted(executor.maintained) == [(ORDERS, 2), (USERS, 1)]

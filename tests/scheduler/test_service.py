@@ -447,8 +447,8 @@ class BlockingMaintenance(RecordingExecutor):
         self.maintaining = threading.Event()
         self.finish = threading.Event()
 
-    def maintain(self, sink_table: str) -> object:
-        super().maintain(sink_table)
+    def maintain(self, sink_table: str, keep_from: int | None = None) -> object:
+        super().maintain(sink_table, keep_from)
         self.maintaining.set()
         self.finish.wait(DEADLINE)
         return None

@@ -283,6 +283,20 @@ class Pipeline:
 
         return StateStore(self.state_settings(location))
 
+    def paimon_snapshots_needed(self) -> dict[str, int]:
+        """Per Paimon table a job reads, the oldest snapshot a pending window may still read
+        (``scheduler.retention``); none for a pipeline whose scheduler keeps no state."""
+        from contextlib import closing
+
+        from scheduler.retention import snapshots_needed
+        from scheduler.spec import PipelineSchedule
+
+        if self.config.tidemark.reports is None or not self.config.tidemark.jobs:
+            return {}
+        schedule = PipelineSchedule.from_config(self.config, self.plan.sinks)
+        with closing(self.state_store()) as store:
+            return snapshots_needed(schedule, store)
+
     # --- Spark --------------------------------------------------------------------------------
 
     def spark_session(self, target: SparkTarget, app_name: str) -> SparkSession:
