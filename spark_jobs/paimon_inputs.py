@@ -57,12 +57,14 @@ class PinnedInputs:
         """Each table's pinned snapshot id, by ``db.t``."""
         return {pinned.table: pinned.snapshot_id for pinned in self.inputs}
 
-    def resolve(self, statement: str) -> str:
+    def resolve(self, statement: str, catalog: str | None = None) -> str:
         """``statement`` with every ``db.t`` (or `` `db`.`t` ``) of a pinned table reading its
-        view; string literals, comments and names qualified by a catalog are left alone."""
+        view, and ``catalog.db.t`` too where ``catalog`` is the pipeline's own catalog name (a
+        job written for the Iceberg sink of the same pipeline names its tables so); string
+        literals, comments and names qualified by another catalog are left alone."""
         protected = protected_spans(statement)
         for pinned in self.inputs:
-            pattern = _reference(pinned.table)
+            pattern = _reference(pinned.table, catalog)
 
             def replace(
                 match: re.Match[str], view: str = pinned.view, spans: list[Span] = protected
@@ -80,12 +82,13 @@ class PinnedInputs:
             spark.catalog.dropTempView(pinned.view)
 
 
-def _reference(table: str) -> re.Pattern[str]:
+def _reference(table: str, catalog: str | None = None) -> re.Pattern[str]:
     database, name = table.split(".", 1)
     part = r"(?:`{0}`|{0})"
+    qualified = "" if catalog is None else rf"(?:{part.format(re.escape(catalog))}\s*\.\s*)?"
     return re.compile(
-        rf"(?<![\w.`]){part.format(re.escape(database))}\s*\.\s*{part.format(re.escape(name))}"
-        r"(?![\w`])",
+        rf"(?<![\w.`]){qualified}{part.format(re.escape(database))}\s*\.\s*"
+        rf"{part.format(re.escape(name))}(?![\w`])",
         re.IGNORECASE,
     )
 

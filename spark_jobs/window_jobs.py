@@ -224,7 +224,9 @@ class WindowJobs:
         if isinstance(self._config.sink, PaimonSink):
             pinned = self._pin(job, window, snapshots or {})
             try:
-                count = self._run_sql(job, window, pinned.resolve)
+                count = self._run_sql(
+                    job, window, lambda statement: pinned.resolve(statement, self._catalog)
+                )
             finally:
                 pinned.release(self._spark)
             read = pinned.snapshots()

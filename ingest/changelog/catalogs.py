@@ -26,6 +26,7 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from ingest.changelog.listing import Listing
 from ingest.changelog.storage_check import check_writable
 from ingest.changelog.table import DEFAULT_PROPERTIES, ChangelogTable, open_changelog
+from tidemark.catalog import purge_namespace
 from tidemark.errors import ConfigError
 from tidemark.lake.outages import probe_catalog, probe_storage, warehouse_folder
 from tidemark.sinks.protocols import ChangelogWriter, SinkTableSpec
@@ -76,6 +77,11 @@ class SinkCatalog(Protocol):
         """Where the warehouse is, as a user names it (a path for a local one)."""
         ...
 
+    def purge_namespace(self, namespace: str) -> list[str]:
+        """Drop every table of ``namespace`` with its files (the demo's clean slate); the
+        tables dropped."""
+        ...
+
 
 class IcebergSinkCatalog:
     """An Iceberg catalog (PyIceberg's) holding changelog tables."""
@@ -118,6 +124,9 @@ class IcebergSinkCatalog:
 
     def warehouse_folder(self) -> str:
         return warehouse_folder(self.iceberg)
+
+    def purge_namespace(self, namespace: str) -> list[str]:
+        return purge_namespace(self.iceberg, namespace)
 
 
 def _open_iceberg(name: str, properties: Mapping[str, str], commit_user: str | None) -> SinkCatalog:

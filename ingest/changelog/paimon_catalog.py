@@ -87,3 +87,6 @@ class PaimonSinkCatalog:
 
     def warehouse_folder(self) -> str:
         return self.paimon.warehouse
+
+    def purge_namespace(self, namespace: str) -> list[str]:
+        return self.paimon.drop_namespace(namespace)

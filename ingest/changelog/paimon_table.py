@@ -115,7 +115,7 @@ class PaimonChangelog:
         return self._table.has_snapshots()
 
     def commits(self) -> Iterator[Commit]:
-        return (commit_of(snapshot) for snapshot in self._table.snapshots())
+        return (commit_of(snapshot, self._every_row) for snapshot in self._table.snapshots())
 
     def progress(self) -> TableProgress | None:
         newest = self._newest
@@ -146,7 +146,7 @@ class PaimonChangelog:
         self._check_no_other_writer(self._table.snapshots())
         snapshot = self._table.commit(keyed, properties, watermark, self._fence)
         self._newest = snapshot
-        return commit_of(snapshot)
+        return commit_of(snapshot, self._every_row)
 
     def _fence(self, follows: int | None) -> None:
         """Right before the snapshot after ``follows`` is published: no other writer's

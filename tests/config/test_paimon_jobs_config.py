@@ -212,5 +212,5 @@ def test_the_schedule_of_a_paimon_pipeline_has_its_jobs_pinning_snapshots_and_no
         ("job:gmv", ("shop.orders",), True)
     ]
     assert schedule.changelogs == {"shop.orders": "shop.orders"}
-    # Paimon tables are maintained by their own pass, not by this scheduler yet
-    assert schedule.maintenance_interval is None
+    # maintained as Iceberg tables are, every interval (by Paimon's own pass)
+    assert schedule.maintenance_interval == timedelta(minutes=15)

@@ -13,15 +13,19 @@ from pyiceberg.catalog import Catalog
 from tidemark.app.demo.report_rows import latest_report
 from tidemark.app.demo.workload import ADDED_COLUMN
 from tidemark.catalog import load_catalog
+from tidemark.lake.paimon import open_paimon_catalog
 from tidemark.stack.endpoints import STORAGES, StackEndpoints
 
+#: each run of the demo: Iceberg on each storage, then Paimon (on local disk)
+RUNS = [("iceberg", storage) for storage in STORAGES] + [("paimon", "local")]
 
-def test_a_short_demo_mirrors_the_shop_and_reports_every_window_on_each_storage(
+
+def test_a_short_demo_mirrors_the_shop_and_reports_every_window_on_each_storage_and_sink(
     endpoints: StackEndpoints,
 ) -> None:
-    """On local disk, then on S3 behind the REST catalog: one after the other, as the two runs
-    share the shop's databases and the reader's server id."""
-    for storage in STORAGES:
+    """On local disk, then on S3 behind the REST catalog, then into Paimon tables: one after
+    the other, as the runs share the shop's databases and the reader's server id."""
+    for sink, storage in RUNS:
         result = subprocess.run(
             [
                 sys.executable,
@@ -32,19 +36,21 @@ def test_a_short_demo_mirrors_the_shop_and_reports_every_window_on_each_storage(
                 "1.5",
                 "--storage",
                 storage,
+                "--sink",
+                sink,
             ],
             capture_output=True,
             text=True,
             timeout=600,
         )
 
-        said = f"on {storage}:\n{result.stdout[-4000:]}{result.stderr[-3000:]}"
+        said = f"{sink} on {storage}:\n{result.stdout[-4000:]}{result.stderr[-3000:]}"
         assert result.returncode == 0, said
         for mirror in ("demo.orders", "demo.payments", "demo.users"):
             assert f"{mirror}: OK" in result.stdout, said
         assert "0 missing, 0 extra, 0 different, 0 in flight" in result.stdout, said
         assert "tidemark demo: every mirror equals its source table" in result.stdout, said
-        lake = endpoints.lake(storage)
+        lake = endpoints.lake(storage)  # the reports are Iceberg tables whatever the sink
         report = latest_report(load_catalog(lake.name, lake.properties()))
         assert report is not None and report.windows >= 2, said
         assert sum(row.orders for row in report.rows) > 0, said
@@ -58,3 +64,13 @@ def test_the_column_added_midway_reaches_the_orders_mirror(catalog: Catalog) -> 
     assert ADDED_COLUMN in orders.column_names
     coupons = orders[ADDED_COLUMN]
     assert 0 < pc.count(coupons).as_py() < orders.num_rows  # filled only after the ALTER
+
+
+def test_the_column_added_midway_reaches_the_paimon_orders_table(endpoints: StackEndpoints) -> None:
+    """Runs after the demos above: the Paimon run's ALTER TABLE is in its orders table."""
+    warehouse = endpoints.pipeline_environment()["TIDEMARK_PAIMON_WAREHOUSE"]
+    orders = open_paimon_catalog({"warehouse": warehouse}).load_table("demo.orders")
+    assert orders is not None
+
+    coupons = orders.read([ADDED_COLUMN])[ADDED_COLUMN]
+    assert 0 < pc.count(coupons).as_py() < len(coupons)  # filled only after the ALTER

@@ -48,6 +48,18 @@ def test_literals_comments_other_catalogs_and_longer_names_are_left_alone() -> N
     assert PINNED.snapshots() == {"shop.orders": 12, "shop.customers": 7}
 
 
+def test_a_name_in_the_pipelines_own_catalog_reads_the_view_and_other_catalogs_do_not() -> None:
+    statement = (
+        "INSERT INTO tidemark.report.gmv SELECT * FROM tidemark.shop.orders "
+        "JOIN `tidemark`.`shop`.`customers` USING (id) JOIN lake.shop.orders USING (id)"
+    )
+
+    assert PINNED.resolve(statement, "tidemark") == (
+        "INSERT INTO tidemark.report.gmv SELECT * FROM paimon__shop__orders "
+        "JOIN paimon__shop__customers USING (id) JOIN lake.shop.orders USING (id)"
+    )
+
+
 @dataclass
 class FakeSplit:
     """Only the size matters to the balancing: a stand-in, not a mock of pypaimon."""

@@ -182,6 +182,23 @@ class Pipeline:
             sink.type, self.config.tidemark.catalog_name, self.catalog_properties, prefix
         )
 
+    @cached_property
+    def output_catalog(self) -> Catalog:
+        """The Iceberg catalog the jobs write to: an Iceberg sink's own, or a Paimon
+        pipeline's ``tidemark.iceberg-catalog``."""
+        from ingest.changelog.catalogs import IcebergSinkCatalog
+        from tidemark.catalog import load_catalog
+
+        if isinstance(self.sink_catalog, IcebergSinkCatalog):
+            return self.sink_catalog.iceberg
+        iceberg = self.config.iceberg_catalog
+        if iceberg is None:
+            raise ConfigError(
+                f"{self.path}: this Paimon pipeline has no jobs, so no Iceberg catalog for "
+                "their outputs: add tidemark.iceberg-catalog"
+            )
+        return load_catalog(self.config.tidemark.catalog_name, dict(reveal(iceberg)))
+
     @property
     def catalog(self) -> Catalog:
         """The Iceberg catalog of an Iceberg sink (what the scheduler and Spark use)."""

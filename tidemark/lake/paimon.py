@@ -389,6 +389,14 @@ class PaimonCatalog:
     def create_namespace_if_not_exists(self, namespace: str) -> None:
         self._catalog.create_database(namespace, True)
 
+    def drop_namespace(self, namespace: str) -> list[str]:
+        """Drop ``namespace`` with its tables and their files; the tables dropped."""
+        tables = self.list_tables(namespace)
+        if tables is None:
+            return []
+        self._catalog.drop_database(namespace, ignore_if_not_exists=True, cascade=True)
+        return tables
+
     def list_tables(self, namespace: str) -> list[str] | None:
         """The identifiers (``namespace.name``) of ``namespace``'s tables; None when it does
         not exist."""

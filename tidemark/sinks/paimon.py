@@ -14,13 +14,16 @@ from tidemark.lake.paimon import PaimonSnapshot, PaimonTable
 from tidemark.sinks.commits import Commit
 
 
-def commit_of(snapshot: PaimonSnapshot) -> Commit:
+def commit_of(snapshot: PaimonSnapshot, every_row_kept: bool = False) -> Commit:
+    """The commit a snapshot made. Paimon counts the records of a table's files (each upsert
+    and delete of a key until a compaction merges them), which is the table's rows only in a
+    table that keeps ``every_row`` (an error table); otherwise its rows are not known."""
     return Commit(
         commit_id=snapshot.snapshot_id,
         committed_at_ms=snapshot.committed_at_ms,
         properties=snapshot.properties,
         rows_added=max(snapshot.delta_rows or 0, 0),
-        total_rows=snapshot.total_rows,
+        total_rows=snapshot.total_rows if every_row_kept else None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
@@ -184,6 +185,8 @@ class StackEndpoints(BaseModel):
             "TIDEMARK_CATALOG_USER": catalog.user,
             "TIDEMARK_CATALOG_PASSWORD": catalog.password.get_secret_value(),
             "TIDEMARK_WAREHOUSE": catalog.warehouse,
+            # a Paimon warehouse beside the Iceberg one, as a path (pypaimon's local form)
+            "TIDEMARK_PAIMON_WAREHOUSE": f"{unquote(urlsplit(catalog.warehouse).path)}/paimon",
             "TIDEMARK_REST_CATALOG_URI": self.rest_catalog.uri,
             "TIDEMARK_S3_ENDPOINT": self.object_store.endpoint,
             "TIDEMARK_STATE_DSN": self.rest_catalog.state_dsn.get_secret_value(),

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
 from tidemark.app.commands.command import Command, stop_on_signals
+from tidemark.errors import ConfigError
+from tidemark.stack.endpoints import Storage
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +39,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "on the stack's S3 store (configs/demo_s3.yaml); default: local",
     )
     parser.add_argument(
+        "--sink",
+        choices=["iceberg", "paimon"],
+        default="iceberg",
+        help="the sink tables' format: Iceberg changelogs merged into mirrors, or Paimon "
+        "primary-key tables (configs/demo_paimon.yaml, on local disk); default: iceberg",
+    )
+    parser.add_argument(
         "--file",
         type=Path,
         help="the pipeline YAML file (default: the one --storage names)",
@@ -45,7 +55,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from tidemark.app.demo.runner import DEMO_PIPELINES, DemoSettings, run_demo
+    from tidemark.app.demo.runner import (
+        DEMO_PAIMON_PIPELINE,
+        DEMO_PIPELINES,
+        DemoSettings,
+        run_demo,
+    )
     from tidemark.app.demo.workload import WorkloadSettings
 
     workload = WorkloadSettings(
@@ -54,7 +69,7 @@ def _demo(args: argparse.Namespace) -> int:
         alter_after_seconds=args.duration.total_seconds() / 2,
     )
     settings = DemoSettings(
-        pipeline_file=args.file or DEMO_PIPELINES[args.storage],
+        pipeline_file=args.file or _pipeline_file(args, DEMO_PIPELINES, DEMO_PAIMON_PIPELINE),
         duration=args.duration,
         workload=workload,
         spark_master=args.master,
@@ -62,6 +77,18 @@ def _demo(args: argparse.Namespace) -> int:
     interrupted = threading.Event()
     stop_on_signals(interrupted)
     return run_demo(settings, sys.stdout, sys.stdout.isatty(), interrupted)
+
+
+def _pipeline_file(
+    args: argparse.Namespace, by_storage: Mapping[Storage, Path], paimon: Path
+) -> Path:
+    if args.sink == "iceberg":
+        return by_storage[args.storage]
+    if args.storage != "local":
+        raise ConfigError(
+            "the Paimon demo runs on local disk only: leave out --storage, or use --sink iceberg"
+        )
+    return paimon
 
 
 def _minutes(text: str) -> timedelta:

@@ -46,6 +46,8 @@ DEMO_PIPELINES: dict[Storage, Path] = {
     "local": DEMO_PIPELINE,
     "s3": DEMO_PIPELINE.with_name("demo_s3.yaml"),
 }
+#: the demo on a Paimon sink (on local disk; its reports in the stack's Iceberg catalog)
+DEMO_PAIMON_PIPELINE = DEMO_PIPELINE.with_name("demo_paimon.yaml")
 
 #: exit code of a demo stopped by Ctrl-C, as a shell reports SIGINT
 EXIT_INTERRUPTED = 130
@@ -123,7 +125,7 @@ class _Demo:
         self._clocks = clocks
         self._pipeline = Pipeline.open(settings.pipeline_file)
         self._config = self._pipeline.config
-        self._catalog = self._pipeline.catalog
+        self._catalog = self._pipeline.output_catalog  # where the report is
 
     def run(self, interactive: bool, interrupted: threading.Event) -> int:
         from tidemark.app.output.verify import verification_lines
@@ -222,8 +224,7 @@ class _Demo:
                 f"{config.path} does not plan against the shop; run `tidemark plan {config.path}`"
             )
         namespaces = {sink.name.partition(".")[0] for sink in plan.sinks}
-        namespaces.add(REPORT_TABLE.partition(".")[0])
-        forget_pipeline(self._pipeline, sorted(namespaces))
+        forget_pipeline(self._pipeline, sorted(namespaces), [REPORT_TABLE.partition(".")[0]])
 
     def _start_ingest(self) -> subprocess.Popen[bytes]:
         command = [

@@ -122,7 +122,7 @@ def _table_row(table: TableStatus, now: datetime) -> list[RenderableType]:
         table.sink,
         watermark.isoformat(timespec="milliseconds"),
         _seconds(table.watermark_lag_seconds(now)),
-        str(table.total_rows or 0),
+        "-" if table.total_rows is None else str(table.total_rows),  # Paimon: not known
         Text(str(progress.late_rows), style="yellow" if progress.late_rows else ""),
         Text(str(table.errors), style="red" if table.errors else ""),
         indented(str(progress.position), _POSITION_GAP),
