@@ -16,7 +16,7 @@ Options:
   least it); neither reads the newest snapshot. The reader resolves the snapshot once, on the
   driver, and plans every partition's splits at it: all partitions read the same state.
 - ``changes-after-snapshot``: instead of a state, the changes committed after that snapshot up
-  to the pinned one (``spark_jobs.paimon_source.plan_changes``), ``_tm_row_kind`` included.
+  to the pinned one (``tidemark.lake.paimon.plan_changes``), ``_tm_row_kind`` included.
 - ``metadata-columns``: ``true`` (the default) shows Tidemark's ``_tm_*`` changelog columns,
   ``false`` only the source's columns (and ``_tm_deleted``), as an Iceberg mirror has them.
 - ``partitions``: at most this many Spark partitions (default: one per split).
@@ -49,9 +49,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from spark_jobs import paimon_source
 from tidemark.contracts.changelog import METADATA_NAMES
 from tidemark.errors import ConfigError
+from tidemark.lake import paimon as paimon_source
 
 NAME = "tidemark_paimon"
 

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
-from spark_jobs import paimon_datasource, paimon_source
+from spark_jobs import paimon_datasource
 from spark_jobs.user_sql import protected_spans
+from tidemark.lake import paimon as paimon_source
 
 Span = tuple[int, int]
 

@@ -48,7 +48,6 @@ from spark_jobs.merge.lake import MergeOutcome, MergeRequest, SparkMerge, merge_
 from spark_jobs.merge.request import MirrorSpec
 from spark_jobs.merge.spark import merge_range
 from spark_jobs.paimon_inputs import PinnedInputs, pin_inputs, pin_snapshots
-from spark_jobs.paimon_source import SnapshotNotFoundError, earliest_snapshot, open_table
 from spark_jobs.user_sql import read_statements
 from tidemark.catalog import load_catalog
 from tidemark.config.model import (
@@ -63,6 +62,7 @@ from tidemark.config.model import (
 )
 from tidemark.config.plan import Plan, SinkTable
 from tidemark.errors import ConfigError, TerminalError
+from tidemark.lake.paimon import SnapshotNotFoundError, earliest_snapshot, open_table
 from tidemark.windows import Window
 
 logger = logging.getLogger(__name__)

@@ -279,6 +279,8 @@ def test_what_works_on_commits_names_no_lake_format_but_through_the_seam(module:
         ("pyiceberg.table.update", LAKE),
         ("pyiceberg.avro", LAKE),
         ("pyiceberg.catalog.sql", LAKE),
+        # pinned, and patched where it writes: one module (ingest's writer, Spark's reads)
+        ("pypaimon", ("tidemark.lake.paimon",)),
     ],
 )
 def test_a_third_party_sdk_is_imported_by_its_own_modules_only(

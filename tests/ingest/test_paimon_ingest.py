@@ -22,13 +22,18 @@ import pytest
 
 from bench.workloads.stock import Workload, create_stock, ingest
 from ingest.changelog.catalogs import open_sink_catalog
-from spark_jobs.paimon_source import open_table, plan_changes, read_splits
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.ingest.stock_workload import ingest_to_end
 from tests.runners import runner_factory
 from tidemark.app.cli import main
 from tidemark.config import load_pipeline
-from tidemark.lake.paimon import PaimonTable, open_paimon_catalog
+from tidemark.lake.paimon import (
+    PaimonTable,
+    open_paimon_catalog,
+    open_table,
+    plan_changes,
+    read_splits,
+)
 from tidemark.source import SourceConnection
 from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint
 from tidemark.stack.process import wait_for

@@ -12,8 +12,8 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from spark_jobs.paimon_datasource import register
 from spark_jobs.paimon_inputs import pin_inputs, view_name, window_changes
-from spark_jobs.paimon_source import WatermarkNotReachedError
 from tests.paimon_tables import Change, PaimonTables, state_after
+from tidemark.lake.paimon import WatermarkNotReachedError
 
 ORDERS = "shop.orders"
 CUSTOMERS = "shop.customers"

@@ -21,6 +21,9 @@ are deletes, which pypaimon's primary-key writer leaves at 0 (its postpone-bucke
 them): a bucket whose only file held a delete was then read without merging, and the deleted
 row came back.
 
+It also reads a table at a snapshot, split by split, for the Spark data source
+(``spark_jobs.paimon_datasource``: the driver plans, executors read).
+
 The stamping reaches into pypaimon's commit (``TableCommit.file_store_commit``) and the writes
 into its writer classes, so the version they were written against is pinned and another is
 refused at import (``check_pypaimon``).
@@ -58,7 +61,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
 from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
-from tidemark.errors import TerminalError
+from tidemark.errors import ConfigError, TerminalError
 
 #: the pypaimon release whose commit internals ``_Stamping`` is written and tested against
 SUPPORTED_PYPAIMON = "2.1.0"
@@ -469,3 +472,152 @@ def open_paimon_catalog(
     """The Paimon catalog of ``properties``; its tables commit as ``<commit_user_prefix>_<a
     UUID>`` (pypaimon's own naming)."""
     return PaimonCatalog(properties, commit_user_prefix)
+
+
+# --- reads of a table at a snapshot, split by split (the Spark data source's) ---------------
+#
+# Handles of pypaimon's own objects, opened again on each executor from the catalog options:
+# a split (a pypaimon ``DataSplit``) pickles; a table does not travel.
+
+#: Paimon's ``rowkind.field`` in Tidemark's tables (docs/paimon.md, the table contract)
+ROW_KIND_COLUMN = "_tm_row_kind"
+
+#: a split of a plan: a pypaimon ``DataSplit``, which pickles
+Split = Any
+#: a pypaimon ``FileStoreTable``
+Table = Any
+
+
+class WatermarkNotReachedError(TerminalError):
+    """No snapshot of the table has a watermark at or past the one asked for."""
+
+
+class SnapshotNotFoundError(TerminalError):
+    """The snapshot asked for is not (or no longer) in the table."""
+
+
+def open_table(catalog_options: Mapping[str, str], name: str) -> Table:
+    """Table ``name`` (``db.t``) of the Paimon catalog ``catalog_options`` describe."""
+    if name.count(".") != 1:
+        raise ConfigError(f"Paimon table {name!r}: name it as database.table (e.g. shop.orders)")
+    if "warehouse" not in catalog_options:
+        raise ConfigError(
+            f"Paimon table {name}: the catalog options have no 'warehouse': pass the sink's "
+            "catalog.properties.warehouse"
+        )
+    catalog = CatalogFactory.create(dict(catalog_options))
+    try:
+        return catalog.get_table(name)
+    except Exception as error:  # pypaimon raises its own TableNotExistException and OSErrors
+        raise ConfigError(
+            f"cannot open Paimon table {name} in warehouse {catalog_options['warehouse']}: "
+            f"{error}. Check the table name and the catalog options"
+        ) from error
+
+
+def arrow_schema(table: Table, *, row_kind: bool = False) -> pa.Schema:
+    """The table's columns as Arrow; ``_tm_row_kind`` only if ``row_kind``."""
+    schema = PyarrowFieldParser.from_paimon_schema(table.fields)
+    if row_kind or ROW_KIND_COLUMN not in schema.names:
+        return schema
+    return schema.remove(schema.get_field_index(ROW_KIND_COLUMN))
+
+
+def latest_snapshot(table: Table) -> int | None:
+    """The id of the table's newest snapshot; None for a table never committed to."""
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return None if snapshot is None else int(snapshot.id)
+
+
+def snapshot_at_watermark(table: Table, name: str, watermark: int) -> int:
+    """The id of the first snapshot whose ``watermark`` is at least ``watermark`` (epoch ms).
+
+    Paimon watermarks never go down, so that is the earliest state that holds every change up
+    to ``watermark``: the state a window ending there reads.
+    """
+    manager = table.snapshot_manager()
+    snapshot = manager.later_or_equal_watermark(watermark)
+    if snapshot is not None:
+        return int(snapshot.id)
+    latest = manager.get_latest_snapshot()
+    newest = "none (no snapshot)" if latest is None else str(latest.watermark)
+    raise WatermarkNotReachedError(
+        f"Paimon table {name} has not reached watermark {watermark}: its newest snapshot's "
+        f"watermark is {newest}. Wait until ingest commits past {watermark} (the scheduler "
+        "fires a window only then)"
+    )
+
+
+def earliest_snapshot(table: Table) -> int | None:
+    """The id of the table's oldest retained snapshot; None for a table never committed to."""
+    snapshot = table.snapshot_manager().try_get_earliest_snapshot()
+    return None if snapshot is None else int(snapshot.id)
+
+
+def require_snapshot(table: Table, name: str, snapshot_id: int) -> None:
+    """Raises ``SnapshotNotFoundError`` unless the table still has snapshot ``snapshot_id``."""
+    _kept_snapshot(table, name, snapshot_id)
+
+
+def _kept_snapshot(table: Table, name: str, snapshot_id: int) -> Any:
+    snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
+    if snapshot is None:
+        raise SnapshotNotFoundError(
+            f"Paimon table {name} has no snapshot {snapshot_id} (never made, or expired): "
+            "read a retained snapshot, or keep snapshots longer (snapshot.num-retained.min)"
+        )
+    return snapshot
+
+
+def plan_at(table: Table, name: str, snapshot_id: int | None) -> list[Split]:
+    """The splits of the table's state at ``snapshot_id`` (the newest if None)."""
+    if snapshot_id is None:
+        return list(table.new_read_builder().new_scan().plan().splits())
+    _kept_snapshot(table, name, snapshot_id)
+    pinned = table.copy({"scan.snapshot-id": str(snapshot_id)})
+    return list(pinned.new_read_builder().new_scan().plan().splits())
+
+
+def plan_changes(table: Table, name: str, after: int, through: int) -> list[Split]:
+    """The splits of the changes committed after snapshot ``after`` up to ``through``.
+
+    pypaimon 2.1 has no ``incremental-between`` (snapshot ids), only
+    ``incremental-between-timestamp`` over the snapshots' commit times: the two snapshots'
+    times name the same range as long as each is the latest snapshot of its millisecond,
+    which is checked. Its splits are streaming splits: read, they give every change row of
+    each commit in the range (deletes as ``-D`` rows), not merged across commits.
+    """
+    if after >= through:
+        return []
+    manager = table.snapshot_manager()
+    times = [
+        _kept_snapshot(table, name, snapshot_id).time_millis for snapshot_id in (after, through)
+    ]
+    for snapshot_id, millis in zip((after, through), times, strict=True):
+        found = manager.earlier_or_equal_time_mills(millis)
+        if found is None or int(found.id) != snapshot_id:
+            raise TerminalError(
+                f"Paimon table {name}: snapshot {snapshot_id} shares its commit time {millis} "
+                "with a later snapshot, so pypaimon's incremental read cannot start or end at "
+                "it; read the two snapshots whole and compare them instead"
+            )
+    ranged = table.copy({"incremental-between-timestamp": f"{times[0]},{times[1]}"})
+    return list(ranged.new_read_builder().new_scan().plan().splits())
+
+
+def read_splits(
+    table: Table, splits: Sequence[Split], columns: Sequence[str]
+) -> Iterator[pa.RecordBatch]:
+    """``splits`` read with merge-on-read (a streaming split: its change rows), ``columns``
+    only, as Arrow batches."""
+    if not splits:
+        return
+    read = table.new_read_builder().with_projection(list(columns)).new_read()
+    for batch in read.to_arrow_batch_reader(list(splits)):
+        if batch.num_rows:
+            yield batch
+
+
+def split_size(split: Split) -> int:
+    """Bytes of files ``split`` reads, to balance partitions."""
+    return int(getattr(split, "file_size", 0) or 0)
