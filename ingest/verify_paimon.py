@@ -8,6 +8,7 @@ it (deleted since).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
@@ -27,9 +28,11 @@ class PaimonMirror:
 
     def __init__(self, table: PaimonTable) -> None:
         self._table = table
-        newest = next(table.snapshots(), None)
+        # one walk back from the state compared: the progress read is that state's
+        snapshots = table.snapshots()
+        newest = next(snapshots, None)
         self._snapshot_id = None if newest is None else newest.snapshot_id
-        progress = newest_progress(table.snapshots())
+        progress = None if newest is None else newest_progress(itertools.chain([newest], snapshots))
         summary = None if progress is None else TableProgress.from_summary(progress.properties)
         #: the newest change the pinned state holds
         self._order = 0 if summary is None else summary.last_order

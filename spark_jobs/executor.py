@@ -12,7 +12,8 @@ worker processes (``spark_jobs.merge.processes``); ``close`` stops them.
 
 A Paimon pipeline has jobs only (no mirrors), which read its Paimon tables at the snapshots the
 scheduler pinned and write to its ``tidemark.iceberg-catalog``: that is the catalog checked,
-shared and probed here. Its tables are not maintained from here yet.
+shared and probed here. Its tables are maintained by Paimon's own pass
+(``spark_jobs.paimon_maintenance``), keeping the snapshots the scheduler says windows still read.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from spark_jobs import paimon_datasource
 from spark_jobs.user_sql import protected_spans
+from tidemark.errors import ConfigError
 from tidemark.lake import paimon as paimon_source
 
 Span = tuple[int, int]
@@ -58,11 +59,24 @@ class PinnedInputs:
         """Each table's pinned snapshot id, by ``db.t``."""
         return {pinned.table: pinned.snapshot_id for pinned in self.inputs}
 
-    def resolve(self, statement: str, catalog: str | None = None) -> str:
+    def resolve(
+        self, statement: str, catalog: str | None = None, unpinned: Sequence[str] = ()
+    ) -> str:
         """``statement`` with every ``db.t`` (or `` `db`.`t` ``) of a pinned table reading its
         view, and ``catalog.db.t`` too where ``catalog`` is the pipeline's own catalog name (a
         job written for the Iceberg sink of the same pipeline names its tables so); string
-        literals, comments and names qualified by another catalog are left alone."""
+        literals, comments and names qualified by another catalog are left alone.
+
+        A statement naming one of ``unpinned`` (the pipeline's other Paimon tables) is refused:
+        read unpinned, the name would reach the Iceberg catalog, which may hold a stale table of
+        that name, and the job would read it without a word."""
+        for table in unpinned:
+            if _named(statement, table, catalog):
+                raise UnpinnedInputError(
+                    f"the statement reads {table}, a Paimon table of this pipeline that is not "
+                    "among the job's inputs, so no snapshot of it is pinned for the window: "
+                    f"add {table} to the job's inputs"
+                )
         protected = protected_spans(statement)
         for pinned in self.inputs:
             pattern = _reference(pinned.table, catalog)
@@ -81,6 +95,19 @@ class PinnedInputs:
         """Drops the views: the job is done with these snapshots."""
         for pinned in self.inputs:
             spark.catalog.dropTempView(pinned.view)
+
+
+class UnpinnedInputError(ConfigError):
+    """A job's statement reads a Paimon table of the pipeline that is not among its inputs."""
+
+
+def _named(statement: str, table: str, catalog: str | None) -> bool:
+    """Whether ``statement`` names ``table`` outside its string literals and comments."""
+    spans = protected_spans(statement)
+    return any(
+        not any(start <= match.start() < stop for start, stop in spans)
+        for match in _reference(table, catalog).finditer(statement)
+    )
 
 
 def _reference(table: str, catalog: str | None = None) -> re.Pattern[str]:

@@ -37,6 +37,7 @@ from pyspark.sql import SparkSession
 
 from tidemark.contracts.changelog import SummaryKey
 from tidemark.errors import TerminalError, TransientError, first_line
+from tidemark.lake.paimon import publishing
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class PaimonJarMissingError(TerminalError):
     """The Spark session has no Paimon Java classes to maintain a table with."""
 
 
-class PaimonCommitError(TransientError):
+class PaimonCompactionCommitError(TransientError):
     """The compaction's commit failed: it lost the race for the next snapshot to ingest too
     often, say. The table is as it was; a later pass may succeed."""
 
@@ -215,9 +216,10 @@ class PaimonJavaTable:
         committing = self._table.copy(_java_map(self._jvm, _COMMIT_OPTIONS))
         commit = committing.newCommit(COMMIT_USER).ignoreEmptyCommit(True)
         try:
-            commit.commit(committable)
+            with publishing(str(self._table.location().toString())):  # ingest publishes too
+                commit.commit(committable)
         except Py4JJavaError as error:
-            raise PaimonCommitError(
+            raise PaimonCompactionCommitError(
                 f"the compaction of Paimon table {self.identifier} could not be committed "
                 f"({first_line(error.java_exception.toString())}); nothing of it is in the "
                 "table, and the next pass compacts again"

@@ -223,9 +223,12 @@ class WindowJobs:
         job = self.job(job_name)
         if isinstance(self._config.sink, PaimonSink):
             pinned = self._pin(job, window, snapshots or {})
+            others = [s.name for s in self._plan.sinks if s.name not in job.inputs]
             try:
                 count = self._run_sql(
-                    job, window, lambda statement: pinned.resolve(statement, self._catalog)
+                    job,
+                    window,
+                    lambda statement: pinned.resolve(statement, self._catalog, others),
                 )
             finally:
                 pinned.release(self._spark)

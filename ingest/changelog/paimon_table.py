@@ -30,6 +30,7 @@ from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operati
 from tidemark.contracts.instance import WRITER_KEY, writer_id
 from tidemark.contracts.mirror import MIRROR_DELETED_COLUMN
 from tidemark.contracts.progress import TableProgress
+from tidemark.errors import ConfigError
 from tidemark.lake.paimon import PaimonCatalog, PaimonSnapshot, PaimonTable
 from tidemark.sinks.commits import Commit
 from tidemark.sinks.paimon import commit_of, newest_progress
@@ -173,6 +174,7 @@ class PaimonChangelog:
 
     def _keyed_rows(self, rows: pa.Table) -> pa.Table:
         """``rows`` as upserts and deletes of their keys, truncate markers as deletes."""
+        self._check_keys(rows)
         if self._every_row:
             return rows.append_column(ROW_KIND_COLUMN, pa.array([_UPSERT] * rows.num_rows))
         truncates = pc.equal(rows[_OP], Operation.TRUNCATE.value)
@@ -188,6 +190,19 @@ class PaimonChangelog:
             deletes = self._truncated(markers, changes)
             keyed = pa.concat_tables([keyed, *(rows.cast(keyed.schema) for rows in deletes)])
         return self._kept_deletes(keyed) if self._keep_deletes else keyed
+
+    def _check_keys(self, rows: pa.Table) -> None:
+        """A primary key column cannot hold NULL in Paimon: a change whose key has one (a
+        ``unique-key`` over a nullable column) stops ingest here, with nothing committed."""
+        changes = rows.filter(pc.not_equal(rows[_OP], Operation.TRUNCATE.value))
+        for column in self._table.primary_keys:
+            if column in changes.column_names and changes[column].null_count:
+                raise ConfigError(
+                    f"{self.identifier}: a change has NULL in key column {column!r}, which a "
+                    "Paimon primary key cannot hold; nothing of this batch was committed. Give "
+                    "the table a key of NOT NULL columns (tidemark.tables.<table>.unique-key, "
+                    "or a primary key at the source)"
+                )
 
     @staticmethod
     def _kept_deletes(keyed: pa.Table) -> pa.Table:

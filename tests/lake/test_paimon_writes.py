@@ -6,6 +6,7 @@ Real Paimon tables on local disk; the expected state is computed here from the c
 
 from __future__ import annotations
 
+import fcntl
 import random
 from decimal import Decimal
 from pathlib import Path
@@ -14,7 +15,14 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tidemark.lake.paimon import PaimonCatalog, _fold_last_per_key, open_paimon_catalog
+from tidemark.lake.paimon import (
+    PUBLISH_LOCK,
+    PaimonCatalog,
+    _fold_last_per_key,
+    local_folder,
+    open_paimon_catalog,
+    publishing,
+)
 
 SCHEMA = pa.schema(
     [
@@ -125,3 +133,25 @@ def test_a_files_last_key_updated_alone_later_is_read_once(tmp_path: Path) -> No
     assert sorted(table.read(["id", "_tm_order"]).to_pylist(), key=lambda r: r["id"]) == [
         {"id": key, "_tm_order": 105 if key == 5 else key} for key in range(1, 6)
     ]
+
+
+def test_a_table_being_published_is_locked_against_every_other_publisher(tmp_path: Path) -> None:
+    """Ingest (pypaimon) and the maintenance pass (Paimon's Java code) publish snapshot N by a
+    check, then a rename that would replace the other's: one lock across processes orders
+    them. Another open of the lock file stands for another process."""
+    lock = tmp_path / PUBLISH_LOCK
+
+    def try_lock() -> bool:
+        with lock.open("a") as other:
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(other, fcntl.LOCK_UN)
+            return True
+
+    with publishing(f"file:{tmp_path}"):
+        assert not try_lock()
+    assert try_lock()
+    assert local_folder("s3://lake/db.db/t") is None  # no rename there: see docs/paimon.md
+    assert local_folder(f"file://{tmp_path}") == local_folder(str(tmp_path)) == tmp_path

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from spark_jobs.paimon_datasource import PaimonRead, _balanced
-from spark_jobs.paimon_inputs import PinnedInput, PinnedInputs
+from spark_jobs.paimon_inputs import PinnedInput, PinnedInputs, UnpinnedInputError
 from tidemark.errors import ConfigError
 
 PINNED = PinnedInputs(
@@ -89,3 +89,15 @@ def test_options_say_what_to_read_and_the_rest_goes_to_the_catalog() -> None:
         PaimonRead.of({"table": "shop.orders", "snapshot-id": "1", "watermark": "5"})
     with pytest.raises(ConfigError, match="option watermark must be an integer, got 'soon'"):
         PaimonRead.of({"table": "shop.orders", "watermark": "soon"})
+
+
+def test_a_statement_reading_a_paimon_table_the_job_did_not_pin_is_refused_with_the_fix() -> None:
+    statement = "SELECT * FROM shop.orders JOIN tidemark.shop.refunds USING (id)"
+
+    with pytest.raises(UnpinnedInputError, match="reads shop.refunds.*add shop.refunds"):
+        PINNED.resolve(statement, "tidemark", unpinned=["shop.refunds"])
+    # named only in a literal or a comment, it is not read
+    quiet = "SELECT 'shop.refunds' FROM shop.orders -- not shop.refunds"
+    assert PINNED.resolve(quiet, "tidemark", unpinned=["shop.refunds"]) == (
+        "SELECT 'shop.refunds' FROM paimon__shop__orders -- not shop.refunds"
+    )

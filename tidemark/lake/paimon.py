@@ -32,14 +32,18 @@ refused at import (``check_pypaimon``).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.metadata
 import itertools
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -184,6 +188,38 @@ def _snapshot(snapshot: Snapshot) -> PaimonSnapshot:
 #: ``fence(snapshot id the new one follows)``: raises to stop a commit about to be published
 Fence = Callable[[int | None], None]
 
+#: beside a table's own folders: held while a Tidemark process publishes a snapshot of it
+PUBLISH_LOCK = ".tidemark-publish.lock"
+
+
+def local_folder(location: str) -> Path | None:
+    """The folder a table location names on this machine's file system; None on an object
+    store (``s3://...``)."""
+    parts = urlsplit(location)
+    if parts.scheme in ("", "file"):
+        return Path(unquote(parts.path))
+    return None
+
+
+@contextmanager
+def publishing(table_location: str) -> Iterator[None]:
+    """Held while publishing a snapshot of the table at ``table_location``: ingest (pypaimon)
+    and the maintenance pass (Paimon's Java code) both publish snapshot N by checking that its
+    file does not exist, then renaming onto it, and a rename replaces a file another process
+    put there in between: without one lock across processes, one of two snapshots of the same
+    id would vanish. An object store has no rename to guard: use a metastore that commits
+    atomically there (docs/paimon.md)."""
+    folder = local_folder(table_location)
+    if folder is None:
+        yield
+        return
+    with (folder / PUBLISH_LOCK).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
 
 class _Fenced(BaseException):
     """The fence's error on its way out of pypaimon's commit, which retries every
@@ -198,10 +234,13 @@ class _Stamping(SnapshotCommit):
     """Publishes pypaimon's snapshot through ``inner`` with ``watermark`` set (never below the
     previous snapshot's: Paimon watermarks only rise), after ``fence`` allowed it."""
 
-    def __init__(self, inner: SnapshotCommit, watermark: int | None, fence: Fence) -> None:
+    def __init__(
+        self, inner: SnapshotCommit, watermark: int | None, fence: Fence, location: str
+    ) -> None:
         self._inner = inner
         self._watermark = watermark
         self._fence = fence
+        self._location = location
 
     def __enter__(self) -> _Stamping:
         self._inner.__enter__()
@@ -230,7 +269,8 @@ class _Stamping(SnapshotCommit):
             snapshot.watermark = (
                 self._watermark if inherited is None else max(inherited, self._watermark)
             )
-        return bool(self._inner.commit(base_snapshot_uuid, snapshot, statistics))
+        with publishing(self._location):
+            return bool(self._inner.commit(base_snapshot_uuid, snapshot, statistics))
 
     def close(self) -> None:
         close = getattr(self._inner, "close", None)
@@ -289,7 +329,9 @@ class PaimonTable:
             identifier = next(self._identifiers)
             messages = write.prepare_commit(identifier)
             published = commit.file_store_commit
-            published.snapshot_commit = _Stamping(published.snapshot_commit, watermark, fence)
+            published.snapshot_commit = _Stamping(
+                published.snapshot_commit, watermark, fence, self._table.table_path
+            )
             try:
                 commit.commit(messages, identifier, snapshot_properties=dict(properties))
             except _Fenced as fenced:

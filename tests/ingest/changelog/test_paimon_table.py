@@ -18,6 +18,7 @@ import pytest
 from ingest.changelog.paimon_table import ROW_KIND_COLUMN, PaimonChangelog, open_paimon_changelog
 from tidemark.contracts.changelog import TRUNCATE_SCHEMA_VERSION, MetadataColumn, Operation
 from tidemark.contracts.progress import TableProgress
+from tidemark.errors import ConfigError
 from tidemark.lake.paimon import PaimonCatalog, open_paimon_catalog
 from tidemark.source import BinlogPosition
 
@@ -254,3 +255,16 @@ def test_a_key_inserted_and_deleted_in_a_tables_only_commit_is_gone(
     table.commit(batch(table, inserted_and_deleted), progress_at(1))
 
     assert state(paimon) == {1: 10}
+
+
+def test_a_null_in_a_key_column_stops_the_commit_with_the_fix(
+    open_table: Open, paimon: PaimonCatalog
+) -> None:
+    table = open_table()
+    keyless = change(1, 1, Operation.INSERT, 10) | {"id": None}
+
+    with pytest.raises(ConfigError, match="NULL in key column 'id'.*unique-key"):
+        table.commit(batch(table, [keyless]), progress_at(1))
+
+    stored = paimon.load_table(IDENTIFIER)
+    assert stored is not None and not stored.has_snapshots()

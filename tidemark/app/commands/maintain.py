@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from tidemark.app.commands.command import Command, add_file_argument
 from tidemark.config import PaimonSink
-from tidemark.errors import ConfigError, TerminalError, TransientError
+from tidemark.errors import ConfigError, TerminalError, TransientError, first_line
 
 if TYPE_CHECKING:
     from tidemark.app.pipeline import Pipeline
@@ -82,14 +82,28 @@ def _maintain_paimon(pipeline: Pipeline, args: argparse.Namespace) -> int:
     keep = pipeline.paimon_snapshots_needed()
     settings = SparkSettings(app_name="tidemark-maintain", jars=_spark_jars())
     spark = build_session(settings, pipeline.config.tidemark.catalog_name, None)
+    failed = []
     for sink in sinks:
-        result = maintain_paimon_table(
-            spark, pipeline.catalog_properties, sink.name, keep_from=keep.get(sink.name)
-        )
+        if pipeline.sink_catalog.load_changelog(sink.changelog) is None:
+            print(f"{sink.name}: not created yet (ingest creates it): nothing to do")  # noqa: T201
+            continue
+        try:
+            result = maintain_paimon_table(
+                spark, pipeline.catalog_properties, sink.name, keep_from=keep.get(sink.name)
+            )
+        except Exception as error:  # noqa: BLE001 - said per table; the others go on
+            failed.append(sink.name)
+            print(f"{sink.name}: failed: {first_line(error)}")  # noqa: T201
+            continue
         print(  # noqa: T201 - the command's output
             f"{result.table}: {result.files_compacted} files of {result.buckets} buckets "
             f"compacted into {result.files_written}, {result.snapshots_expired} snapshots "
             f"expired (kept from {result.earliest_kept}), in {result.seconds:.1f} s"
+        )
+    if failed:
+        raise TransientError(
+            f"maintenance failed for {', '.join(failed)} (see above); nothing was lost: run "
+            "tidemark maintain again"
         )
     return 0
 
