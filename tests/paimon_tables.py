@@ -1,9 +1,6 @@
 """Small Paimon primary-key tables written as ingest writes them (docs/paimon.md, the table
-contract), for the tests of the readers.
-
-pypaimon 2.1 cannot set a snapshot's own ``watermark`` field, so each commit here wraps the
-commit's ``SnapshotCommit`` and stamps it just before the snapshot is published, as ingest does.
-The lead's ``tidemark/lake/paimon.py`` holds the real one; this helper will use it once it lands.
+contract), for the tests of the readers: through ``tidemark.lake.paimon``, whose commits stamp
+each snapshot's own ``watermark`` as ingest's do.
 """
 
 from __future__ import annotations
@@ -11,51 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
-from pypaimon import CatalogFactory, Schema
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.snapshot.snapshot_commit import PartitionStatistics, SnapshotCommit
 
 from tidemark.contracts.changelog import METADATA_FIELDS, MetadataColumn, SummaryKey
+from tidemark.lake.paimon import PaimonCatalog, open_paimon_catalog
 
 ROW_KIND = "_tm_row_kind"
 _KINDS = {"r": "+I", "c": "+I", "u": "+U", "d": "-D"}
-
-
-class _StampWatermark(SnapshotCommit):
-    """The catalog's own ``SnapshotCommit``, publishing each snapshot with ``watermark`` set
-    (never below the previous snapshot's: Paimon watermarks are monotonic)."""
-
-    def __init__(self, inner: SnapshotCommit, watermark: int) -> None:
-        self._inner = inner
-        self._watermark = watermark
-
-    def commit(
-        self,
-        base_snapshot_uuid: str | None,
-        snapshot: Snapshot,
-        statistics: list[PartitionStatistics],
-    ) -> bool:
-        snapshot.watermark = max(self._watermark, snapshot.watermark or self._watermark)
-        return bool(self._inner.commit(base_snapshot_uuid, snapshot, statistics))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def __enter__(self) -> _StampWatermark:
-        self._inner.__enter__()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._inner.__exit__(exc_type, exc, traceback)
 
 
 @dataclass(frozen=True)
@@ -75,6 +36,9 @@ class PaimonTables:
     def options(self) -> dict[str, str]:
         return {"metastore": "filesystem", "warehouse": self.warehouse}
 
+    def _catalog(self) -> PaimonCatalog:
+        return open_paimon_catalog(self.options())
+
     def create(
         self,
         name: str,
@@ -84,9 +48,8 @@ class PaimonTables:
     ) -> None:
         """Primary-key table ``name`` (``db.t``): ``columns``, then the contract's metadata
         columns and ``_tm_row_kind``, with the options ingest sets."""
-        database, _ = name.split(".", 1)
-        catalog = CatalogFactory.create(self.options())
-        catalog.create_database(database, ignore_if_exists=True)
+        catalog = self._catalog()
+        catalog.create_namespace_if_not_exists(name.split(".", 1)[0])
         fields = [field.with_nullable(False) if field.name in key else field for field in columns]
         schema = pa.schema([*fields, *METADATA_FIELDS, pa.field(ROW_KIND, pa.string(), False)])
         options = {
@@ -96,16 +59,13 @@ class PaimonTables:
             "write-only": "true",
             "file.format": "parquet",
         }
-        paimon_schema = Schema.from_pyarrow_schema(schema, primary_keys=list(key), options=options)
-        catalog.create_table(name, paimon_schema, ignore_if_exists=False)
+        catalog.create_table(name, schema, key, [], options)
 
     def commit(self, name: str, changes: Sequence[Change], watermark: int, order: int) -> int:
         """Commits ``changes`` (``_tm_order`` from ``order`` on) as one snapshot whose
         watermark is ``watermark``; its id."""
-        table = CatalogFactory.create(self.options()).get_table(name)
-        schema = pa.schema(
-            [pa.field(f.name, f.type, True) for f in _arrow_schema(table)]
-        )  # the written batch may hold NULLs in the metadata columns' place: none here
+        table = self._catalog().load_table(name)
+        assert table is not None
         rows = [
             {
                 **change.row,
@@ -120,34 +80,15 @@ class PaimonTables:
             }
             for index, change in enumerate(changes)
         ]
-        batch = pa.Table.from_pylist(rows, schema=schema).cast(_arrow_schema(table))
-        builder = table.new_batch_write_builder()
-        write = builder.new_write()
-        commit = builder.new_commit()
-        store = commit.file_store_commit
-        store.snapshot_commit = _StampWatermark(store.snapshot_commit, watermark)
-        try:
-            write.write_arrow(batch)
-            commit.commit(
-                write.prepare_commit(),
-                snapshot_properties={
-                    SummaryKey.WATERMARK: str(watermark),
-                    SummaryKey.POSITION: f"binlog.000001:{order + len(changes)}",
-                    SummaryKey.SOURCE: "test",
-                },
-            )
-        finally:
-            write.close()
-            commit.close()
-        latest = table.snapshot_manager().get_latest_snapshot()
-        assert latest is not None
-        return int(latest.id)
-
-
-def _arrow_schema(table: Any) -> pa.Schema:
-    from pypaimon.schema.data_types import PyarrowFieldParser
-
-    return PyarrowFieldParser.from_paimon_schema(table.fields)
+        columns = table.arrow_schema()
+        loose = pa.schema([field.with_nullable(True) for field in columns])
+        batch = pa.Table.from_pylist(rows, schema=loose)
+        properties: dict[str, str] = {
+            SummaryKey.WATERMARK: str(watermark),
+            SummaryKey.POSITION: f"binlog.000001:{order + len(changes)}",
+            SummaryKey.SOURCE: "test",
+        }
+        return table.commit(batch, properties, watermark, lambda _: None).snapshot_id
 
 
 def state_after(

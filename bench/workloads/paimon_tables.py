@@ -1,34 +1,28 @@
-"""Paimon tables as ingest writes them (docs/paimon.md, "The table contract"), through pypaimon.
-
-A stand-in for ingest's writer (``tidemark/lake/paimon.py``) while that is being written, for the
+"""Paimon tables as ingest writes them (docs/paimon.md, "The table contract"), for the
 maintenance tests and benchmark (so it lives in ``bench``, which the tests may import, and not
-the other way round): the one module of the tests and benchmarks that imports pypaimon. It
-writes what the contract says a Tidemark table holds: a primary-key table with
-``rowkind.field``, ``sequence.field`` and ``write-only``, one APPEND snapshot per commit carrying
-Tidemark's progress in its properties and the watermark in Paimon's own field (set the way
-ingest sets it: by wrapping the catalog's ``SnapshotCommit``), and reads it back merged, as any
-reader does.
+the other way round): a primary-key table with ``rowkind.field``, ``sequence.field`` and
+``write-only``, written by ingest's own writer (``tidemark.lake.paimon``: one APPEND snapshot
+per commit, Tidemark's progress in its properties, the watermark in Paimon's own field). What
+the tests look at beneath the table (its data files per bucket, its manifests, a snapshot's
+fields) is read here with pypaimon itself.
 """
 
 from __future__ import annotations
 
-import itertools
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.snapshot.snapshot_commit import PartitionStatistics, SnapshotCommit
 from pypaimon.table.file_store_table import FileStoreTable
 
 from tidemark.contracts.changelog import METADATA_FIELDS, MetadataColumn, SummaryKey
+from tidemark.lake.paimon import open_paimon_catalog
 
 ROW_KIND = "_tm_row_kind"
 CONTRACT_OPTIONS = {
@@ -103,7 +97,7 @@ class ContractTable:
         )
         catalog.create_table(identifier, schema, False)
         self._catalog = catalog
-        self._identifiers = itertools.count(time.time_ns())
+        self._commits = 0
 
     def _table(self) -> FileStoreTable:
         table: FileStoreTable = self._catalog.get_table(self.identifier)
@@ -111,33 +105,16 @@ class ContractTable:
 
     def commit(self, changes: Sequence[Change], watermark: int) -> int:
         """Write ``changes`` in one APPEND snapshot carrying Tidemark's progress and
-        ``watermark``; its id."""
-        table = self._table()
-        builder = table.new_stream_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        try:
-            write.write_arrow(_rows(changes, watermark))
-            identifier = next(self._identifiers)
-            messages = write.prepare_commit(identifier)
-            store = commit.file_store_commit
-            store.snapshot_commit = _Stamping(store.snapshot_commit, watermark)
-            properties = {
-                SummaryKey.WATERMARK.value: str(watermark),
-                SummaryKey.POSITION.value: f"mariadb-bin.000001:{identifier}",
-            }
-            commit.commit(messages, identifier, snapshot_properties=properties)
-        finally:
-            write.close()
-            commit.close()
-        return self._own_snapshot(identifier)
-
-    def _own_snapshot(self, identifier: int) -> int:
-        manager = self._table().snapshot_manager()
-        snapshot = manager.get_latest_snapshot()
-        while snapshot is not None and snapshot.commit_identifier != identifier:
-            snapshot = manager.get_snapshot_by_id(snapshot.id - 1)
-        assert snapshot is not None, "the snapshot just committed is not there"
-        return int(snapshot.id)
+        ``watermark``, as ingest commits (``tidemark.lake.paimon``); its id."""
+        table = open_paimon_catalog(self.catalog_options).load_table(self.identifier)
+        assert table is not None
+        self._commits += 1
+        properties = {
+            SummaryKey.WATERMARK.value: str(watermark),
+            SummaryKey.POSITION.value: f"mariadb-bin.000001:{self._commits}",
+        }
+        rows = _rows(changes, watermark)
+        return table.commit(rows, properties, watermark, lambda _: None).snapshot_id
 
     def rows(self, snapshot_id: int | None = None) -> list[tuple[Any, ...]]:
         """The table's rows (merged: one per key), ``(id, name, amount)`` sorted, at the latest
@@ -215,37 +192,3 @@ def _rows(changes: Sequence[Change], watermark: int) -> pa.Table:
         ROW_KIND: [c.kind for c in changes],
     }
     return pa.table(columns, schema=SCHEMA)
-
-
-class _Stamping(SnapshotCommit):
-    """The catalog's ``SnapshotCommit`` with the snapshot's watermark set first, never below
-    the inherited one, as ingest stamps it (docs/paimon.md)."""
-
-    def __init__(self, inner: SnapshotCommit, watermark: int) -> None:
-        self._inner = inner
-        self._watermark = watermark
-
-    def __enter__(self) -> _Stamping:
-        self._inner.__enter__()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._inner.__exit__(kind, error, traceback)
-
-    def commit(
-        self,
-        base_snapshot_uuid: str | None,
-        snapshot: Snapshot,
-        statistics: list[PartitionStatistics],
-    ) -> bool:
-        inherited = snapshot.watermark
-        snapshot.watermark = max(self._watermark, inherited or self._watermark)
-        return bool(self._inner.commit(base_snapshot_uuid, snapshot, statistics))
-
-    def close(self) -> None:
-        self._inner.close()
