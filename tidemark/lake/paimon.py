@@ -1,32 +1,30 @@
-"""Paimon through pypaimon: the one module that imports it.
+"""Paimon through pypaimon: the one module that imports it, pinned.
 
-Tidemark writes Paimon primary-key tables with pypaimon and needs three things of it beyond its
-public API (docs/paimon.md):
+Ingest writes Paimon primary-key tables with pypaimon (docs/paimon.md) and needs more of it
+than its public API gives:
 
-- a real ``watermark`` in every snapshot it commits: pypaimon only copies the previous one's, so
-  each commit publishes its snapshot through ``_Stamping``, a ``SnapshotCommit`` (pypaimon's
-  interface for publishing a snapshot atomically) around the catalog's own, which sets the
-  watermark and asks ``fence`` just before the snapshot becomes visible;
-- a commit user of its own per writer, and increasing commit identifiers, so that pypaimon's
-  retry recognises its own landed commit and never another process's;
-- empty commits (an idle table's progress), which pypaimon skips unless told not to.
-
-Two of pypaimon's write steps run row by row in Python and took 90% of a commit
-(``bench/paimon_ingest_bench.py``: ingest at 0.16-0.45x Iceberg's rows/s): the fold of a
-buffer's rows by primary key and, with one bucket, the bucket hash of every row.
-``columnar_writes`` replaces them, for the deduplicate merge engine (the only one a Tidemark
-table has) and one bucket, with the same result computed on whole columns; any other case
-keeps pypaimon's own code. It also records in each data file's metadata how many of its rows
-are deletes, which pypaimon's primary-key writer leaves at 0 (its postpone-bucket writer counts
-them): a bucket whose only file held a delete was then read without merging, and the deleted
-row came back.
+- a real ``watermark`` in every snapshot: pypaimon only copies the previous one's, so each
+  commit publishes its snapshot through ``_Stamping``, a ``SnapshotCommit`` (pypaimon's interface
+  for publishing a snapshot atomically) around the catalog's own, which sets the watermark and
+  asks the writer's ``fence`` just before the snapshot becomes visible;
+- one publisher at a time: ingest and the maintenance pass (Paimon's Java code, in the Spark
+  driver) both publish snapshot N by a check and a rename, so both hold ``publishing``'s lock;
+- a commit user of its own per writer and increasing commit identifiers, so that pypaimon's
+  retry recognises its own landed commit and never another process's; empty commits (an idle
+  table's progress), which pypaimon skips unless told not to;
+- ``columnar_writes``: two of pypaimon's write steps ran row by row in Python and took 90% of a
+  commit (the fold of a buffer by primary key, the bucket hash of one-bucket tables; ingest ran
+  at 0.16-0.45x Iceberg's rows/s): replaced, for deduplicate tables and one bucket, by the same
+  result computed on columns. It also records how many of a data file's rows are deletes,
+  which pypaimon's primary-key writer leaves at 0: a bucket whose only file held a delete was
+  read without merging, and the deleted row came back.
 
 It also reads a table at a snapshot, split by split, for the Spark data source
 (``spark_jobs.paimon_datasource``: the driver plans, executors read).
 
-The stamping reaches into pypaimon's commit (``TableCommit.file_store_commit``) and the writes
-into its writer classes, so the version they were written against is pinned and another is
-refused at import (``check_pypaimon``).
+The stamping and the writes reach into pypaimon's commit (``TableCommit.file_store_commit``) and
+writer classes, so the version they were written against is pinned and another is refused at
+import (``check_pypaimon``).
 """
 
 from __future__ import annotations
