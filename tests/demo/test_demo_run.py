@@ -13,18 +13,20 @@ from pyiceberg.catalog import Catalog
 from tidemark.app.demo.report_rows import latest_report
 from tidemark.app.demo.workload import ADDED_COLUMN
 from tidemark.catalog import load_catalog
-from tidemark.lake.paimon import open_paimon_catalog
 from tidemark.stack.endpoints import STORAGES, StackEndpoints
 
-#: each run of the demo: Iceberg on each storage, then Paimon (on local disk)
-RUNS = [("iceberg", storage) for storage in STORAGES] + [("paimon", "local")]
+#: each run of the demo: Iceberg on each storage. ``--sink paimon`` is left out to keep the
+#: suite within its time (it ran here, in full, on 2026-11-29: docs/paimon.md); what it does
+#: beyond these runs is tested piece by piece (tests/demo/test_demo_paimon.py and the Paimon
+#: window tests)
+RUNS = [("iceberg", storage) for storage in STORAGES]
 
 
-def test_a_short_demo_mirrors_the_shop_and_reports_every_window_on_each_storage_and_sink(
+def test_a_short_demo_mirrors_the_shop_and_reports_every_window_on_each_storage(
     endpoints: StackEndpoints,
 ) -> None:
-    """On local disk, then on S3 behind the REST catalog, then into Paimon tables: one after
-    the other, as the runs share the shop's databases and the reader's server id."""
+    """On local disk, then on S3 behind the REST catalog: one after the other, as the runs
+    share the shop's databases and the reader's server id."""
     for sink, storage in RUNS:
         result = subprocess.run(
             [
@@ -64,13 +66,3 @@ def test_the_column_added_midway_reaches_the_orders_mirror(catalog: Catalog) -> 
     assert ADDED_COLUMN in orders.column_names
     coupons = orders[ADDED_COLUMN]
     assert 0 < pc.count(coupons).as_py() < orders.num_rows  # filled only after the ALTER
-
-
-def test_the_column_added_midway_reaches_the_paimon_orders_table(endpoints: StackEndpoints) -> None:
-    """Runs after the demos above: the Paimon run's ALTER TABLE is in its orders table."""
-    warehouse = endpoints.pipeline_environment()["TIDEMARK_PAIMON_WAREHOUSE"]
-    orders = open_paimon_catalog({"warehouse": warehouse}).load_table("demo.orders")
-    assert orders is not None
-
-    coupons = orders.read([ADDED_COLUMN])[ADDED_COLUMN]
-    assert 0 < pc.count(coupons).as_py() < len(coupons)  # filled only after the ALTER

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     Connection = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-KILLS = 6
+KILLS = 4
 
 pytestmark = pytest.mark.every_source
 

@@ -69,7 +69,7 @@ def _demo(args: argparse.Namespace) -> int:
         alter_after_seconds=args.duration.total_seconds() / 2,
     )
     settings = DemoSettings(
-        pipeline_file=args.file or _pipeline_file(args, DEMO_PIPELINES, DEMO_PAIMON_PIPELINE),
+        pipeline_file=args.file or demo_pipeline_file(args, DEMO_PIPELINES, DEMO_PAIMON_PIPELINE),
         duration=args.duration,
         workload=workload,
         spark_master=args.master,
@@ -79,7 +79,7 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(settings, sys.stdout, sys.stdout.isatty(), interrupted)
 
 
-def _pipeline_file(
+def demo_pipeline_file(
     args: argparse.Namespace, by_storage: Mapping[Storage, Path], paimon: Path
 ) -> Path:
     if args.sink == "iceberg":
