@@ -201,14 +201,16 @@ class Pipeline:
 
     @property
     def catalog(self) -> Catalog:
-        """The Iceberg catalog of an Iceberg sink (what the scheduler and Spark use)."""
+        """The Iceberg catalog of an Iceberg sink, whose tables are its changelogs and mirrors
+        (``tidemark reset`` drops them): a Paimon sink has none."""
         from ingest.changelog.catalogs import IcebergSinkCatalog
 
         sink = self.sink_catalog
         if not isinstance(sink, IcebergSinkCatalog):
             raise ConfigError(
-                f"{self.path}: the window jobs, maintenance and verify do not read "
-                f"{sink.format} tables yet (issue 43): only ingest and status do"
+                f"{self.path}: sink type {sink.format}: tidemark reset drops an Iceberg sink's "
+                "tables and does not drop Paimon tables yet (issue 43); drop the Paimon "
+                "database by hand, then reset"
             )
         return sink.iceberg
 
