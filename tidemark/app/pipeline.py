@@ -208,9 +208,9 @@ class Pipeline:
         sink = self.sink_catalog
         if not isinstance(sink, IcebergSinkCatalog):
             raise ConfigError(
-                f"{self.path}: sink type {sink.format}: tidemark reset drops an Iceberg sink's "
-                "tables and does not drop Paimon tables yet (issue 43); drop the Paimon "
-                "database by hand, then reset"
+                f"{self.path}: sink type {sink.format}: tidemark reset does not reset a Paimon "
+                "pipeline yet (issue 43): stop its processes and drop its Paimon tables by "
+                "hand; ingest starts again from the source's current state"
             )
         return sink.iceberg
 
