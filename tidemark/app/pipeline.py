@@ -210,7 +210,7 @@ class Pipeline:
             raise ConfigError(
                 f"{self.path}: sink type {sink.format}: tidemark reset does not reset a Paimon "
                 "pipeline yet (issue 43): stop its processes and drop its Paimon tables by "
-                "hand; ingest starts again from the source's current state"
+                "hand; ingest then starts as for a new pipeline (scan.startup.mode)"
             )
         return sink.iceberg
 
