@@ -47,6 +47,20 @@ _NOT_USED = "has no effect in Tidemark"
 
 _COMPACTION = f"{_NOT_USED}: compaction is Tidemark's table maintenance, not the sink's"
 
+#: both sinks' filter of the schema changes applied, resolved as upstream's ``toSinkDef`` does
+SCHEMA_CHANGE_OPTIONS = (
+    Option(
+        "include.schema.changes",
+        read=yaml_list,
+        doc="the schema changes applied to sink tables (default: all)",
+    ),
+    Option(
+        "exclude.schema.changes",
+        read=yaml_list,
+        doc="the schema changes not applied (lenient leaves out drop and truncate)",
+    ),
+)
+
 #: ``IcebergSink``'s values are each derived from several of these, so they are declared here
 ICEBERG_OPTIONS = OptionSet(
     what="an iceberg sink",
@@ -56,16 +70,7 @@ ICEBERG_OPTIONS = OptionSet(
             "partition.key",
             doc="partition fields per sink table: db.t1:id,day(ts);db.t2:bucket[16](id)",
         ),
-        Option(
-            "include.schema.changes",
-            read=yaml_list,
-            doc="the schema changes applied to sink tables (default: all)",
-        ),
-        Option(
-            "exclude.schema.changes",
-            read=yaml_list,
-            doc="the schema changes not applied (lenient leaves out drop and truncate)",
-        ),
+        *SCHEMA_CHANGE_OPTIONS,
         Option("sink.compaction.enabled", parse=parse_bool, no_effect=_COMPACTION),
         Option("sink.compaction.commit.interval", parse=whole_number(), no_effect=_COMPACTION),
         Option("sink.compaction.commit.parallelism", parse=whole_number(), no_effect=_COMPACTION),
@@ -395,16 +400,7 @@ PAIMON_OPTIONS = OptionSet(
         # upstream's name before 3.6 (``withFallbackKeys``)
         Option("commit.user", parse=_commit_user, doc="the older name of commit.user-prefix"),
         Option("partition.key", doc="partition columns per sink table: db.t1:c1,c2;db.t2:c3"),
-        Option(
-            "include.schema.changes",
-            read=yaml_list,
-            doc="the schema changes applied to sink tables (default: all)",
-        ),
-        Option(
-            "exclude.schema.changes",
-            read=yaml_list,
-            doc="the schema changes not applied (lenient leaves out drop and truncate)",
-        ),
+        *SCHEMA_CHANGE_OPTIONS,
     ),
     prefixes=(
         Prefix("catalog.properties.", doc="the Paimon catalog, with Paimon's option names"),
