@@ -14,6 +14,7 @@ import random
 import signal
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,7 @@ from bench.workloads.stock import Workload, create_stock, ingest
 from ingest.changelog.catalogs import open_sink_catalog
 from tests.ingest.pipelines import run_to_end, write_pipeline
 from tests.ingest.stock_workload import ingest_to_end
-from tests.runners import runner_factory
+from tests.runners import MakeRunner, runner_factory
 from tidemark.app.cli import main
 from tidemark.config import load_pipeline
 from tidemark.lake.paimon import (
@@ -49,11 +50,17 @@ pytestmark = pytest.mark.every_source
 
 
 class PaimonSink:
-    """The test's Paimon warehouse and its ``stock`` table."""
+    """The test's Paimon warehouse and one of its tables."""
 
-    def __init__(self, warehouse: Path, namespace: str) -> None:
+    def __init__(self, warehouse: Path, identifier: str) -> None:
         self.warehouse = str(warehouse)
-        self.identifier = f"{namespace}.stock"
+        self.identifier = identifier
+
+    def runners(self) -> MakeRunner:
+        """In-process ingest runs into this warehouse, as ``tidemark ingest`` runs."""
+        return runner_factory(
+            open_sink_catalog("paimon", "tidemark", {"warehouse": self.warehouse})
+        )
 
     def table(self) -> PaimonTable | None:
         return open_paimon_catalog({"warehouse": self.warehouse}).load_table(self.identifier)
@@ -93,31 +100,48 @@ def source_rows(source: SourceConnection, database: str) -> dict[int, int]:
         return {int(key): int(qty) for key, qty in cursor.fetchall()}
 
 
+PaimonPipeline = Callable[..., tuple[Path, PaimonSink]]
+
+
 @pytest.fixture
-def paimon_stock(
+def paimon_pipeline(
     source: SourceEndpoint,
     lake: LakeEndpoint,
     source_database: str,
     namespace: str,
     tmp_path: Path,
     server_id: int,
+) -> PaimonPipeline:
+    """``paimon_pipeline(table, **options)``: the pipeline file of ``source_database``'s
+    ``table`` into the test's Paimon warehouse (``options`` go to ``write_pipeline``), and
+    that table's sink."""
+
+    def write(table: str, **options: str) -> tuple[Path, PaimonSink]:
+        sink = PaimonSink(tmp_path / "warehouse", f"{namespace}.{table}")
+        path = write_pipeline(
+            tmp_path / f"{table}.yaml",
+            source,
+            lake,
+            database=source_database,
+            tables=table,
+            namespace=namespace,
+            server_id=server_id,
+            paimon_warehouse=sink.warehouse,
+            **options,
+        )
+        return path, sink
+
+    return write
+
+
+@pytest.fixture
+def paimon_stock(
+    source: SourceEndpoint, source_database: str, paimon_pipeline: PaimonPipeline
 ) -> tuple[Path, PaimonSink]:
     """A pipeline of ``source_database``'s ``stock`` table into a Paimon warehouse; an idle
     table commits its watermark every second."""
     create_stock(source, source_database)
-    sink = PaimonSink(tmp_path / "warehouse", namespace)
-    pipeline = write_pipeline(
-        tmp_path / "stock.yaml",
-        source,
-        lake,
-        database=source_database,
-        tables="stock",
-        namespace=namespace,
-        server_id=server_id,
-        extra="tidemark:\n  ingest:\n    idle-commit-interval: 1 s\n",
-        paimon_warehouse=sink.warehouse,
-    )
-    return pipeline, sink
+    return paimon_pipeline("stock", extra="tidemark:\n  ingest:\n    idle-commit-interval: 1 s\n")
 
 
 def server_time_ms(source: SourceConnection) -> int:
@@ -199,29 +223,17 @@ def test_a_read_at_a_past_watermark_returns_the_source_as_it_was_then(
 
 def test_unconvertible_rows_go_to_a_paimon_error_table_and_status_counts_them(
     source: SourceEndpoint,
-    lake: LakeEndpoint,
-    source_database: str,
     namespace: str,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
+    paimon_pipeline: PaimonPipeline,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE visits (id INT PRIMARY KEY, day DATE NOT NULL, note TEXT)")
         cursor.execute("SET SESSION sql_mode = 'ALLOW_INVALID_DATES'")
-    warehouse = str(tmp_path / "warehouse")
-    path = write_pipeline(
-        tmp_path / "visits.yaml",
-        source,
-        lake,
-        database=source_database,
-        tables="visits",
-        namespace=namespace,
-        server_id=server_id,
-        paimon_warehouse=warehouse,
-    )
-    make_runner = runner_factory(open_sink_catalog("paimon", "tidemark", {"warehouse": warehouse}))
+    path, sink = paimon_pipeline("visits")
+    make_runner = sink.runners()
     statements = [
         ["INSERT INTO visits VALUES (1, '2024-05-01', 'fine')"],
         ["INSERT INTO visits VALUES (2, '0000-00-00', 'no such day')"],
@@ -235,7 +247,7 @@ def test_unconvertible_rows_go_to_a_paimon_error_table_and_status_counts_them(
                 cursor.execute(statement)
         run_to_end(runner, source, server_id, max_seconds=60)
 
-    paimon = open_paimon_catalog({"warehouse": warehouse})
+    paimon = open_paimon_catalog({"warehouse": sink.warehouse})
     visits, errors = (
         paimon.load_table(f"{namespace}.visits"),
         paimon.load_table(f"{namespace}.visits_errors"),
@@ -255,29 +267,17 @@ def test_unconvertible_rows_go_to_a_paimon_error_table_and_status_counts_them(
 
 def test_a_bootstrap_and_the_stream_fill_the_paimon_table_as_the_source_has_it(
     source: SourceEndpoint,
-    lake: LakeEndpoint,
     source_database: str,
-    namespace: str,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
+    paimon_pipeline: PaimonPipeline,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT)")
         existing = [(key, key % 97) for key in range(100_001, 102_001)]  # the workload: 1 on
         cursor.executemany("INSERT INTO stock VALUES (%s, %s)", existing)
-    sink = PaimonSink(tmp_path / "warehouse", namespace)
-    pipeline = write_pipeline(
-        tmp_path / "stock.yaml",
-        source,
-        lake,
-        database=source_database,
-        tables="stock",
-        namespace=namespace,
-        server_id=server_id,
-        startup="initial",
-        source_options="scan.incremental.snapshot.chunk.size: 300",
-        paimon_warehouse=sink.warehouse,
+    pipeline, sink = paimon_pipeline(
+        "stock", startup="initial", source_options="scan.incremental.snapshot.chunk.size: 300"
     )
     running = ingest(pipeline)
     workload = Workload(source.admin_source(), source_database, 7, (1, 5), 0.01)
@@ -295,29 +295,16 @@ def test_a_bootstrap_and_the_stream_fill_the_paimon_table_as_the_source_has_it(
 
 def test_verify_passes_an_equal_paimon_table_and_finds_rows_changed_behind_its_back(
     source: SourceEndpoint,
-    lake: LakeEndpoint,
-    source_database: str,
     namespace: str,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
     capsys: pytest.CaptureFixture[str],
+    paimon_pipeline: PaimonPipeline,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(40), qty INT)")
-    warehouse = str(tmp_path / "warehouse")
-    path = write_pipeline(
-        tmp_path / "orders.yaml",
-        source,
-        lake,
-        database=source_database,
-        tables="orders",
-        namespace=namespace,
-        server_id=server_id,
-        paimon_warehouse=warehouse,
-    )
-    make_runner = runner_factory(open_sink_catalog("paimon", "tidemark", {"warehouse": warehouse}))
-    runner = make_runner(load_pipeline(path))
+    path, sink = paimon_pipeline("orders")
+    runner = sink.runners()(load_pipeline(path))
     with admin_connection.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO orders VALUES (%s, %s, %s)",
@@ -344,30 +331,14 @@ def test_verify_passes_an_equal_paimon_table_and_finds_rows_changed_behind_its_b
 
 def test_a_widened_column_widens_in_the_paimon_table_and_keeps_its_rows(
     source: SourceEndpoint,
-    lake: LakeEndpoint,
-    source_database: str,
-    namespace: str,
     admin_connection: Connection,
-    tmp_path: Path,
     server_id: int,
+    paimon_pipeline: PaimonPipeline,
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT)")
-    sink = PaimonSink(tmp_path / "warehouse", namespace)
-    path = write_pipeline(
-        tmp_path / "stock.yaml",
-        source,
-        lake,
-        database=source_database,
-        tables="stock",
-        namespace=namespace,
-        server_id=server_id,
-        paimon_warehouse=sink.warehouse,
-    )
-    make_runner = runner_factory(
-        open_sink_catalog("paimon", "tidemark", {"warehouse": sink.warehouse})
-    )
-    runner = make_runner(load_pipeline(path))
+    path, sink = paimon_pipeline("stock")
+    runner = sink.runners()(load_pipeline(path))
     with admin_connection.cursor() as cursor:
         cursor.execute("INSERT INTO stock VALUES (1, 10), (2, 20)")
         cursor.execute("ALTER TABLE stock MODIFY qty BIGINT")
