@@ -115,6 +115,18 @@ def consumer(servers: str, reports_topic: str, unique_name: str) -> Iterator[Rep
     consumer.close()
 
 
+#: the reports that make both tables complete to 10:05: orders by its snapshot 2, users (idle)
+#: by a watermark report over its snapshot 1; the window to 10:05 pins {orders: 2, users: 1}
+FIRST_WINDOW_COMPLETE: list[CommitReport | WatermarkReport] = [
+    commit(ORDERS, 1, "10:01"),
+    commit(ORDERS, 2, "10:05:01"),
+    commit(USERS, 1, "10:02"),
+    marks("10:05:30", users=1),
+]
+#: snapshots committed after that window was pinned
+NEWER = [commit(ORDERS, 3, "10:06"), commit(USERS, 2, "10:07")]
+
+
 def test_a_window_is_pinned_when_recorded_and_run_again_at_the_same_snapshots(
     store: StateStore, consumer: ReportsConsumer, servers: str, reports_topic: str, unique_name: str
 ) -> None:
@@ -125,12 +137,7 @@ def test_a_window_is_pinned_when_recorded_and_run_again_at_the_same_snapshots(
     publish(
         servers,
         reports_topic,
-        [
-            commit(ORDERS, 1, "10:01"),
-            commit(ORDERS, 2, "10:05:01"),  # the first orders snapshot complete to 10:05
-            commit(USERS, 1, "10:02"),
-            marks("10:05:30", users=1),  # users is idle: its snapshot 1 holds 10:05 too
-        ],
+        FIRST_WINDOW_COMPLETE,
     )
     pinned = {ORDERS: 2, USERS: 1}
 
@@ -144,7 +151,7 @@ def test_a_window_is_pinned_when_recorded_and_run_again_at_the_same_snapshots(
     assert snapshots_needed(schedule, store) == pinned  # expiry must keep what it will re-read
 
     # newer snapshots arrive before the retry: it reads what the window was pinned to
-    publish(servers, reports_topic, [commit(ORDERS, 3, "10:06"), commit(USERS, 2, "10:07")])
+    publish(servers, reports_topic, NEWER)
     clock.now = at("10:08")
     tick_until(engine, lambda: len(executor.calls) == 2)
 
@@ -200,15 +207,10 @@ def test_maintenance_of_a_paimon_table_keeps_the_snapshots_a_failed_window_will_
     publish(
         servers,
         reports_topic,
-        [
-            commit(ORDERS, 1, "10:01"),
-            commit(ORDERS, 2, "10:05:01"),
-            commit(USERS, 1, "10:02"),
-            marks("10:05:30", users=1),
-        ],
+        FIRST_WINDOW_COMPLETE,
     )
     tick_until(engine, lambda: len(executor.calls) == 1)  # the window failed: pinned at 2, 1
-    publish(servers, reports_topic, [commit(ORDERS, 3, "10:06"), commit(USERS, 2, "10:07")])
+    publish(servers, reports_topic, NEWER)
 
     clock.now = at("10:07:30")  # maintenance is due (a minute after the engine started)
     engine.consume()
