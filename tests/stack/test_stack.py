@@ -17,7 +17,7 @@ from tests.stack_helpers import free_port_block, free_ports
 from tidemark.app.cli import main
 from tidemark.errors import ConfigError, TerminalError
 from tidemark.stack.mysql import MySQLSystem
-from tidemark.stack.process import owned_pid, port_is_open, wait_for
+from tidemark.stack.process import owned_pid, port_is_open, spawn_daemon, wait_for
 from tidemark.stack.service import ServiceFailedError
 from tidemark.stack.settings import (
     OBJECT_STORE_HTTP_PORTS,
@@ -86,6 +86,23 @@ def test_a_pid_file_naming_a_stranger_is_not_ours(tmp_path: Path) -> None:
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_a_pid_reused_by_another_of_the_stacks_processes_is_not_ours(tmp_path: Path) -> None:
+    """After a crash, the pid in a service's pid file often names another daemon of the same
+    stack (same home folder in its command line): only the start time tells them apart."""
+    log, pid_file = tmp_path / "sleeper.log", tmp_path / "sleeper.pid"
+    sleeper = spawn_daemon(["sleep", "60"], log=log, pid_file=pid_file, cwd=tmp_path)
+    try:
+        assert wait_for(lambda: owned_pid(pid_file, marker="sleep 60") == sleeper.pid, timeout=5)
+        pid, started = pid_file.read_text().splitlines()
+
+        pid_file.write_text(f"{pid}\n{int(started) - 1}\n")
+
+        assert owned_pid(pid_file, marker="sleep 60") is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 def test_a_port_override_that_is_not_a_port_is_refused() -> None:
@@ -159,6 +176,8 @@ def test_a_port_taken_by_a_stranger_is_named_with_the_fix(second_home: Path) -> 
 def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: Path) -> None:
     stack, _ = stack_on_free_ports(second_home, kafka_heap="lots")
     (kafka,) = (daemon for daemon in stack.daemons if daemon.name == "kafka")
+    kafka.log.parent.mkdir(parents=True, exist_ok=True)
+    kafka.log.write_text("a line an earlier run of kafka wrote\n")
 
     with pytest.raises(ServiceFailedError) as failure:
         kafka.up()
@@ -166,6 +185,9 @@ def test_a_service_that_dies_while_starting_is_named_with_its_log(second_home: P
     message = str(failure.value)
     assert message.startswith("kafka: exited while starting\n--- last lines of ")
     assert "Invalid maximum heap size: -Xmxlots" in message
+    assert "an earlier run" not in message
+    # a CI page shows the end of the output: the problem is there too
+    assert message.endswith("\nkafka: exited while starting")
 
 
 def test_a_mysql_system_that_cannot_be_built_is_refused_with_the_fix(tmp_path: Path) -> None:

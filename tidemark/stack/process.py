@@ -1,8 +1,10 @@
 """Starting, finding and stopping the daemons the stack owns.
 
 A daemon is "ours" only if its pid file names a live process whose command line mentions the
-stack's home folder: ``stack down`` never signals a process it did not start, even when a pid has
-been reused since.
+stack's home folder and, for a daemon the stack spawned, which started when the pid file says:
+``stack up`` never mistakes another process for a service and ``stack down`` never signals a
+process it did not start, even when a pid has been reused since (after a crash or a restore of
+the machine, pids are handed out again and often land on another of the stack's own daemons).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from tidemark.errors import TransientError
 
 Clock = Callable[[], float]
 
+#: the line ``spawn_daemon`` writes to a daemon's log before it starts it
+START_LINE = "=== tidemark stack: started"
+
 
 def spawn_daemon(
     argv: Sequence[str],
@@ -32,9 +37,14 @@ def spawn_daemon(
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in its own session as ``user`` with the environment ``env`` (this
     process's by default), appending its output to ``log``, and record its pid in
-    ``pid_file``."""
+    ``pid_file`` with its start time.
+
+    The log gets a start line first (``START_LINE``) so a failure can show only this start's
+    output (``tail_since_start``)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
+        out.write(f"{START_LINE} {time.strftime('%Y-%m-%d %H:%M:%S')}: {argv[0]}\n".encode())
+        out.flush()
         process = subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -45,23 +55,28 @@ def spawn_daemon(
             user=user,
             env=None if env is None else dict(env),
         )
-    pid_file.write_text(f"{process.pid}\n")
+    pid_file.write_text(f"{process.pid}\n{_start_ticks(process.pid)}\n")
     return process
 
 
 def owned_pid(pid_file: Path, marker: str) -> int | None:
     """The live process named by ``pid_file`` (its first line) if its command line contains
-    ``marker``.
+    ``marker`` and, when the second line holds a start time (``spawn_daemon`` writes one), it
+    started then.
 
     Not for a process started a moment ago: the kernel publishes the new command line a little
     after ``exec`` returns to the parent, so watch a new child through its ``Popen`` instead.
     """
     try:
-        pid = int(pid_file.read_text().split("\n", 1)[0])
+        lines = pid_file.read_text().splitlines()
+        pid = int(lines[0])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except (FileNotFoundError, ValueError, ProcessLookupError):
+        started = _start_ticks(pid)
+    except (FileNotFoundError, ValueError, IndexError, ProcessLookupError):
         return None
-    if marker not in cmdline or _is_zombie(pid):
+    # a daemon's own pid file (PostgreSQL's postmaster.pid) has its data folder there instead
+    recorded = lines[1] if len(lines) > 1 and lines[1].isdigit() else None
+    if marker not in cmdline or _is_zombie(pid) or recorded not in (None, str(started)):
         return None
     return pid
 
@@ -144,6 +159,29 @@ def tail(path: Path, lines: int = 25) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except FileNotFoundError:
         return f"(no log at {path})"
+
+
+def tail_since_start(path: Path, lines: int = 25) -> str:
+    """The last ``lines`` of ``path`` written since ``spawn_daemon`` last started a daemon
+    with it: older runs' lines would pass for this one's."""
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return f"(no log at {path})"
+    start = text.rfind(START_LINE)
+    if start < 0:
+        return tail(path, lines)
+    written = text[start:].splitlines()
+    if len(written) == 1:
+        return f"{written[0]}\n(nothing written since this start)"
+    return "\n".join(written[-lines:])
+
+
+def _start_ticks(pid: int) -> int:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat``, field 22): with
+    the pid, it names one process for as long as the machine runs."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def _alive(pid: int) -> bool:

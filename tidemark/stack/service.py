@@ -10,17 +10,29 @@ from pathlib import Path
 from typing import Any
 
 from tidemark.errors import TidemarkError
-from tidemark.stack.process import owned_pid, port_is_open, tail, terminate, wait_for
+from tidemark.stack.process import (
+    owned_pid,
+    port_is_open,
+    tail_since_start,
+    terminate,
+    wait_for,
+)
 from tidemark.stack.settings import StackSettings
 
 logger = logging.getLogger(__name__)
 
 
 class ServiceFailedError(TidemarkError):
-    """A service did not install, start or become healthy; carries the tail of its log."""
+    """A service did not install, start or become healthy; carries what its log says since
+    it was last started, and repeats the problem below it (the end is what a CI page shows)."""
 
     def __init__(self, service: str, problem: str, log: Path | None) -> None:
-        detail = f"\n--- last lines of {log} ---\n{tail(log)}" if log else ""
+        detail = (
+            f"\n--- last lines of {log} since the service was started ---\n"
+            f"{tail_since_start(log)}\n--- end of {log} ---\n{service}: {problem}"
+            if log
+            else ""
+        )
         super().__init__(f"{service}: {problem}{detail}")
         self.service = service
 
