@@ -19,12 +19,13 @@ from scheduler.gate import mirror_task
 from scheduler.reports_consumer import GROUP_PREFIX
 from scheduler.state import PipelineLock
 from tests.ingest.changelog_checks import changelog
-from tests.ingest.pipelines import orders_pipeline, reports_block, run_to_end
+from tests.ingest.pipelines import orders_pipeline, reports_block, run_to_end, write_pipeline
 from tests.kafka_groups import commit_offset, consumer_groups
-from tests.runners import MakeRunner
+from tests.runners import MakeRunner, runner_factory
 from tidemark.app.cli import main
 from tidemark.app.pipeline import Pipeline
 from tidemark.errors import TerminalError
+from tidemark.lake.paimon import open_paimon_catalog
 from tidemark.stack.endpoints import LakeEndpoint, SourceEndpoint, StackEndpoints
 from tidemark.windows import Window
 
@@ -114,6 +115,58 @@ def test_a_reset_drops_what_the_pipeline_made_and_its_next_run_bootstraps_again(
     run_to_end(runner, source, server_id, max_seconds=60)
     reads = sorted(row["id"] for row in changelog(catalog, namespace) if row["_tm_op"] == "r")
     assert reads == [1, 2, 3]
+
+
+def test_a_paimon_pipeline_is_reset_and_its_next_run_bootstraps_again(
+    source: SourceEndpoint,
+    lake: LakeEndpoint,
+    admin_connection: Connection,
+    source_database: str,
+    namespace: str,
+    tmp_path: Path,
+    server_id: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(20))")
+        cursor.execute("INSERT INTO orders VALUES (1, 'kettle'), (2, 'mug'), (3, 'tray')")
+    path = write_pipeline(
+        tmp_path / "p.yaml",
+        source,
+        lake,
+        database=source_database,
+        tables="orders",
+        namespace=namespace,
+        server_id=server_id,
+        startup="initial",
+        paimon_warehouse=str(tmp_path / "warehouse"),
+    )
+    first = Pipeline.open(path)
+    run_to_end(runner_factory(first.sink_catalog)(first.config), source, server_id, 60)
+    table_folder = tmp_path / "warehouse" / f"{namespace}.db" / "orders"
+    assert table_folder.is_dir()
+    with admin_connection.cursor() as cursor:  # a run that resumed would stream it ("c")
+        cursor.execute("INSERT INTO orders VALUES (4, 'lid')")
+
+    assert main(["reset", "--yes", str(path)]) == 0
+
+    said = capsys.readouterr().out
+    assert f"  table {namespace}.orders\n" in said
+    assert "scheduler" not in said  # no tidemark.reports: no scheduler, no state to forget
+    assert not table_folder.exists()
+    again = Pipeline.open(path)
+    run_to_end(runner_factory(again.sink_catalog)(again.config), source, server_id, 60)
+    table = open_paimon_catalog({"warehouse": str(tmp_path / "warehouse")}).load_table(
+        f"{namespace}.orders"
+    )
+    assert table is not None
+    read = table.read(["id", "_tm_op"]).to_pylist()
+    assert sorted((row["id"], row["_tm_op"]) for row in read) == [
+        (1, "r"),
+        (2, "r"),
+        (3, "r"),
+        (4, "r"),
+    ]
 
 
 def test_a_report_topic_another_pipeline_reads_is_kept_and_its_old_reports_skipped(

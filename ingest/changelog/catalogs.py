@@ -26,14 +26,14 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from ingest.changelog.listing import Listing
 from ingest.changelog.storage_check import check_writable
 from ingest.changelog.table import DEFAULT_PROPERTIES, ChangelogTable, open_changelog
-from tidemark.catalog import purge_namespace
+from tidemark.catalog import purge_namespace, purge_table
 from tidemark.errors import ConfigError
 from tidemark.lake.outages import probe_catalog, probe_storage, warehouse_folder
 from tidemark.sinks.protocols import ChangelogWriter, SinkTableSpec
 
 
 class SinkCatalog(Protocol):
-    """A pipeline's lake, as ingest uses it."""
+    """A pipeline's lake, as ingest, the status and `tidemark reset` use it."""
 
     #: the sink's ``type``
     @property
@@ -75,6 +75,12 @@ class SinkCatalog(Protocol):
 
     def warehouse_folder(self) -> str:
         """Where the warehouse is, as a user names it (a path for a local one)."""
+        ...
+
+    def table_exists(self, identifier: str) -> bool: ...
+
+    def purge_table(self, identifier: str) -> None:
+        """Drop ``identifier`` with its files (``tidemark reset``)."""
         ...
 
     def purge_namespace(self, namespace: str) -> list[str]:
@@ -124,6 +130,12 @@ class IcebergSinkCatalog:
 
     def warehouse_folder(self) -> str:
         return warehouse_folder(self.iceberg)
+
+    def table_exists(self, identifier: str) -> bool:
+        return self.iceberg.table_exists(identifier)
+
+    def purge_table(self, identifier: str) -> None:
+        purge_table(self.iceberg, identifier)
 
     def purge_namespace(self, namespace: str) -> list[str]:
         return purge_namespace(self.iceberg, namespace)

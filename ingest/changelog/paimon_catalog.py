@@ -88,5 +88,11 @@ class PaimonSinkCatalog:
     def warehouse_folder(self) -> str:
         return self.paimon.warehouse
 
+    def table_exists(self, identifier: str) -> bool:
+        return self.paimon.load_table(identifier) is not None
+
+    def purge_table(self, identifier: str) -> None:
+        self.paimon.drop_table(identifier)
+
     def purge_namespace(self, namespace: str) -> list[str]:
         return self.paimon.drop_namespace(namespace)

@@ -199,21 +199,6 @@ class Pipeline:
             )
         return load_catalog(self.config.tidemark.catalog_name, dict(reveal(iceberg)))
 
-    @property
-    def catalog(self) -> Catalog:
-        """The Iceberg catalog of an Iceberg sink, whose tables are its changelogs and mirrors
-        (``tidemark reset`` drops them): a Paimon sink has none."""
-        from ingest.changelog.catalogs import IcebergSinkCatalog
-
-        sink = self.sink_catalog
-        if not isinstance(sink, IcebergSinkCatalog):
-            raise ConfigError(
-                f"{self.path}: sink type {sink.format}: tidemark reset does not reset a Paimon "
-                "pipeline yet (issue 43): stop its processes and drop its Paimon tables by "
-                "hand; ingest then starts as for a new pipeline (scan.startup.mode)"
-            )
-        return sink.iceberg
-
     @cached_property
     def plan(self) -> Plan:
         """Which source tables go where, as the source has them now (``tidemark plan``)."""
@@ -476,7 +461,7 @@ class Pipeline:
         reports = self.config.tidemark.reports
         consumer = ConsumerSettings.from_reports(reports, self.name) if reports else None
         return ResetTargets(
-            tables=tuple(name for name in names if self.catalog.table_exists(name)),
+            tables=tuple(name for name in names if self.sink_catalog.table_exists(name)),
             changelogs=tuple(sink.changelog for sink in sinks),
             topic=consumer.topic if consumer else None,
             group=consumer.group_id if consumer else None,
@@ -492,25 +477,36 @@ class Pipeline:
         pipeline's ingest lease and scheduler lock meanwhile: one started after
         ``reset_targets`` waits as a standby until the reset is done, then starts over."""
         from scheduler.reports_consumer import ConsumerSettings, forget_reports
-        from scheduler.state import PipelineLock
-        from tidemark.catalog import purge_table
 
-        with closing(self.state_store(location)) as store, self._holding_ingest_lease():
+        with self._holding_ingest_lease(), self._holding_scheduler_lock(location) as store:
+            dropped = []
+            for table in targets.tables:
+                self.sink_catalog.purge_table(table)
+                dropped.append(table)
+            kept_for: tuple[str, ...] = ()
+            reports = self.config.tidemark.reports
+            if store is not None and reports is not None:
+                store.forget(self.name, targets.changelogs)
+                kept_for = forget_reports(ConsumerSettings.from_reports(reports, self.name))
+        return ResetDone(tuple(dropped), kept_for)
+
+    @contextmanager
+    def _holding_scheduler_lock(self, location: StateLocation) -> Iterator[StateStore | None]:
+        """The scheduler state, its pipeline lock held for the block: asked for once. None for
+        a pipeline without ``tidemark.reports``, which no scheduler runs (a Paimon pipeline
+        without one may name no state database at all)."""
+        from scheduler.state import PipelineLock
+
+        if self.config.tidemark.reports is None:
+            yield None
+            return
+        with closing(self.state_store(location)) as store:
             lock = PipelineLock(store, self.name)
             lock.acquire()  # a scheduler that started meanwhile refuses the reset
             try:
-                dropped = []
-                for table in targets.tables:
-                    purge_table(self.catalog, table)
-                    dropped.append(table)
-                store.forget(self.name, targets.changelogs)
-                kept_for: tuple[str, ...] = ()
-                reports = self.config.tidemark.reports
-                if reports is not None:
-                    kept_for = forget_reports(ConsumerSettings.from_reports(reports, self.name))
+                yield store
             finally:
                 lock.release()
-        return ResetDone(tuple(dropped), kept_for)
 
     @contextmanager
     def _holding_ingest_lease(self) -> Iterator[None]:

@@ -440,6 +440,11 @@ class PaimonCatalog:
         self._catalog.drop_database(namespace, ignore_if_not_exists=True, cascade=True)
         return tables
 
+    def drop_table(self, identifier: str) -> None:
+        """Drop ``identifier`` with its files (its folder); one that does not exist is left
+        alone."""
+        self._catalog.drop_table(identifier, ignore_if_not_exists=True)
+
     def list_tables(self, namespace: str) -> list[str] | None:
         """The identifiers (``namespace.name``) of ``namespace``'s tables; None when it does
         not exist."""

@@ -1,10 +1,11 @@
 """``tidemark reset FILE``: start a pipeline over.
 
 Drops what the pipeline made, so that its next run bootstraps every table again: its changelog,
-mirror and error tables, the scheduler's windows and reports of them, its consumer group and
-its commit report topic (kept when another pipeline's scheduler reads it too). The tables that
-its jobs write are the users' own and stay. Refused while an ingest or scheduler of the pipeline
-runs; asks for the pipeline's name first unless ``--yes``.
+mirror and error tables (Iceberg), or its primary-key and error tables (Paimon), the scheduler's
+windows and reports of them, its consumer group and its commit report topic (kept when another
+pipeline's scheduler reads it too). The tables that its jobs write are the users' own and stay.
+Refused while an ingest or scheduler of the pipeline runs; asks for the pipeline's name first
+unless ``--yes``.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ def _reset(args: argparse.Namespace) -> int:
     location = StateLocation(args.state_dsn, args.state_schema)
     targets = pipeline.reset_targets(location)
     what = [f"  table {table}" for table in targets.tables]
-    what.append(f"  the scheduler's windows and reports of {len(targets.changelogs)} changelog(s)")
-    if targets.topic is not None:
+    if targets.topic is not None:  # a pipeline without reports has no scheduler
+        count = len(targets.changelogs)
+        what.append(f"  the scheduler's windows and reports of {count} changelog(s)")
         what.append(f"  consumer group {targets.group} and topic {targets.topic}")
     sys.stdout.write(f"Resetting pipeline {pipeline.name!r} drops:\n" + "\n".join(what) + "\n")
     if not args.yes:
