@@ -62,7 +62,11 @@ class TimingExecutor:
         return None
 
     def run_job(
-        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+        self,
+        job_name: str,
+        window: Window,
+        snapshots: Mapping[str, int] | None = None,
+        since: Mapping[str, int] | None = None,
     ) -> object:
         with self.job_called:
             self.jobs[window.end] = time.monotonic()

@@ -434,9 +434,10 @@ class WindowEngine:
         )
         logger.info("Running %s window %s (attempt %d)", due.task, due.window, attempt)
         late = self._recorded(lambda: self._late_windows(due))
+        since = self._recorded(lambda: self._read_before(due))
         started = self._clock()
         try:
-            self._call_executor(due, late)
+            self._call_executor(due, late, since)
         except Exception as error:  # any failure of a window job is the job's, not ours
             outage = self._outage_behind(error)
             if outage is None:
@@ -455,7 +456,9 @@ class WindowEngine:
         )
         logger.info("Finished %s window %s", due.task, due.window)
 
-    def _call_executor(self, due: DueWindow, late: Sequence[Window]) -> None:
+    def _call_executor(
+        self, due: DueWindow, late: Sequence[Window], since: Mapping[str, int] | None
+    ) -> None:
         if due.task.kind == TaskKind.MIRROR:
             self._executor.merge_mirror(due.task.name, due.window, due.up_to_order)
             return
@@ -465,7 +468,17 @@ class WindowEngine:
             logger.info("Running %s window %s again: late changes belong in it", due.task, window)
             self._executor.run_job(due.task.name, window, snapshots)
             self.metrics.rerun(str(due.task))
-        self._executor.run_job(due.task.name, due.window, snapshots)
+        self._executor.run_job(due.task.name, due.window, snapshots, since)
+
+    def _read_before(self, due: DueWindow) -> Mapping[str, int] | None:
+        """The snapshots the previous window of a job over Paimon tables read: ``due``'s
+        changes to each input start after them, so consecutive windows' changes neither
+        overlap nor leave a gap. None for its first window (its changes then start at the
+        first snapshot reaching its start)."""
+        if not due.snapshots:
+            return None
+        previous = self._store.window_run(self.pipeline, due.task, due.window.start)
+        return None if previous is None or not previous.snapshots else previous.snapshots
 
     def _late_windows(self, due: DueWindow) -> list[Window]:
         """For a job with ``rerun_late_windows``: its windows before ``due`` that hold the

@@ -22,11 +22,17 @@ class WindowExecutor(Protocol):
         ...
 
     def run_job(
-        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+        self,
+        job_name: str,
+        window: Window,
+        snapshots: Mapping[str, int] | None = None,
+        since: Mapping[str, int] | None = None,
     ) -> object:
         """Run the job's SQL for ``window``; the mirrors it reads stand exactly at its end.
         A job over Paimon tables reads each input at the snapshot id ``snapshots`` gives it
-        (the scheduler's pin; None: the first snapshot whose watermark reaches the end)."""
+        (the scheduler's pin; None: the first snapshot whose watermark reaches the end), and
+        the window's changes to it after the snapshot ``since`` gives (the one the job's
+        previous window read; None: the first snapshot whose watermark reaches the start)."""
         ...
 
     def maintain(self, sink_table: str, keep_from: int | None = None) -> object:

@@ -150,10 +150,15 @@ class SparkWindowExecutor:
                     self._plan()
 
     def run_job(
-        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+        self,
+        job_name: str,
+        window: Window,
+        snapshots: Mapping[str, int] | None = None,
+        since: Mapping[str, int] | None = None,
     ) -> JobOutcome:
         with self._reviving_a_dead_jvm():
-            return self._window_jobs()[self._jobs[job_name]].run_job(job_name, window, snapshots)
+            jobs = self._window_jobs()[self._jobs[job_name]]
+            return jobs.run_job(job_name, window, snapshots, since)
 
     def maintain(
         self, sink_table: str, keep_from: int | None = None

@@ -6,6 +6,10 @@ watermark reaches the window's end, for the whole job, and the window's changes.
     pinned = pin_inputs(spark, catalog_options, ["shop.orders", "shop.customers"], end)
     pinned.snapshots()            -> {"shop.orders": 12, "shop.customers": 7}
     spark.sql(pinned.resolve("SELECT ... FROM shop.orders JOIN shop.customers ..."))
+    changes = WindowChanges(spark, catalog_options, pinned, start, since={})
+    statement = "SELECT ... FROM shop.`orders$changes`"
+    changes.make(pinned.changes_read(statement))  # the views of the changes it reads
+    spark.sql(pinned.resolve(statement))
     window_changes(spark, catalog_options, "shop.orders", start, end) -> DataFrame
 
 Each input is a temporary view over ``tidemark_paimon`` with its snapshot id fixed, so every
@@ -24,6 +28,12 @@ So each view has a one-part name (``view_name``), and ``PinnedInputs.resolve`` p
 (another catalog, named) is left alone. Where ``paimon-spark`` is on the classpath the job needs
 none of this: the Paimon catalog under the pipeline's name and a per-table dynamic option
 (``spark.paimon.<catalog>.<db>.<t>.scan.snapshot-id``) pin the same snapshot for ``db.t``.
+
+A window's changes to an input are read by the name ``db.`t$changes` ``, after the fashion of
+Paimon's system tables (``t$audit_log``): every change committed after the state the window
+before read up to the state this one reads, one row per change of each commit, with
+``_tm_row_kind`` and Tidemark's ``_tm_*`` columns. Consecutive windows' changes neither overlap
+nor leave a gap, so a job can fold a window's changes into a running aggregate.
 """
 
 from __future__ import annotations
@@ -39,7 +49,8 @@ from spark_jobs.user_sql import protected_spans
 from tidemark.errors import ConfigError
 from tidemark.lake import paimon as paimon_source
 
-Span = tuple[int, int]
+#: what follows an input's name to read the window's changes to it: ``db.`t$changes` ``
+CHANGES_SUFFIX = "$changes"
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,8 @@ class PinnedInputs:
         self, statement: str, catalog: str | None = None, unpinned: Sequence[str] = ()
     ) -> str:
         """``statement`` with every ``db.t`` (or `` `db`.`t` ``) of a pinned table reading its
-        view, and ``catalog.db.t`` too where ``catalog`` is the pipeline's own catalog name (a
+        view and every ``db.`t$changes` `` its changes view (``WindowChanges``), with
+        ``catalog.`` before them too where ``catalog`` is the pipeline's own catalog name (a
         job written for the Iceberg sink of the same pipeline names its tables so); string
         literals, comments and names qualified by another catalog are left alone.
 
@@ -77,19 +89,20 @@ class PinnedInputs:
                     "among the job's inputs, so no snapshot of it is pinned for the window: "
                     f"add {table} to the job's inputs"
                 )
-        protected = protected_spans(statement)
         for pinned in self.inputs:
-            pattern = _reference(pinned.table, catalog)
-
-            def replace(
-                match: re.Match[str], view: str = pinned.view, spans: list[Span] = protected
-            ) -> str:
-                inside = any(start <= match.start() < stop for start, stop in spans)
-                return match.group(0) if inside else view
-
-            statement = pattern.sub(replace, statement)
-            protected = protected_spans(statement)
+            # the longer name first: ``db.t`` is a prefix of ``db.`t$changes` ``
+            changes = _reference(pinned.table, catalog, CHANGES_SUFFIX)
+            statement = _substitute(statement, changes, changes_view_name(pinned.table))
+            statement = _substitute(statement, _reference(pinned.table, catalog), pinned.view)
         return statement
+
+    def changes_read(self, statement: str, catalog: str | None = None) -> list[str]:
+        """The pinned tables whose changes (``db.`t$changes` ``) ``statement`` reads."""
+        return [
+            pinned.table
+            for pinned in self.inputs
+            if _named_by(statement, _reference(pinned.table, catalog, CHANGES_SUFFIX))
+        ]
 
     def release(self, spark: SparkSession) -> None:
         """Drops the views: the job is done with these snapshots."""
@@ -97,26 +110,90 @@ class PinnedInputs:
             spark.catalog.dropTempView(pinned.view)
 
 
+class WindowChanges:
+    """The views of the window's changes to pinned inputs (``db.`t$changes` ``), made for the
+    tables a statement reads them of (``PinnedInputs.changes_read``): a job that never reads
+    changes costs no lookup."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        catalog_options: Mapping[str, str],
+        pinned: PinnedInputs,
+        start: int,
+        since: Mapping[str, int],
+    ) -> None:
+        """The changes after ``since``'s snapshot of each table (the scheduler's: what the
+        job's previous window read), else after the first snapshot whose watermark reaches
+        ``start`` (epoch ms), up to the table's pinned snapshot."""
+        self._spark = spark
+        self._options = dict(catalog_options)
+        self._pinned = {pinned.table: pinned.snapshot_id for pinned in pinned.inputs}
+        self._start = start
+        self._since = dict(since)
+        #: per table whose changes view was made, the snapshot its changes start after
+        self.made: dict[str, int] = {}
+
+    def make(self, tables: Sequence[str]) -> None:
+        """The changes views of ``tables``, made unless they are."""
+        for table in tables:
+            if table in self.made:
+                continue
+            after = self._since.get(table)
+            if after is None:
+                paimon = paimon_source.open_table(self._options, table)
+                after = paimon_source.changes_start(paimon, table, self._start)
+            frame = _changes(self._spark, self._options, table, after, self._pinned[table])
+            frame.createOrReplaceTempView(changes_view_name(table))
+            self.made[table] = after
+
+    def release(self) -> None:
+        """Drops the views made."""
+        for table in self.made:
+            self._spark.catalog.dropTempView(changes_view_name(table))
+
+
 class UnpinnedInputError(ConfigError):
     """A job's statement reads a Paimon table of the pipeline that is not among its inputs."""
 
 
 def _named(statement: str, table: str, catalog: str | None) -> bool:
-    """Whether ``statement`` names ``table`` outside its string literals and comments."""
-    spans = protected_spans(statement)
+    """Whether ``statement`` names ``table`` or its changes outside its string literals and
+    comments."""
     return any(
-        not any(start <= match.start() < stop for start, stop in spans)
-        for match in _reference(table, catalog).finditer(statement)
+        _named_by(statement, _reference(table, catalog, suffix)) for suffix in ("", CHANGES_SUFFIX)
     )
 
 
-def _reference(table: str, catalog: str | None = None) -> re.Pattern[str]:
+def _named_by(statement: str, pattern: re.Pattern[str]) -> bool:
+    spans = protected_spans(statement)
+    return any(
+        not any(start <= match.start() < stop for start, stop in spans)
+        for match in pattern.finditer(statement)
+    )
+
+
+def _substitute(statement: str, pattern: re.Pattern[str], name: str) -> str:
+    """``statement`` with each match of ``pattern`` outside string literals and comments
+    replaced by ``name``."""
+    spans = protected_spans(statement)
+
+    def replace(match: re.Match[str]) -> str:
+        inside = any(start <= match.start() < stop for start, stop in spans)
+        return match.group(0) if inside else name
+
+    return pattern.sub(replace, statement)
+
+
+def _reference(table: str, catalog: str | None = None, suffix: str = "") -> re.Pattern[str]:
+    """``db.t`` (each part quoted or not; ``catalog.`` before it allowed), or with ``suffix``
+    on the table's name (``db.`t$changes` ``)."""
     database, name = table.split(".", 1)
     part = r"(?:`{0}`|{0})"
     qualified = "" if catalog is None else rf"(?:{part.format(re.escape(catalog))}\s*\.\s*)?"
     return re.compile(
         rf"(?<![\w.`]){qualified}{part.format(re.escape(database))}\s*\.\s*"
-        rf"{part.format(re.escape(name))}(?![\w`])",
+        rf"{part.format(re.escape(name + suffix))}(?![\w`$])",
         re.IGNORECASE,
     )
 
@@ -125,6 +202,11 @@ def view_name(table: str) -> str:
     """The temporary view ``db.t`` is read through: one part, as Spark's views are."""
     database, name = table.split(".", 1)
     return f"paimon__{database}__{name}"
+
+
+def changes_view_name(table: str) -> str:
+    """The temporary view ``db.`t$changes` `` is read through."""
+    return f"{view_name(table)}__changes"
 
 
 def pin_inputs(
@@ -193,8 +275,14 @@ def window_changes(
     within one commit), not merged across commits. A delete is a row whose ``_tm_op`` is
     ``d`` and ``_tm_row_kind`` is ``-D``; ``_tm_order`` orders a key's changes."""
     paimon = paimon_source.open_table(catalog_options, table)
-    after = paimon_source.snapshot_at_watermark(paimon, table, start)
+    after = paimon_source.changes_start(paimon, table, start)
     through = paimon_source.snapshot_at_watermark(paimon, table, end)
+    return _changes(spark, catalog_options, table, after, through)
+
+
+def _changes(
+    spark: SparkSession, catalog_options: Mapping[str, str], table: str, after: int, through: int
+) -> DataFrame:
     paimon_datasource.register(spark)
     reader = _reader(spark, catalog_options, table, metadata_columns=True)
     return (

@@ -21,9 +21,10 @@ docs/window-jobs.md.
 
 A Paimon pipeline has no mirrors: ``run_job`` pins each input Paimon table at a snapshot for the
 whole job (the scheduler's pin, or the first snapshot whose watermark reaches the window's end,
-``spark_jobs.paimon_inputs``), runs each statement with its ``db.t`` names pointed at them, and
-drops the pins; the job's outputs go where its SQL says, in the Iceberg catalog the session has
-as its default (``tidemark.iceberg-catalog``).
+``spark_jobs.paimon_inputs``), runs each statement with its ``db.t`` names pointed at them (and
+``db.`t$changes` `` at the window's changes to them), and drops the pins; the job's outputs go
+where its SQL says, in the Iceberg catalog the session has as its default
+(``tidemark.iceberg-catalog``).
 
 Not thread-safe: the stamps and a job's ``spark`` settings are session conf, so one
 ``WindowJobs`` runs one window at a time. To run windows in parallel, give each thread its own
@@ -47,7 +48,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.merge.lake import MergeOutcome, MergeRequest, SparkMerge, merge_in_lake
 from spark_jobs.merge.request import MirrorSpec
 from spark_jobs.merge.spark import merge_range
-from spark_jobs.paimon_inputs import PinnedInputs, pin_inputs, pin_snapshots
+from spark_jobs.paimon_inputs import PinnedInputs, WindowChanges, pin_inputs, pin_snapshots
 from spark_jobs.user_sql import read_statements
 from tidemark.catalog import load_catalog
 from tidemark.config.model import (
@@ -214,23 +215,39 @@ class WindowJobs:
     # --- jobs ----------------------------------------------------------------------------
 
     def run_job(
-        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+        self,
+        job_name: str,
+        window: Window,
+        snapshots: Mapping[str, int] | None = None,
+        since: Mapping[str, int] | None = None,
     ) -> JobOutcome:
         """Run ``job_name``'s SQL for ``window``. A Paimon pipeline's job reads each input at
         its snapshot in ``snapshots`` (the scheduler's pin) while the table still has it,
-        else at the first snapshot whose watermark reaches the window's end."""
+        else at the first snapshot whose watermark reaches the window's end; and its changes
+        (``db.`t$changes` ``) after its snapshot in ``since`` (the one the job's previous
+        window read), else after the first snapshot whose watermark reaches the start."""
         started = self._clock()
         job = self.job(job_name)
         if isinstance(self._config.sink, PaimonSink):
             pinned = self._pin(job, window, snapshots or {})
+            changes = WindowChanges(
+                self._spark,
+                reveal(self._config.sink.catalog_properties),
+                pinned,
+                window.start_ms,
+                since or {},
+            )
             others = [s.name for s in self._plan.sinks if s.name not in job.inputs]
+
+            def resolve(statement: str) -> str:
+                resolved = pinned.resolve(statement, self._catalog, others)
+                changes.make(pinned.changes_read(statement, self._catalog))
+                return resolved
+
             try:
-                count = self._run_sql(
-                    job,
-                    window,
-                    lambda statement: pinned.resolve(statement, self._catalog, others),
-                )
+                count = self._run_sql(job, window, resolve)
             finally:
+                changes.release()
                 pinned.release(self._spark)
             read = pinned.snapshots()
             outcome = JobOutcome(job.name, window, (), count, self._clock() - started, read)

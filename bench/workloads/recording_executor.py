@@ -60,7 +60,11 @@ class RecordingExecutor:
         return None
 
     def run_job(
-        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+        self,
+        job_name: str,
+        window: Window,
+        snapshots: Mapping[str, int] | None = None,
+        since: Mapping[str, int] | None = None,
     ) -> object:
         self._call(f"job:{job_name}", window, None, self._cut())
         return None

@@ -33,6 +33,8 @@ class PinsExecutor:
 
     failures: int = 0
     calls: list[tuple[Window, dict[str, int]]] = field(default_factory=list)
+    #: per job call, the snapshots its window's changes start after (None: by watermark)
+    changes_since: list[dict[str, int] | None] = field(default_factory=list)
     #: each maintenance pass asked for: the table, and the snapshot it must keep from
     maintained: list[tuple[str, int | None]] = field(default_factory=list)
 
@@ -40,9 +42,14 @@ class PinsExecutor:
         raise AssertionError(f"a Paimon table has no mirror to merge: {sink_table}")
 
     def run_job(
-        self, job_name: str, window: Window, snapshots: Mapping[str, int] | None = None
+        self,
+        job_name: str,
+        window: Window,
+        snapshots: Mapping[str, int] | None = None,
+        since: Mapping[str, int] | None = None,
     ) -> object:
         self.calls.append((window, dict(snapshots or {})))
+        self.changes_since.append(None if since is None else dict(since))
         if len(self.calls) <= self.failures:
             raise RuntimeError("the job failed")
         return None
@@ -158,8 +165,8 @@ def test_a_window_is_pinned_when_recorded_and_run_again_at_the_same_snapshots(
     assert executor.calls == [(Window(at("10:00"), at("10:05")), pinned)] * 2
     (done,) = store.runs(unique_name, GMV)
     assert (done.state, done.snapshots) == (RunState.SUCCEEDED, pinned)
-    # the next window, to 10:10, is not complete yet: from the newest snapshots reported on
-    assert snapshots_needed(schedule, store) == {ORDERS: 3, USERS: 2}
+    # the next window reads its changes after what this one read
+    assert snapshots_needed(schedule, store) == pinned
 
 
 def test_a_late_change_read_by_a_window_re_runs_the_window_it_belongs_in(
@@ -195,6 +202,8 @@ def test_a_late_change_read_by_a_window_re_runs_the_window_it_belongs_in(
         (Window(at("10:00"), at("10:05")), at_10_10),  # again, with the late change
         (Window(at("10:05"), at("10:10")), at_10_10),
     ]
+    # its changes start where the window before read: a re-run's start at the window's start
+    assert executor.changes_since == [None, None, {ORDERS: 2, USERS: 2}]
 
 
 def test_maintenance_of_a_paimon_table_keeps_the_snapshots_a_failed_window_will_read_again(

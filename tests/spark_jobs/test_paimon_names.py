@@ -101,3 +101,26 @@ def test_a_statement_reading_a_paimon_table_the_job_did_not_pin_is_refused_with_
     assert PINNED.resolve(quiet, "tidemark", unpinned=["shop.refunds"]) == (
         "SELECT 'shop.refunds' FROM paimon__shop__orders -- not shop.refunds"
     )
+
+
+def test_a_pinned_tables_window_changes_are_read_by_its_dollar_changes_name() -> None:
+    statement = (
+        "SELECT o._tm_op FROM shop.`orders$changes` o JOIN `shop`.`orders$changes` p "
+        "JOIN tidemark.shop.orders$changes q JOIN shop.orders r "
+        "WHERE o.note = 'shop.`customers$changes`' -- shop.`customers$changes`"
+    )
+
+    assert PINNED.changes_read(statement, "tidemark") == ["shop.orders"]
+    assert PINNED.resolve(statement, "tidemark") == (
+        "SELECT o._tm_op FROM paimon__shop__orders__changes o "
+        "JOIN paimon__shop__orders__changes p "
+        "JOIN paimon__shop__orders__changes q JOIN paimon__shop__orders r "
+        "WHERE o.note = 'shop.`customers$changes`' -- shop.`customers$changes`"
+    )
+
+
+def test_the_changes_of_a_paimon_table_the_job_did_not_pin_are_refused_with_the_fix() -> None:
+    statement = "SELECT * FROM shop.`refunds$changes`"
+
+    with pytest.raises(UnpinnedInputError, match="reads shop.refunds.*add shop.refunds"):
+        PINNED.resolve(statement, "tidemark", unpinned=["shop.refunds"])

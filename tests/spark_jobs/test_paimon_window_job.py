@@ -11,7 +11,7 @@ import pytest
 from pyiceberg.catalog import Catalog
 from pyspark.sql import SparkSession
 
-from spark_jobs.paimon_inputs import view_name
+from spark_jobs.paimon_inputs import changes_view_name, view_name
 from spark_jobs.window_jobs import JobOutcome, WindowJobs
 from tests.paimon_tables import PaimonTables
 from tests.spark_jobs.test_paimon_read import (
@@ -24,6 +24,7 @@ from tests.spark_jobs.test_paimon_read import (
 )
 from tidemark.config import load_pipeline
 from tidemark.config.plan import Plan, SinkTable
+from tidemark.lake.paimon import SnapshotNotFoundError
 from tidemark.stack.endpoints import LakeEndpoint
 from tidemark.windows import Window, from_epoch_ms
 
@@ -42,6 +43,15 @@ FROM shop.orders o JOIN shop.customers c ON o.customer_id = c.id
 GROUP BY c.region;
 """
 
+#: per window, how many changes of each kind the window brought to shop.orders
+ORDER_CHANGES_SQL = """\
+CREATE TABLE IF NOT EXISTS {namespace}.order_changes (
+    window_end TIMESTAMP, op STRING, changes BIGINT) USING iceberg;
+DELETE FROM {namespace}.order_changes WHERE window_end = TIMESTAMP '${{window_end}}';
+INSERT INTO {namespace}.order_changes
+SELECT TIMESTAMP '${{window_end}}', _tm_op, COUNT(*) FROM shop.`orders$changes` GROUP BY _tm_op;
+"""
+
 
 @pytest.fixture
 def paimon(tmp_path: Path) -> PaimonTables:
@@ -55,6 +65,7 @@ def jobs(
     """The window jobs of a Paimon pipeline over ``paimon``'s ``shop`` tables, whose job
     ``revenue`` writes to the test's namespace of the test's Iceberg lake."""
     (tmp_path / "revenue.sql").write_text(REVENUE_SQL.format(namespace=namespace))
+    (tmp_path / "changes.sql").write_text(ORDER_CHANGES_SQL.format(namespace=namespace))
     catalog = "".join(
         f"    catalog.properties.{key}: {value}\n" for key, value in lake.properties().items()
     )
@@ -65,6 +76,7 @@ def jobs(
         f"tidemark:\n  catalog-name: {lake.name}\n  iceberg-catalog:\n{catalog}"
         "  jobs:\n    revenue:\n      inputs: [shop.orders, shop.customers]\n"
         "      sql: revenue.sql\n"
+        "    order_changes:\n      inputs: [shop.orders]\n      sql: changes.sql\n"
     )
     config = load_pipeline(tmp_path / "p.yaml", {})
     sinks = tuple(
@@ -79,6 +91,12 @@ def revenue(catalog: Catalog, namespace: str, end_ms: int) -> dict[str, float]:
     # Spark's TIMESTAMP is Iceberg's timestamptz
     end = from_epoch_ms(end_ms)
     return {row["region"]: row["revenue"] for row in rows if row["window_end"] == end}
+
+
+def order_changes(catalog: Catalog, namespace: str, end_ms: int) -> dict[str, int]:
+    rows = catalog.load_table(f"{namespace}.order_changes").scan().to_arrow().to_pylist()
+    end = from_epoch_ms(end_ms)
+    return {row["op"]: row["changes"] for row in rows if row["window_end"] == end}
 
 
 def window(end_ms: int) -> Window:
@@ -129,3 +147,34 @@ def test_a_pinned_snapshot_expired_since_is_read_at_the_oldest_one_kept(
 
     assert outcome.snapshots == {ORDERS: 2, CUSTOMERS: 1}
     assert "Reading the oldest snapshots kept instead (shop.orders at 2" in caplog.text
+
+
+def test_a_job_reads_a_windows_changes_after_the_snapshot_the_window_before_read(
+    jobs: WindowJobs, paimon: PaimonTables, catalog: Catalog, namespace: str, spark: SparkSession
+) -> None:
+    write_orders(paimon)  # commits at watermarks 1000, 2000, 3000
+
+    # by hand: after the first snapshot reaching the start (1000), snapshot 1
+    jobs.run_job("order_changes", window(2000))
+    # the scheduler's: after the snapshot the window before read
+    jobs.run_job("order_changes", window(3000), {ORDERS: 3}, since={ORDERS: 2})
+
+    assert order_changes(catalog, namespace, 2000) == {"u": 2, "d": 1, "c": 1}  # commit 2
+    assert order_changes(catalog, namespace, 3000) == {"d": 2, "u": 1, "c": 1}  # commit 3
+    assert not spark.catalog.tableExists(changes_view_name(ORDERS)), "the views are released"
+
+    # a window whose window before read snapshot 1 gets commits 2 and 3
+    jobs.run_job("order_changes", window(3000), {ORDERS: 3}, since={ORDERS: 1})
+    assert order_changes(catalog, namespace, 3000) == {"u": 3, "d": 3, "c": 2}
+
+
+def test_changes_whose_start_cannot_be_told_after_an_expiry_are_refused(
+    jobs: WindowJobs, paimon: PaimonTables
+) -> None:
+    write_orders(paimon)
+    (Path(paimon.warehouse) / "shop.db" / "orders" / "snapshot" / "snapshot-1").unlink()
+
+    # the first snapshot reaching 2000 is 2; had snapshot 1 reached it too, the changes would
+    # start there, and snapshot 1 is gone
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 1, which would tell, has expired"):
+        jobs.run_job("order_changes", window(3000))

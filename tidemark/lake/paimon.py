@@ -593,6 +593,27 @@ def snapshot_at_watermark(table: Table, name: str, watermark: int) -> int:
     )
 
 
+def changes_start(table: Table, name: str, start: int) -> int:
+    """The snapshot a window starting at ``start`` (epoch ms) reads the changes after: the
+    state a window ending at ``start`` reads (``snapshot_at_watermark``).
+
+    That it is the first snapshot reaching ``start`` is proven by the snapshot before it
+    (whose watermark is lower) or by its being the table's first. When the one before has
+    expired, an earlier snapshot may have reached ``start`` too, and the changes would miss
+    what it committed: ``SnapshotNotFoundError`` (the scheduler keeps that snapshot for every
+    window not run yet, ``scheduler.retention``).
+    """
+    first = snapshot_at_watermark(table, name, start)
+    if first > 1 and table.snapshot_manager().get_snapshot_by_id(first - 1) is None:
+        raise SnapshotNotFoundError(
+            f"Paimon table {name}: the changes since watermark {start} start after snapshot "
+            f"{first} or an earlier one, and snapshot {first - 1}, which would tell, has "
+            "expired: read the changes of a later window, or keep snapshots longer "
+            "(snapshot.num-retained.min)"
+        )
+    return first
+
+
 def earliest_snapshot(table: Table) -> int | None:
     """The id of the table's oldest retained snapshot; None for a table never committed to."""
     snapshot = table.snapshot_manager().try_get_earliest_snapshot()
