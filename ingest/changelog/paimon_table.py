@@ -15,6 +15,7 @@ snapshot is published.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ import pyarrow.compute as pc
 
 from ingest.changelog.fencing import ConcurrentWriterError
 from ingest.changelog.table import changelog_schema
+from ingest.schema.evolution import holds, promotes
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
 from tidemark.contracts.instance import WRITER_KEY, writer_id
@@ -57,6 +59,10 @@ EVERY_ROW_OPTION = "tidemark.every-row"
 KEEP_DELETES_OPTION = "tidemark.keep-deletes"
 #: what ingest's rows do not carry: Paimon's row kind and the mark of a kept delete
 _WRITER_COLUMNS = frozenset({ROW_KIND_COLUMN, MIRROR_DELETED_COLUMN})
+#: the columns renamed in place, old name -> the name it has now (JSON): rows of a structure
+#: from before a rename (buffered at the rename, or read again after a restart) carry the old
+#: name, and their values go to the column under its new name
+RENAMED_OPTION = "tidemark.renamed-columns"
 
 _OP = MetadataColumn.OPERATION.value
 _ORDER = MetadataColumn.ORDER_KEY.value
@@ -82,7 +88,7 @@ class PaimonChangelog:
         self._catalog = catalog
         self._table = table
         self.writing = threading.RLock()
-        self.schema = self._changelog_schema()
+        self._read_schema()
         self._every_row = table.options.get(EVERY_ROW_OPTION) == "true"
         self._keep_deletes = table.options.get(KEEP_DELETES_OPTION) == "true"
         #: the newest snapshot with Tidemark's progress, as this writer last saw or made it
@@ -96,21 +102,82 @@ class PaimonChangelog:
     def properties(self) -> dict[str, str]:
         return self._table.options
 
-    def _changelog_schema(self) -> pa.Schema:
-        """The Paimon table's columns as ingest's rows have them (without the row kind)."""
+    def _read_schema(self) -> None:
+        """The table's columns as ingest's rows have them (without the row kind), and the old
+        names of its columns renamed in place, which rows of older structures still carry:
+        ``schema`` has those too, so that such rows keep their values (``_renamed``)."""
         columns = self._table.arrow_schema()
         data = [f for f in columns if f.name not in METADATA_NAMES | _WRITER_COLUMNS]
-        return changelog_schema(pa.schema(data))
+        self._stored = changelog_schema(pa.schema(data))
+        present = set(columns.names)
+        renamed = json.loads(self._table.options.get(RENAMED_OPTION, "{}"))
+        #: old name -> current name, for old names that are no column now
+        self._old_names = {
+            old: new for old, new in renamed.items() if old not in present and new in present
+        }
+        old_columns = [
+            pa.field(old, columns.field(new).type) for old, new in self._old_names.items()
+        ]
+        self.schema = pa.schema([*self._stored, *old_columns])
 
     def data_schema(self) -> pa.Schema:
-        return pa.schema([field for field in self.schema if field.name not in METADATA_NAMES])
+        return pa.schema([field for field in self._stored if field.name not in METADATA_NAMES])
 
     def evolve(
-        self, add: Sequence[pa.Field], widen: Sequence[pa.Field], properties: Mapping[str, str]
+        self,
+        add: Sequence[pa.Field],
+        widen: Sequence[pa.Field],
+        properties: Mapping[str, str],
+        renamed: Mapping[str, str] | None = None,
     ) -> None:
+        """As ``ChangelogWriter.evolve``; ``renamed`` columns are renamed in place, keeping
+        their values, where the new type is the old one or a widening of it (else the new
+        name is added, as in an Iceberg changelog, with a WARNING)."""
         with self.writing:
-            self._table = self._catalog.alter_table(self.identifier, add, widen, properties)
-            self.schema = self._changelog_schema()
+            columns = self._table.arrow_schema()
+            rename, drop, widen = {}, [], list(widen)
+            for old, new in (renamed or {}).items():
+                target = next((f for f in add if f.name == new), None)
+                if target is None and new in columns.names:
+                    target = columns.field(new)  # added before the rename was known
+                if old not in columns.names or target is None:
+                    continue
+                before = columns.field(old).type
+                if not (holds(before, target.type) or promotes(before, target.type)):
+                    logger.warning(
+                        "%s: %s renamed to %s changed its type from %s to %s, which the column "
+                        "cannot hold: %s is a new column and %s keeps its values",
+                        self.identifier,
+                        old,
+                        new,
+                        before,
+                        target.type,
+                        new,
+                        old,
+                    )
+                    continue
+                rename[old] = new
+                if new in columns.names:
+                    drop.append(new)  # no row has a value there yet: its rows come after
+                if not holds(before, target.type):
+                    widen.append(pa.field(new, target.type))
+            if rename:
+                properties = {**properties, RENAMED_OPTION: self._renames_after(rename)}
+            add = [field for field in add if field.name not in rename.values()]
+            self._table = self._catalog.alter_table(
+                self.identifier, add, widen, properties, rename, drop
+            )
+            self._read_schema()
+            for old, new in rename.items():
+                logger.info("%s: column %s renamed to %s in place", self.identifier, old, new)
+
+    def _renames_after(self, rename: Mapping[str, str]) -> str:
+        """The table's old names after ``rename``: a chain (a -> b, then b -> c) ends at the
+        name each has now."""
+        known = json.loads(self._table.options.get(RENAMED_OPTION, "{}"))
+        known = {old: rename.get(new, new) for old, new in known.items()}
+        known.update(rename)
+        return json.dumps(known, sort_keys=True)
 
     def has_commits(self) -> bool:
         return self._table.has_snapshots()
@@ -133,7 +200,20 @@ class PaimonChangelog:
         self, rows: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None = None
     ) -> Commit:
         with self.writing:
-            return self._commit_keyed(self._keyed_rows(rows), progress, bootstrap)
+            return self._commit_keyed(self._keyed_rows(self._renamed(rows)), progress, bootstrap)
+
+    def _renamed(self, rows: pa.Table) -> pa.Table:
+        """``rows`` with each old name's values in the column under its name now: a row of an
+        older structure has only the old name, one of a newer only the new one."""
+        for old, new in self._old_names.items():
+            if old not in rows.column_names:
+                continue
+            if new in rows.column_names:
+                index = rows.schema.get_field_index(new)
+                merged = pc.coalesce(rows[new], rows[old].cast(rows.schema.field(new).type))
+                rows = rows.set_column(index, rows.schema.field(new), merged)
+            rows = rows.drop_columns([old])
+        return rows
 
     def _commit_keyed(
         self, keyed: pa.Table, progress: TableProgress, bootstrap: BootstrapState | None
@@ -244,7 +324,7 @@ class PaimonChangelog:
     def _deletes(self, keys: pa.Table, marker: Mapping[str, object]) -> pa.Table:
         """Delete rows of ``keys``, carrying ``marker``'s metadata."""
         columns = {}
-        for field in self.schema:
+        for field in self._stored:
             if field.name in keys.column_names:
                 columns[field.name] = keys[field.name].cast(field.type)
             elif field.name in METADATA_NAMES:
@@ -266,7 +346,7 @@ class PaimonChangelog:
                     pc.greater(stored[_ORDER], order),
                 )
             )
-            deletes = read.select(self.schema.names).cast(self.schema)
+            deletes = read.select(self._stored.names).cast(self._stored)
             deletes = deletes.set_column(
                 deletes.schema.get_field_index(_OP),
                 _OP,

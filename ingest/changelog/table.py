@@ -106,10 +106,16 @@ class ChangelogTable:
         return pa.schema([field for field in self.schema if field.name not in METADATA_NAMES])
 
     def evolve(
-        self, add: Sequence[pa.Field], widen: Sequence[pa.Field], properties: Mapping[str, str]
+        self,
+        add: Sequence[pa.Field],
+        widen: Sequence[pa.Field],
+        properties: Mapping[str, str],
+        renamed: Mapping[str, str] | None = None,
     ) -> None:
         """Add columns, widen types and set properties, in one commit
-        (``ingest.schema.evolution``)."""
+        (``ingest.schema.evolution``). A changelog keeps its history: a renamed column is
+        added under its new name and the old one stays (the merge maps them, ``renamed`` is
+        in the schema history the properties carry)."""
         with self.writing:
             with _transaction(self._table) as transaction:
                 if add or widen:

@@ -14,7 +14,8 @@ docs/architecture.md#pipeline-file-facts) and the sink's
   no behaviour drops or renames a column there; ``evolve`` and ``try_evolve`` differ only in
   what the window merge does to the mirror (``spark_jobs.merge.columns``). Renames are told
   from a drop and an add by the ALTER statement (``ingest.schema.ddl.renamed_columns``) and
-  recorded in the schema history.
+  recorded in the schema history. A sink table that is the mirror (Paimon) renames the column
+  in place instead (``ChangelogWriter.evolve``'s ``renamed``).
 
 A change type the sink excludes is treated as under ``ignore``.
 """
@@ -104,7 +105,7 @@ def plan_evolution(
     ignored += [f"dropped column {name} stays, NULL from now on" for name in change.dropped]
     for name, old, new in change.retyped:
         current = changelog.field(changelog.get_field_index(_spelled(changelog, name)))
-        if _holds(current.type, new):
+        if holds(current.type, new):
             continue
         if applying and SchemaChangeType.ALTER_COLUMN_TYPE in allowed and promotes(old, new):
             widen.append(pa.field(current.name, new, nullable=True))
@@ -124,7 +125,7 @@ def _spelled(schema: pa.Schema, name: str) -> str:
     return next(field.name for field in schema if field.name.lower() == name.lower())
 
 
-def _holds(column: pa.DataType, values: pa.DataType) -> bool:
+def holds(column: pa.DataType, values: pa.DataType) -> bool:
     """Whether a column of type ``column`` takes every value of type ``values`` unchanged."""
     return column.equals(values) or promotes(values, column)
 

@@ -12,7 +12,7 @@ nothing is decoded with a guessed structure.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ingest.errors import SchemaChangeStopError
@@ -162,11 +162,22 @@ class SchemaTracker:
             return False
         versions[-1] = replace(versions[-1], renamed_from=found)
         self._current.pop(table_id, None)
-        self._changelog.evolve((), (), versions_property(table_id, versions))
+        self._changelog.evolve((), (), versions_property(table_id, versions), self._in_place(found))
         logger.info("%s: version %d renamed %s", table_id, versions[-1].version, found)
         return True
 
     # --- internals -----------------------------------------------------------------------
+
+    def _in_place(self, renamed_from: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """old -> new of the renames a sink that is the mirror may apply in place: those the
+        behavior follows (``rename.column`` allowed, neither ``ignore`` nor ``exception``)."""
+        behavior = self._options.behavior
+        if (
+            behavior in (SchemaChangeBehavior.IGNORE, SchemaChangeBehavior.EXCEPTION)
+            or SchemaChangeType.RENAME_COLUMN not in self._options.allowed
+        ):
+            return {}
+        return {old: new for new, old in renamed_from}
 
     def _version_of(self, table_id: str, names: frozenset[str]) -> SchemaVersion:
         versions = self._versions[table_id]
@@ -250,7 +261,10 @@ class SchemaTracker:
             _renamed_from(change, self._renames.pop(table.table_id, {})),
         )
         self._changelog.evolve(
-            plan.add, plan.widen, versions_property(table.table_id, [*versions, version])
+            plan.add,
+            plan.widen,
+            versions_property(table.table_id, [*versions, version]),
+            self._in_place(version.renamed_from),
         )
         versions.append(version)
         self._current.pop(table.table_id, None)

@@ -349,3 +349,35 @@ def test_a_widened_column_widens_in_the_paimon_table_and_keeps_its_rows(
     table = sink.table()
     assert table is not None
     assert table.arrow_schema().field("qty").type == pa.int64()
+
+
+def test_a_renamed_column_is_renamed_in_the_paimon_table_keeping_its_values(
+    source: SourceEndpoint,
+    admin_connection: Connection,
+    server_id: int,
+    paimon_pipeline: PaimonPipeline,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT)")
+    path, sink = paimon_pipeline("stock")
+    runner = sink.runners()(load_pipeline(path))
+    with admin_connection.cursor() as cursor:  # rows before and after it, in one flush
+        cursor.execute("INSERT INTO stock VALUES (1, 10), (2, 20)")
+        cursor.execute("ALTER TABLE stock RENAME COLUMN qty TO amount")
+        cursor.execute("INSERT INTO stock VALUES (3, 30)")
+        cursor.execute("UPDATE stock SET amount = 11 WHERE id = 1")
+    run_to_end(runner, source, server_id, max_seconds=60)
+    # while ingest is stopped: it finds the new structure at start, then reads the ALTER
+    with admin_connection.cursor() as cursor:
+        cursor.execute("UPDATE stock SET amount = 21 WHERE id = 2")
+        cursor.execute("ALTER TABLE stock CHANGE amount units BIGINT")
+        cursor.execute("INSERT INTO stock VALUES (4, 5000000000)")
+    run_to_end(sink.runners()(load_pipeline(path)), source, server_id, max_seconds=60)
+
+    table = sink.table()
+    assert table is not None
+    schema = table.arrow_schema()
+    assert "qty" not in schema.names and "amount" not in schema.names
+    assert schema.field("units").type == pa.int64()
+    rows = {row["id"]: row["units"] for row in table.read(["id", "units"]).to_pylist()}
+    assert rows == {1: 11, 2: 21, 3: 30, 4: 5_000_000_000}

@@ -490,11 +490,15 @@ class PaimonCatalog:
         add: Sequence[pa.Field],
         widen: Sequence[pa.Field],
         options: Mapping[str, str],
+        rename: Mapping[str, str] | None = None,
+        drop: Sequence[str] = (),
     ) -> PaimonTable:
-        """Add columns (at the end), widen types and set options, in one schema change."""
-        changes: list[Any] = [
-            SchemaChange.add_column(field.name, _paimon_type(field)) for field in add
-        ]
+        """Drop columns, rename columns (old -> new: the column keeps its field id, so the
+        files written before read under the new name), add columns (at the end), widen types
+        and set options, in that order, in one schema change."""
+        changes: list[Any] = [SchemaChange.drop_column(name) for name in drop]
+        changes += [SchemaChange.rename_column(old, new) for old, new in (rename or {}).items()]
+        changes += [SchemaChange.add_column(field.name, _paimon_type(field)) for field in add]
         changes += [
             SchemaChange.update_column_type(field.name, _paimon_type(field), True)
             for field in widen

@@ -57,9 +57,16 @@ class ChangelogWriter(ChangelogHistory, Protocol):
         ...
 
     def evolve(
-        self, add: Sequence[pa.Field], widen: Sequence[pa.Field], properties: Mapping[str, str]
+        self,
+        add: Sequence[pa.Field],
+        widen: Sequence[pa.Field],
+        properties: Mapping[str, str],
+        renamed: Mapping[str, str] | None = None,
     ) -> None:
-        """Add columns, widen types and set properties, in one commit."""
+        """Add columns, widen types and set properties, in one commit. ``renamed`` (old ->
+        new) tells which columns of ``add`` (or added before) are old ones renamed: a
+        changelog that keeps history adds them all the same; a table that is the mirror
+        (Paimon) renames the old column in place."""
         ...
 
     def commit(

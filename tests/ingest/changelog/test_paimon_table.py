@@ -268,3 +268,60 @@ def test_a_null_in_a_key_column_stops_the_commit_with_the_fix(
 
     stored = paimon.load_table(IDENTIFIER)
     assert stored is not None and not stored.has_snapshots()
+
+
+def amounts(paimon: PaimonCatalog, column: str) -> dict[int, int | None]:
+    table = paimon.load_table(IDENTIFIER)
+    assert table is not None
+    return {row["id"]: row[column] for row in table.read(["id", column]).to_pylist()}
+
+
+def test_a_renamed_column_keeps_its_values_and_takes_rows_still_under_the_old_name(
+    open_table: Open, paimon: PaimonCatalog
+) -> None:
+    table = open_table()
+    table.commit(batch(table, [change(1, 1, Operation.INSERT, 10)]), progress_at(1))
+
+    table.evolve([pa.field("amount", pa.int64())], [], {}, renamed={"qty": "amount"})
+    # rows of the structure before the rename: buffered when it came, or read again after a
+    # restart (the table renamed already, the rows' position not committed yet)
+    before = [change(2, 2, Operation.INSERT, 20)]
+    after = {**change(3, 3, Operation.INSERT), "amount": 30}
+    table.commit(pa.Table.from_pylist([*before, after], schema=table.schema), progress_at(2))
+
+    reopened = open_table()  # a restart: the old name is still known
+    assert "qty" in reopened.schema.names and "qty" not in reopened.data_schema().names
+    reopened.commit(batch(reopened, [change(4, 4, Operation.INSERT, 40)]), progress_at(3))
+    assert amounts(paimon, "amount") == {1: 10, 2: 20, 3: 30, 4: 40}
+    stored = paimon.load_table(IDENTIFIER)
+    assert stored is not None and "qty" not in stored.arrow_schema().names
+
+
+def test_a_rename_known_after_its_new_column_was_added_renames_over_it(
+    open_table: Open, paimon: PaimonCatalog
+) -> None:
+    """Ingest started after the ALTER: it added the new name, then read the ALTER."""
+    table = open_table()
+    table.commit(batch(table, [change(1, 1, Operation.INSERT, 10)]), progress_at(1))
+    table.evolve([pa.field("units", pa.int64())], [], {})
+
+    table.evolve([], [], {}, renamed={"qty": "units"})
+    table.evolve([pa.field("total", pa.int64())], [], {}, renamed={"units": "total"})
+
+    assert amounts(paimon, "total") == {1: 10}
+    rows = [{**change(2, 2, Operation.INSERT), "qty": 20}, {**change(3, 3, Operation.INSERT)}]
+    rows[1]["units"] = 30
+    table.commit(pa.Table.from_pylist(rows, schema=table.schema), progress_at(2))
+    assert amounts(paimon, "total") == {1: 10, 2: 20, 3: 30}
+
+
+def test_a_rename_to_a_type_the_column_cannot_hold_adds_the_new_name(
+    open_table: Open, paimon: PaimonCatalog, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = open_table()
+    table.commit(batch(table, [change(1, 1, Operation.INSERT, 10)]), progress_at(1))
+
+    table.evolve([pa.field("label", pa.string())], [], {}, renamed={"qty": "label"})
+
+    assert table.data_schema().names == ["id", "qty", "label"]
+    assert "qty renamed to label changed its type from int64 to string" in caplog.text
