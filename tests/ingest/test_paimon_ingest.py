@@ -381,3 +381,45 @@ def test_a_renamed_column_is_renamed_in_the_paimon_table_keeping_its_values(
     assert schema.field("units").type == pa.int64()
     rows = {row["id"]: row["units"] for row in table.read(["id", "units"]).to_pylist()}
     assert rows == {1: 11, 2: 21, 3: 30, 4: 5_000_000_000}
+
+
+@pytest.mark.parametrize("tool", ["gh-ost", "pt-osc"])
+def test_an_online_schema_change_reaches_the_paimon_table_at_the_swap(
+    tool: str,
+    source: SourceEndpoint,
+    admin_connection: Connection,
+    server_id: int,
+    paimon_pipeline: PaimonPipeline,
+) -> None:
+    helper, retired = {
+        "gh-ost": ("_stock_gho", "_stock_del"),
+        "pt-osc": ("_stock_new", "_stock_old"),
+    }[tool]
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT)")
+    path, sink = paimon_pipeline(
+        "stock", source_options="scan.parse.online.schema.changes.enabled: true"
+    )
+    runner = sink.runners()(load_pipeline(path))
+    with admin_connection.cursor() as cursor:  # what the tool does, step by step
+        cursor.execute("INSERT INTO stock VALUES (1, 10)")
+        cursor.execute(f"CREATE TABLE {helper} LIKE stock")
+        cursor.execute(f"ALTER TABLE {helper} ADD COLUMN note TEXT, MODIFY qty BIGINT")
+        cursor.execute(f"INSERT INTO {helper} (id, qty) SELECT id, qty FROM stock")
+        cursor.execute("UPDATE stock SET qty = 11 WHERE id = 1")  # during the copy
+        cursor.execute(f"REPLACE INTO {helper} (id, qty) VALUES (1, 11)")  # the tool's copy
+        cursor.execute(f"RENAME TABLE stock TO {retired}, {helper} TO stock")
+        cursor.execute(f"DROP TABLE {retired}")
+        cursor.execute("INSERT INTO stock VALUES (2, 5000000000, 'after the swap')")
+    run_to_end(runner, source, server_id, max_seconds=60)
+
+    table = sink.table()
+    assert table is not None
+    assert table.arrow_schema().field("qty").type == pa.int64()
+    rows = table.read(["id", "qty", "note", "_tm_source_table"]).to_pylist()
+    assert sorted((r["id"], r["qty"], r["note"], r["_tm_source_table"]) for r in rows) == [
+        (1, 11, None, "stock"),
+        (2, 5_000_000_000, "after the swap", "stock"),
+    ]
+    catalog = open_paimon_catalog({"warehouse": sink.warehouse})
+    assert catalog.list_tables(sink.identifier.split(".")[0]) == [sink.identifier]
