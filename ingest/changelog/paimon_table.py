@@ -129,13 +129,17 @@ class PaimonChangelog:
         widen: Sequence[pa.Field],
         properties: Mapping[str, str],
         renamed: Mapping[str, str] | None = None,
+        dropped: Sequence[str] = (),
     ) -> None:
         """As ``ChangelogWriter.evolve``; ``renamed`` columns are renamed in place, keeping
         their values, where the new type is the old one or a widening of it (else the new
-        name is added, as in an Iceberg changelog, with a WARNING)."""
+        name is added, as in an Iceberg changelog, with a WARNING); ``dropped`` columns are
+        dropped, except key and partition columns."""
         with self.writing:
             columns = self._table.arrow_schema()
-            rename, drop, widen = {}, [], list(widen)
+            rename, widen = {}, list(widen)
+            kept = {*self._table.primary_keys, *self._table.partition_keys}
+            drop = [name for name in dropped if name in columns.names and name not in kept]
             for old, new in (renamed or {}).items():
                 target = next((f for f in add if f.name == new), None)
                 if target is None and new in columns.names:
@@ -170,6 +174,9 @@ class PaimonChangelog:
             self._read_schema()
             for old, new in rename.items():
                 logger.info("%s: column %s renamed to %s in place", self.identifier, old, new)
+            for name in dropped:
+                if name in drop:
+                    logger.info("%s: column %s dropped, as at the source", self.identifier, name)
 
     def _renames_after(self, rename: Mapping[str, str]) -> str:
         """The table's old names after ``rename``: a chain (a -> b, then b -> c) ends at the

@@ -111,11 +111,12 @@ class ChangelogTable:
         widen: Sequence[pa.Field],
         properties: Mapping[str, str],
         renamed: Mapping[str, str] | None = None,
+        dropped: Sequence[str] = (),
     ) -> None:
         """Add columns, widen types and set properties, in one commit
         (``ingest.schema.evolution``). A changelog keeps its history: a renamed column is
-        added under its new name and the old one stays (the merge maps them, ``renamed`` is
-        in the schema history the properties carry)."""
+        added under its new name and the old one stays, as a dropped one does (the merge
+        follows both into the mirror from the schema history the properties carry)."""
         with self.writing:
             with _transaction(self._table) as transaction:
                 if add or widen:

@@ -162,22 +162,51 @@ class SchemaTracker:
             return False
         versions[-1] = replace(versions[-1], renamed_from=found)
         self._current.pop(table_id, None)
-        self._changelog.evolve((), (), versions_property(table_id, versions), self._in_place(found))
+        self._changelog.evolve(
+            (), (), versions_property(table_id, versions), self._renamed_in_place(found)
+        )
         logger.info("%s: version %d renamed %s", table_id, versions[-1].version, found)
         return True
 
     # --- internals -----------------------------------------------------------------------
 
-    def _in_place(self, renamed_from: Sequence[tuple[str, str]]) -> dict[str, str]:
-        """old -> new of the renames a sink that is the mirror may apply in place: those the
-        behavior follows (``rename.column`` allowed, neither ``ignore`` nor ``exception``)."""
-        behavior = self._options.behavior
-        if (
-            behavior in (SchemaChangeBehavior.IGNORE, SchemaChangeBehavior.EXCEPTION)
-            or SchemaChangeType.RENAME_COLUMN not in self._options.allowed
-        ):
+    def _follows(self, change: SchemaChangeType) -> bool:
+        """Whether a sink that is the mirror (Paimon) applies ``change`` (a rename, a drop) in
+        place: under ``evolve`` and ``try_evolve`` with the change taken by the sink, as a
+        window merge does to an Iceberg mirror (Flink CDC's meanings: ``lenient`` keeps the
+        old column)."""
+        return (
+            self._options.behavior in (SchemaChangeBehavior.EVOLVE, SchemaChangeBehavior.TRY_EVOLVE)
+            and change in self._options.allowed
+        )
+
+    def _renamed_in_place(self, renamed_from: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """old -> new of the renames a sink that is the mirror applies in place."""
+        if not self._follows(SchemaChangeType.RENAME_COLUMN):
             return {}
         return {old: new for new, old in renamed_from}
+
+    def _dropped_in_place(
+        self, table_id: str, version: SchemaVersion, *, started: bool
+    ) -> tuple[str, ...]:
+        """The columns ``version`` of ``table_id`` dropped that a sink that is the mirror
+        drops in place: those no other source table of the sink still has (a shard that
+        keeps a column keeps it in the table). Not a structure found at start-up that also
+        added columns: the ALTER read next may tell that a drop was a rename, whose values
+        a drop would lose."""
+        versions = self._versions[table_id]
+        if not versions or not self._follows(SchemaChangeType.DROP_COLUMN):
+            return ()
+        previous = {column.name.lower() for column in versions[-1].table.columns}
+        if started and any(c.name.lower() not in previous for c in version.table.columns):
+            return ()
+        before = {column.name.lower(): column.name for column in versions[-1].table.columns}
+        kept = {column.name.lower() for column in version.table.columns}
+        kept |= {old.lower() for _, old in version.renamed_from}
+        for other, history in self._versions.items():
+            if other != table_id and history:
+                kept |= {column.name.lower() for column in history[-1].table.columns}
+        return tuple(name for lowered, name in before.items() if lowered not in kept)
 
     def _version_of(self, table_id: str, names: frozenset[str]) -> SchemaVersion:
         versions = self._versions[table_id]
@@ -264,7 +293,8 @@ class SchemaTracker:
             plan.add,
             plan.widen,
             versions_property(table.table_id, [*versions, version]),
-            self._in_place(version.renamed_from),
+            self._renamed_in_place(version.renamed_from),
+            self._dropped_in_place(table.table_id, version, started=started),
         )
         versions.append(version)
         self._current.pop(table.table_id, None)

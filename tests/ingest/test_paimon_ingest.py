@@ -102,6 +102,9 @@ def source_rows(source: SourceConnection, database: str) -> dict[int, int]:
 
 PaimonPipeline = Callable[..., tuple[Path, PaimonSink]]
 
+#: ``extra`` of a pipeline that follows drops and renames (Flink CDC's ``evolve``)
+EVOLVE = "  schema.change.behavior: evolve\n"
+
 
 @pytest.fixture
 def paimon_pipeline(
@@ -359,7 +362,7 @@ def test_a_renamed_column_is_renamed_in_the_paimon_table_keeping_its_values(
 ) -> None:
     with admin_connection.cursor() as cursor:
         cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT)")
-    path, sink = paimon_pipeline("stock")
+    path, sink = paimon_pipeline("stock", extra=EVOLVE)
     runner = sink.runners()(load_pipeline(path))
     with admin_connection.cursor() as cursor:  # rows before and after it, in one flush
         cursor.execute("INSERT INTO stock VALUES (1, 10), (2, 20)")
@@ -381,6 +384,54 @@ def test_a_renamed_column_is_renamed_in_the_paimon_table_keeping_its_values(
     assert schema.field("units").type == pa.int64()
     rows = {row["id"]: row["units"] for row in table.read(["id", "units"]).to_pylist()}
     assert rows == {1: 11, 2: 21, 3: 30, 4: 5_000_000_000}
+
+
+def test_a_dropped_column_is_dropped_from_the_paimon_table(
+    source: SourceEndpoint,
+    admin_connection: Connection,
+    server_id: int,
+    paimon_pipeline: PaimonPipeline,
+) -> None:
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT, note TEXT)")
+    path, sink = paimon_pipeline("stock", extra=EVOLVE)
+    runner = sink.runners()(load_pipeline(path))
+    with admin_connection.cursor() as cursor:
+        cursor.execute("INSERT INTO stock VALUES (1, 10, 'first')")
+        cursor.execute("ALTER TABLE stock DROP COLUMN note")
+        cursor.execute("INSERT INTO stock VALUES (2, 20)")
+    run_to_end(runner, source, server_id, max_seconds=60)
+
+    table = sink.table()
+    assert table is not None
+    assert "note" not in table.arrow_schema().names
+    assert sink.rows() == {1: 10, 2: 20}
+
+
+def test_under_lenient_a_renamed_or_dropped_column_stays_beside_the_new_one(
+    source: SourceEndpoint,
+    admin_connection: Connection,
+    server_id: int,
+    paimon_pipeline: PaimonPipeline,
+) -> None:
+    """Flink CDC's ``lenient`` (the default): the table keeps every column it had."""
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT, note TEXT)")
+    path, sink = paimon_pipeline("stock")
+    runner = sink.runners()(load_pipeline(path))
+    with admin_connection.cursor() as cursor:
+        cursor.execute("INSERT INTO stock VALUES (1, 10, 'first')")
+        cursor.execute("ALTER TABLE stock RENAME COLUMN qty TO amount, DROP COLUMN note")
+        cursor.execute("INSERT INTO stock VALUES (2, 20)")
+    run_to_end(runner, source, server_id, max_seconds=60)
+
+    table = sink.table()
+    assert table is not None
+    read = table.read(["id", "qty", "amount", "note"]).to_pylist()
+    assert sorted(tuple(row.values()) for row in read) == [
+        (1, 10, None, "first"),
+        (2, None, 20, None),
+    ]
 
 
 @pytest.mark.parametrize("tool", ["gh-ost", "pt-osc"])

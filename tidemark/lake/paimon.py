@@ -305,6 +305,10 @@ class PaimonTable:
     def primary_keys(self) -> tuple[str, ...]:
         return tuple(self._table.primary_keys)
 
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return tuple(self._table.partition_keys)
+
     def arrow_schema(self) -> pa.Schema:
         return PyarrowFieldParser.from_paimon_schema(self._table.fields)
 

@@ -62,11 +62,13 @@ class ChangelogWriter(ChangelogHistory, Protocol):
         widen: Sequence[pa.Field],
         properties: Mapping[str, str],
         renamed: Mapping[str, str] | None = None,
+        dropped: Sequence[str] = (),
     ) -> None:
         """Add columns, widen types and set properties, in one commit. ``renamed`` (old ->
-        new) tells which columns of ``add`` (or added before) are old ones renamed: a
-        changelog that keeps history adds them all the same; a table that is the mirror
-        (Paimon) renames the old column in place."""
+        new) tells which columns of ``add`` (or added before) are old ones renamed, and
+        ``dropped`` which columns the source dropped: a changelog that keeps history adds
+        the new names and keeps the dropped; a table that is the mirror (Paimon) renames and
+        drops in place."""
         ...
 
     def commit(

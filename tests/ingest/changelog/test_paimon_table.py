@@ -325,3 +325,17 @@ def test_a_rename_to_a_type_the_column_cannot_hold_adds_the_new_name(
 
     assert table.data_schema().names == ["id", "qty", "label"]
     assert "qty renamed to label changed its type from int64 to string" in caplog.text
+
+
+def test_a_dropped_column_is_dropped_and_a_key_column_never_is(
+    open_table: Open, paimon: PaimonCatalog
+) -> None:
+    table = open_table()
+    table.commit(batch(table, [change(1, 1, Operation.INSERT, 10)]), progress_at(1))
+
+    table.evolve([], [], {}, dropped=["qty", "id"])
+
+    assert table.data_schema().names == ["id"]
+    # a row of the structure before the drop, read again after a restart: the value goes
+    table.commit(batch(table, [change(2, 2, Operation.INSERT)]), progress_at(2))
+    assert amounts(paimon, "id") == {1: 1, 2: 2}
