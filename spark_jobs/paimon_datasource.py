@@ -100,11 +100,21 @@ class PaimonRead:
 
     def columns(self, table: paimon_source.Table) -> pa.Schema:
         """The columns Spark sees."""
-        schema = paimon_source.arrow_schema(table, row_kind=self.changes_after is not None)
-        if self.metadata_columns:
-            return schema
-        hidden = METADATA_NAMES | {paimon_source.ROW_KIND_COLUMN}
-        return pa.schema([column for column in schema if column.name not in hidden])
+        return visible_columns(
+            table, changes=self.changes_after is not None, metadata_columns=self.metadata_columns
+        )
+
+
+def visible_columns(
+    table: paimon_source.Table, *, changes: bool, metadata_columns: bool
+) -> pa.Schema:
+    """The columns a read of ``table`` shows: Paimon's row kind only in a read of changes,
+    Tidemark's ``_tm_*`` columns only with ``metadata_columns``."""
+    schema = paimon_source.arrow_schema(table, row_kind=changes)
+    if metadata_columns:
+        return schema
+    hidden = METADATA_NAMES | {paimon_source.ROW_KIND_COLUMN}
+    return pa.schema([column for column in schema if column.name not in hidden])
 
 
 def _integer(options: Mapping[str, str], key: str) -> int | None:

@@ -25,9 +25,9 @@ catalog as ``spark.sql.defaultCatalog``. Nothing equivalent exists for a Python 
 
 So each view has a one-part name (``view_name``), and ``PinnedInputs.resolve`` points each
 ``db.t`` of a statement at its view, outside string literals and comments; ``cat.db.t``
-(another catalog, named) is left alone. Where ``paimon-spark`` is on the classpath the job needs
-none of this: the Paimon catalog under the pipeline's name and a per-table dynamic option
-(``spark.paimon.<catalog>.<db>.<t>.scan.snapshot-id``) pin the same snapshot for ``db.t``.
+(another catalog, named) is left alone. Where ``paimon-spark`` is on the classpath the views
+read through Paimon's own catalog instead of ``tidemark_paimon`` (``spark_jobs.paimon_spark``:
+``VERSION AS OF`` and ``paimon_incremental_query``); the names reach them the same way.
 
 A window's changes to an input are read by the name ``db.`t$changes` ``, after the fashion of
 Paimon's system tables (``t$audit_log``): every change committed after the state the window
@@ -42,9 +42,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs import paimon_datasource
+from spark_jobs import paimon_datasource, paimon_spark
 from spark_jobs.user_sql import protected_spans
 from tidemark.errors import ConfigError
 from tidemark.lake import paimon as paimon_source
@@ -250,14 +250,11 @@ def pin_snapshots(
         paimon_source.require_snapshot(
             paimon_source.open_table(catalog_options, table), table, snapshot_id
         )
-    paimon_datasource.register(spark)
     inputs = []
     for table, snapshot_id in snapshots.items():
-        frame = _reader(spark, catalog_options, table, metadata_columns).option(
-            "snapshot-id", str(snapshot_id)
-        )
+        frame = _read(spark, catalog_options, table, snapshot_id, metadata_columns=metadata_columns)
         view = view_name(table)
-        frame.load().createOrReplaceTempView(view)
+        frame.createOrReplaceTempView(view)
         inputs.append(PinnedInput(table, view, snapshot_id))
     return PinnedInputs(tuple(inputs))
 
@@ -283,19 +280,32 @@ def window_changes(
 def _changes(
     spark: SparkSession, catalog_options: Mapping[str, str], table: str, after: int, through: int
 ) -> DataFrame:
+    return _read(spark, catalog_options, table, through, after=after, metadata_columns=True)
+
+
+def _read(
+    spark: SparkSession,
+    catalog_options: Mapping[str, str],
+    table: str,
+    snapshot_id: int,
+    *,
+    after: int | None = None,
+    metadata_columns: bool,
+) -> DataFrame:
+    """``table`` at ``snapshot_id``, or its changes after snapshot ``after`` up to it: through
+    Paimon's own Spark runtime where it is on the classpath, else through ``tidemark_paimon``."""
+    if paimon_spark.available(spark):
+        paimon = paimon_source.open_table(catalog_options, table)
+        shown = paimon_datasource.visible_columns(
+            paimon, changes=after is not None, metadata_columns=metadata_columns
+        ).names
+        paimon_spark.register_catalog(spark, catalog_options)
+        if after is None:
+            return spark.sql(paimon_spark.snapshot_query(table, snapshot_id, shown))
+        return spark.sql(paimon_spark.changes_query(table, after, snapshot_id, shown))
     paimon_datasource.register(spark)
-    reader = _reader(spark, catalog_options, table, metadata_columns=True)
-    return (
-        reader.option("changes-after-snapshot", str(after))
-        .option("snapshot-id", str(through))
-        .load()
-    )
-
-
-def _reader(
-    spark: SparkSession, catalog_options: Mapping[str, str], table: str, metadata_columns: bool
-) -> DataFrameReader:
     reader = spark.read.format(paimon_datasource.NAME).options(**catalog_options)
-    return reader.option("table", table).option(
-        "metadata-columns", "true" if metadata_columns else "false"
-    )
+    reader = reader.option("table", table).option("snapshot-id", str(snapshot_id))
+    if after is not None:
+        reader = reader.option("changes-after-snapshot", str(after))
+    return reader.option("metadata-columns", "true" if metadata_columns else "false").load()

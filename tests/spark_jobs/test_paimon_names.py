@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from spark_jobs import paimon_spark
 from spark_jobs.paimon_datasource import PaimonRead, _balanced
 from spark_jobs.paimon_inputs import PinnedInput, PinnedInputs, UnpinnedInputError
 from tidemark.errors import ConfigError
@@ -124,3 +125,19 @@ def test_the_changes_of_a_paimon_table_the_job_did_not_pin_are_refused_with_the_
 
     with pytest.raises(UnpinnedInputError, match="reads shop.refunds.*add shop.refunds"):
         PINNED.resolve(statement, "tidemark", unpinned=["shop.refunds"])
+
+
+def test_with_paimon_spark_an_input_is_read_at_its_snapshot_through_paimons_own_catalog() -> None:
+    assert paimon_spark.catalog_conf({"metastore": "filesystem", "warehouse": "s3://lake/wh"}) == {
+        "spark.sql.catalog.tidemark_paimon": "org.apache.paimon.spark.SparkCatalog",
+        "spark.sql.catalog.tidemark_paimon.metastore": "filesystem",
+        "spark.sql.catalog.tidemark_paimon.warehouse": "s3://lake/wh",
+    }
+    assert paimon_spark.snapshot_query("shop.orders", 12, ["id", "odd`name"]) == (
+        "SELECT `id`, `odd``name` FROM `tidemark_paimon`.`shop`.`orders` VERSION AS OF 12"
+    )
+    # Paimon's incremental-between: after the first snapshot, up to and with the second
+    assert paimon_spark.changes_query("shop.orders", 11, 12, ["id", "_tm_row_kind"]) == (
+        "SELECT `id`, `_tm_row_kind` FROM "
+        "paimon_incremental_query('tidemark_paimon.shop.orders', '11', '12')"
+    )

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
+from spark_jobs import paimon_spark
 from spark_jobs.paimon_datasource import register
 from spark_jobs.paimon_inputs import pin_inputs, view_name, window_changes
 from tests.paimon_tables import Change, PaimonTables, state_after
@@ -181,3 +182,11 @@ def test_the_window_changes_are_the_rows_committed_between_two_watermarks(
         for commit in ORDER_COMMITS[1:]
         for change in commit
     )
+
+
+def test_without_paimon_spark_on_the_classpath_reads_go_through_tidemark_paimon(
+    spark: SparkSession,
+) -> None:
+    """The stack's Spark has paimon-bundle (maintenance), not Paimon's Spark runtime: every
+    read of this module went through the data source."""
+    assert not paimon_spark.available(spark)
