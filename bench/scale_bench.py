@@ -24,6 +24,11 @@ after their lake:
    Watermark lag = t − the table's watermark at t: the newest its commits stamped (in their
    snapshot summaries) or a watermark report gave it, for every table at every second of the
    load after its first 5 s: p50 and p99.
+   **Drain** (#46): once the load's rows are committed, ``--bursts`` bursts of one ``UPDATE``
+   of every table, as fast as one connection goes, each followed by quiet: seconds from the
+   burst's last write to the last table's commit holding its row (the first commit of the
+   table with rows that began after its write), p50 and p95 over the bursts; a burst not
+   drained ``--drain-wait`` after its last write counts as later than any.
 4. **Windows** (Spark; skipped with ``--no-scheduler``): ``tidemark schedule FILE`` starts
    (Spark ``local[*]``, 4 workers, the merges without Spark in ``--merge-processes``, by
    default one per core) while ingest runs on and a light load (``--scheduler-tps``) keeps the
@@ -123,6 +128,10 @@ class Options:
     window_minutes: int = 5
     windows: int = 1
     merge_wait: float = 180.0
+    #: bursts of one write per table measured after the load (#46)
+    bursts: int = 3
+    #: seconds after a burst's last write it must be committed by
+    drain_wait: float = 120.0
     scheduler_tps: int = 50
     #: ``tidemark schedule --max-workers``: windows running at once
     scheduler_workers: int = 4
@@ -148,6 +157,8 @@ QUICK = Options(
     load_seconds=20.0,
     window_minutes=1,
     merge_wait=60.0,
+    bursts=2,
+    drain_wait=60.0,
 )
 
 
@@ -174,6 +185,8 @@ class ScaleResult:
     load_cpu: dict[str, float] = field(default_factory=dict)
     flush_p50_s: float = float("nan")
     flush_max_s: float = float("nan")
+    #: per burst, seconds from its last write to its last row committed; None: not drained
+    drain_delays: list[float | None] = field(default_factory=list)
     window_ends: list[datetime] = field(default_factory=list)
     #: seconds from each measured window's end to each mirror's merge; None: not merged
     merge_delays: list[float | None] = field(default_factory=list)
@@ -188,7 +201,7 @@ class ScaleResult:
     end_mb_per_table: float = float("nan")
     metadata_files_max: float = float("nan")
     changelog_metadata_files_max: float = float("nan")
-    #: phase ("start", "idle", "load", "windows", "end") -> why its figures are missing
+    #: phase ("start", "idle", "load", "drain", "windows", "end") -> why its figures are missing
     missing: dict[str, str] = field(default_factory=dict)
 
 
@@ -536,6 +549,21 @@ def run_load(
         connection.close()
 
 
+def run_burst(endpoints: StackEndpoints, database: str, tables: Sequence[str]) -> dict[str, float]:
+    """One autocommit ``UPDATE`` of each table, as fast as one connection goes; when each
+    table's was done (Unix time)."""
+    connection = endpoints.mariadb.admin_source().connect()  # autocommit
+    written = {}
+    try:
+        with connection.cursor() as cursor:
+            for table in tables:
+                cursor.execute(f"UPDATE {database}.{table} SET qty = qty + 1 WHERE id = 1")
+                written[table] = time.time()
+    finally:
+        connection.close()
+    return written
+
+
 def pipeline_file(
     folder: Path, lake: BenchLake, name: str, window_minutes: int, server_id: int = SERVER_ID
 ) -> Path:
@@ -752,6 +780,48 @@ class Phases:
         result.load_mb_per_table_hour = _per_table_hour(
             folder.bytes - idle_folder.bytes, len(self.tables), ended - idle_ended
         )
+
+    def drain(self) -> None:
+        """Bursts of one write per table, each followed by quiet (``drain_delays``)."""
+        options = self.options
+        for _ in range(options.bursts):
+            if not self._quiet(options.drain_wait):
+                self._missing("drain", "the load's rows were still committing")
+                return
+            written = run_burst(self.endpoints, self.name, self.tables)
+            last_write = max(written.values())
+            drained = self._drained(written, last_write + options.drain_wait)
+            self.result.drain_delays.append(None if drained is None else drained - last_write)
+            if not self.alive():
+                self._died("drain")
+                return
+
+    def _quiet(self, timeout: float, quiet_for: float = 3.0) -> bool:
+        """Wait until no commit with rows has ended for ``quiet_for`` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.alive():
+            self.events.poll()
+            last = max((c["ended"] for c in self.events.all("commit") if c["rows"]), default=0.0)
+            if time.time() - last >= quiet_for:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def _drained(self, written: Mapping[str, float], deadline: float) -> float | None:
+        """When the last table's row of the burst was committed; None if not by ``deadline``."""
+        waiting = {f"{self.name}.{table}_changelog": at for table, at in written.items()}
+        last = 0.0
+        while time.time() < deadline and self.alive():
+            self.events.poll()
+            for commit in self.events.all("commit"):
+                at = waiting.get(commit["table"])
+                if at is not None and commit["rows"] and commit["began"] >= at:
+                    del waiting[commit["table"]]
+                    last = max(last, commit["ended"])
+            if not waiting:
+                return last
+            time.sleep(0.1)
+        return None
 
     def windows(self, path: Path, cleanup: ExitStack) -> None:
         """The scheduler with Spark, under a light load, until the measured windows are merged
@@ -992,6 +1062,8 @@ def _phases(phases: Phases, path: Path, lifetime: float, cleanup: ExitStack) -> 
     idled = phases.idle()
     if idled is not None:
         phases.load(*idled)
+        if phases.alive():
+            phases.drain()
         if phases.options.scheduler and phases.alive():
             phases.windows(path, cleanup)
     phases.finish()
@@ -1100,6 +1172,8 @@ def figures(result: ScaleResult, label: str | None = None, *, why: bool = True) 
     missing = dict(result.missing)
     if result.merge_delays:  # measured, but merged later than the wait
         missing["merges"] = f"not all merged {options.merge_wait:.0f} s after the end"
+    if None in result.drain_delays:
+        missing.setdefault("drain", f"not committed {options.drain_wait:.0f} s after the burst")
     label = run_label(result) if label is None else label
     load = f"{label}, {options.tps} tx/s"
     out = [
@@ -1140,6 +1214,21 @@ def figures(result: ScaleResult, label: str | None = None, *, why: bool = True) 
         figure("load", f"{load}: table commits/s", result.load_commits_per_s, "commits/s"),
         *_load_cpu_figures(result, load, figure),
     ]
+    if options.bursts:
+        drains = [float("inf") if d is None else d for d in result.drain_delays]
+        burst = f"{label}, a burst of one write per table, then quiet"
+        out += [
+            figure("drain", f"{burst}: last row committed, p50", percentile(drains, 50), "s"),
+            figure(
+                "drain",
+                f"{burst}: last row committed, p95",
+                percentile(drains, 95),
+                "s",
+                "<=",
+                10,
+                46,
+            ),
+        ]
     if options.scheduler:
         windows = f"{label}, {options.window_minutes}-min windows"
         delays = [float("inf") if d is None else d for d in result.merge_delays]
@@ -1270,6 +1359,8 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
     parser.add_argument("--window-minutes", type=int, help="5 by default, 1 with --quick")
     parser.add_argument("--windows", type=int, help="window ends measured")
     parser.add_argument("--merge-wait", type=float, help="seconds after the last window's end")
+    parser.add_argument("--bursts", type=int, help="bursts of one write per table (0: none)")
+    parser.add_argument("--drain-wait", type=float, help="seconds a burst may take to commit")
     parser.add_argument("--scheduler-tps", type=int, help="transactions/s while scheduling")
     parser.add_argument("--scheduler-workers", type=int, help="the scheduler's --max-workers")
     parser.add_argument(
@@ -1301,6 +1392,8 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Options, Path | None]
             "window_minutes",
             "windows",
             "merge_wait",
+            "bursts",
+            "drain_wait",
             "scheduler_tps",
             "scheduler_workers",
             "merge_processes",

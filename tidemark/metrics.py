@@ -112,6 +112,13 @@ INGEST_BEHIND = Gauge(
     _PROCESS,
     registry=REGISTRY,
 )
+INGEST_TABLES_WAITING = Gauge(
+    "tidemark_ingest_tables_waiting",
+    "Tables with changes read but not committed yet (waiting for a commit slot or in one), "
+    "as of the last progress check",
+    _PROCESS,
+    registry=REGISTRY,
+)
 INGEST_BINLOG_BYTES = Counter(
     "tidemark_ingest_binlog_bytes",
     "Bytes of binlog read, as the positions of the transactions read advance (events of "
@@ -345,6 +352,19 @@ class IngestMetrics:
     def reconnected(self) -> None:
         INGEST_RECONNECTS.labels(self.pipeline).inc()
 
+    def waiting(self, tables: int) -> None:
+        """``tables`` tables have changes read and not committed yet."""
+        INGEST_TABLES_WAITING.labels(self.pipeline).set(tables)
+
+    def oldest(self) -> tuple[str, float] | None:
+        """The table whose committed watermark is the oldest, and its lag in seconds: how
+        far behind the lake is (the newest watermark read says only how far the reading is)."""
+        with self._lock:
+            if not self._watermarks:
+                return None
+            table = min(self._watermarks, key=self._watermarks.__getitem__)
+        return table, self._lag(table)
+
     def _lag(self, table: str) -> float:
         with self._lock:
             watermark = self._watermarks.get(table)
@@ -365,8 +385,9 @@ def forget_stream(pipeline: str) -> None:
         for metric in (INGEST_WATERMARK_LAG, INGEST_WATERMARK):
             with contextlib.suppress(KeyError):
                 metric.remove(pipeline, table)
-    with contextlib.suppress(KeyError):
-        INGEST_BEHIND.remove(pipeline)
+    for process_metric in (INGEST_BEHIND, INGEST_TABLES_WAITING):
+        with contextlib.suppress(KeyError):
+            process_metric.remove(pipeline)
 
 
 @dataclass(frozen=True)

@@ -89,3 +89,9 @@ class Heartbeat:
 BinlogEvent = (
     TransactionStarted | RowsChanged | TransactionCommitted | StatementExecuted | Heartbeat
 )
+
+
+@dataclass(slots=True)
+class Woken:
+    """Not the server's: the reader's consumer asked to be woken between events
+    (``ProcessBinlogReader.wake``), because it has work that need not wait for the next one."""

@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection
 from types import TracebackType
 
 from ingest.binlog import event_wire
-from ingest.binlog.events import BinlogEvent
+from ingest.binlog.events import BinlogEvent, Woken
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from ingest.gc_pacing import fewer_collections
 from tidemark.lifeline import end_with_parent
@@ -59,6 +59,13 @@ _END = "end"
 _FAILED = "failed"
 
 
+class _WakeUp:
+    """A wake-up in a reader's inbox (``ProcessBinlogReader.wake``)."""
+
+
+_WAKE_UP = _WakeUp()
+
+
 class ProcessBinlogReader:
     """``BinlogReader(source, start, ...)``, read and decoded in a child process."""
 
@@ -73,7 +80,8 @@ class ProcessBinlogReader:
     ) -> None:
         self._process, receive = _take_process()
         self._receive = Connection(receive, writable=False)
-        self._inbox: queue.Queue[bytes | None] = queue.Queue(maxsize=_BATCHES_AHEAD)
+        #: the child's batches as they come (None: the pipe ended), and wake-ups
+        self._inbox: queue.Queue[bytes | None | _WakeUp] = queue.Queue(maxsize=_BATCHES_AHEAD)
         self._taker: threading.Thread | None = None
         settings = (source, start, follow, databases, heartbeat_seconds)
         assert self._process.stdin is not None
@@ -91,7 +99,13 @@ class ProcessBinlogReader:
         """The reading process's id."""
         return self._process.pid
 
-    def events(self) -> Iterator[BinlogEvent]:
+    def wake(self) -> None:
+        """Have ``events`` yield a ``Woken`` now if it waits for the next batch (from any
+        thread). A reader that is behind has batches queued: it is awake, and this is a no-op."""
+        with contextlib.suppress(queue.Full):
+            self._inbox.put_nowait(_WAKE_UP)
+
+    def events(self) -> Iterator[BinlogEvent | Woken]:
         assert self._taker is None, "a reader's events are read once"
         self._taker = threading.Thread(target=self._take, name="binlog batches", daemon=True)
         self._taker.start()
@@ -104,6 +118,9 @@ class ProcessBinlogReader:
                     f"{self._exit_code()}): killed, or out of memory? Reading resumes from the "
                     "last transaction boundary"
                 )
+            if isinstance(message, _WakeUp):
+                yield Woken()
+                continue
             batch = event_wire.unpack(message)
             if batch == _END:
                 return
@@ -134,7 +151,7 @@ class ProcessBinlogReader:
         except subprocess.TimeoutExpired:
             return None
 
-    def __iter__(self) -> Iterator[BinlogEvent]:
+    def __iter__(self) -> Iterator[BinlogEvent | Woken]:
         return self.events()
 
     def close(self) -> None:

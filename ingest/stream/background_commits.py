@@ -2,7 +2,9 @@
 
 At most one commit per table is in flight, so a table's commits land in the order they were
 made; the loop hands out a table's rows when it has a free slot (``IngestRunner._top_up``) and
-collects what ended on its own thread, where counts and reports are kept. A commit spends
+collects what ended on its own thread, where counts and reports are kept; a commit that ends
+wakes the loop (``waking``), so that waiting rows take its slot at once rather than at the next
+binlog event, which may be a heartbeat a second away, or none at all. A commit spends
 about half its time waiting for the catalog's database and the files, which the other threads
 use; the rest holds Python's lock, so more threads than a few add nothing on one core.
 """
@@ -10,8 +12,9 @@ use; the rest holds Python's lock, so more threads than a few add nothing on one
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -39,9 +42,28 @@ class BackgroundCommits:
         self._in_flight: dict[str, tuple[TableFlush, ChangelogWriter, Future[Commit]]] = {}
         #: commits that ended, appended by the pool's threads (deque appends are atomic)
         self._ended: deque[tuple[str, Future[Commit]]] = deque()
+        #: called on a pool thread after each commit ends (``waking``)
+        self._wake: Callable[[], None] = _nothing
+
+    @contextlib.contextmanager
+    def waking(self, wake: Callable[[], None]) -> Iterator[None]:
+        """Call ``wake`` (from the pool's threads) after each commit that ends in the block."""
+        self._wake = wake
+        try:
+            yield
+        finally:
+            self._wake = _nothing
+
+    def _ended_one(self, sink: str, done: Future[Commit]) -> None:
+        self._ended.append((sink, done))
+        self._wake()
 
     def __contains__(self, sink: object) -> bool:
         return sink in self._in_flight
+
+    def sinks(self) -> list[str]:
+        """The tables with a commit in flight."""
+        return list(self._in_flight)
 
     @property
     def free(self) -> int:
@@ -52,7 +74,7 @@ class BackgroundCommits:
         assert sink not in self._in_flight  # one commit per table at a time: they stay in order
         future = self._pool.submit(_commit_rows, table_flush, table)
         self._in_flight[sink] = (table_flush, table, future)
-        future.add_done_callback(lambda done: self._ended.append((sink, done)))
+        future.add_done_callback(lambda done: self._ended_one(sink, done))
 
     def ended(self) -> Iterator[Ended]:
         """The commits that have ended since the last call, without waiting."""
@@ -73,6 +95,10 @@ class BackgroundCommits:
         table_flush, table, future = self._in_flight.pop(sink)
         error = future.exception()
         return Ended(table_flush, table, None if error else future.result(), error)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _commit_rows(table_flush: TableFlush, table: ChangelogWriter) -> Commit:

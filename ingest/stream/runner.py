@@ -21,7 +21,7 @@ from typing import Protocol
 
 import pymysql
 
-from ingest.binlog.events import Heartbeat, RowsChanged, TransactionCommitted
+from ingest.binlog.events import Heartbeat, RowsChanged, TransactionCommitted, Woken
 from ingest.binlog.process import ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from ingest.bootstrap.background import BackgroundBootstrap
@@ -223,27 +223,31 @@ class IngestRunner:
             "Reading the binlog of %s:%d from %s", self._source.host, self._source.port, start
         )
         open_reader = ProcessBinlogReader if self._settings.decode_in_process else BinlogReader
-        with open_reader(
-            self._source,
-            start,
-            follow=True,
-            databases=self._databases,
-            heartbeat_seconds=self._settings.heartbeat_seconds,
-        ) as reader:
+        with (
+            open_reader(
+                self._source,
+                start,
+                follow=True,
+                databases=self._databases,
+                heartbeat_seconds=self._settings.heartbeat_seconds,
+            ) as reader,
+            self._in_flight.waking(getattr(reader, "wake", _no_wake)),
+        ):
             for event in reader:
-                self._events += 1
-                if type(event) is TransactionCommitted:
-                    self._metrics.read_transaction(event.event_time_ms, event.position)
-                elif type(event) is Heartbeat:
-                    self._metrics.caught_up()
-                forced = self._assembler.on_event(event)
-                if forced is not None:
-                    self._commit(forced)
-                elif type(event) is RowsChanged:
-                    # a transaction's row events come together (the binlog has them at its
-                    # commit): what follows waits for its end, or for its next part of
-                    # max_transaction_rows in a large one
-                    continue
+                if not isinstance(event, Woken):  # else a commit ended: its slot is free now
+                    self._events += 1
+                    if type(event) is TransactionCommitted:
+                        self._metrics.read_transaction(event.event_time_ms, event.position)
+                    elif type(event) is Heartbeat:
+                        self._metrics.caught_up()
+                    forced = self._assembler.on_event(event)
+                    if forced is not None:
+                        self._commit(forced)
+                    elif type(event) is RowsChanged:
+                        # a transaction's row events come together (the binlog has them at its
+                        # commit): what follows waits for its end, or for its next part of
+                        # max_transaction_rows in a large one
+                        continue
                 self._top_up()
                 if isinstance(event, Heartbeat) or self._due():
                     self._tick()
@@ -472,15 +476,29 @@ class IngestRunner:
         return table
 
     def _log_progress(self, now: float) -> None:
+        """The progress line: how far the reading is (the newest watermark read) and how far
+        the lake is (the table committed least far, and how many tables wait for a commit)."""
         elapsed = now - self._last_progress_log
         lag_s = self._wall_clock() - self._assembler.watermark_ms / 1000
+        waiting = {*self._assembler.pending_sinks(), *self._in_flight.sinks()}
+        waiting_tables = sum(1 for sink in waiting if not is_errors_sink(sink))
+        self._metrics.waiting(waiting_tables)
+        oldest = self._metrics.oldest()
+        behind = "" if oldest is None else f"; oldest table {oldest[0]} {oldest[1]:.1f} s behind"
         logger.info(
-            "%d rows in %d commits so far; %.0f rows/s lately; position %s; watermark lag %.1f s",
+            "%d rows in %d commits so far; %.0f rows/s lately; position %s; read up to %.1f s "
+            "ago%s; %d table(s) waiting for a commit",
             self._summary.rows,
             self._summary.commits,
             (self._summary.rows - self._rows_at_last_log) / max(elapsed, 1e-9),
             self._assembler.boundary,
             lag_s,
+            behind,
+            waiting_tables,
         )
         self._rows_at_last_log = self._summary.rows
         self._last_progress_log = now
+
+
+def _no_wake() -> None:
+    """A reader that decodes in this process cannot be woken: heartbeats wake its loop."""

@@ -187,6 +187,19 @@ def test_merges_later_than_the_wait_make_the_p95_unmeasured_and_say_so() -> None
     assert within.value == 90.0
 
 
+def test_a_burst_drains_from_its_last_write_and_one_never_committed_says_so() -> None:
+    drained = ScaleResult(1000, Options(), drain_delays=[2.0, 3.0, 4.0])
+    stuck = ScaleResult(1000, Options(drain_wait=120), drain_delays=[2.0, None])
+
+    burst = "1,000 tables on JDBC+local, a burst of one write per table, then quiet"
+    by_name = {f.name: f for f in scale_bench.figures(drained)}
+    assert by_name[f"{burst}: last row committed, p50"].value == 3.0
+    p95 = by_name[f"{burst}: last row committed, p95"]
+    assert (p95.value, p95.target) == (4.0, Target("<=", 10, 46))
+    stuck_names = {f.name for f in scale_bench.figures(stuck)}
+    assert f"{burst}: last row committed, p95 (not committed 120 s after the burst)" in stuck_names
+
+
 def test_quick_runs_ten_and_a_hundred_tables_with_one_minute_windows() -> None:
     options, figures = scale_bench.parse_args(["--quick", "--idle-seconds", "5"])
 

@@ -126,3 +126,17 @@ def test_binlog_bytes_follow_the_positions_read_across_files() -> None:
         metrics.read_transaction(0, position)
 
     assert sample("tidemark_ingest_binlog_bytes_total", pipeline="bytes") == 100 + 500 + 300
+
+
+def test_the_oldest_table_is_the_one_committed_least_far_not_the_newest_read() -> None:
+    now = [1_000.0]
+    metrics = IngestMetrics("oldest", clock=lambda: now[0])
+    assert metrics.oldest() is None  # nothing committed yet
+    metrics.committed("shop.orders", 1, 1, 0.1, 999_000, 0)
+    metrics.committed("shop.quiet", 1, 1, 0.1, 880_000, 0)  # its last rows wait for a slot
+
+    now[0] = 1_010.0
+    metrics.waiting(1)
+
+    assert metrics.oldest() == ("shop.quiet", 130.0)
+    assert sample("tidemark_ingest_tables_waiting", pipeline="oldest") == 1

@@ -18,7 +18,7 @@ import pytest
 
 from bench.polling import wait_until
 from ingest.binlog import event_wire, process
-from ingest.binlog.events import RowsChanged
+from ingest.binlog.events import RowsChanged, Woken
 from ingest.binlog.process import BATCH_EVENTS, ProcessBinlogReader
 from ingest.binlog.reader import BinlogReader, StreamInterruptedError
 from tests.ingest.binlog.every_event import comparable, write_every_kind_of_event
@@ -46,6 +46,7 @@ def _read(
     events, structures = [], []
     with reader_type(source, start, databases=[database]) as reader:
         for event in reader:
+            assert not isinstance(event, Woken), "nothing asked this reader to wake"
             if event.position > end:
                 continue  # other tests' transactions
             events.append(comparable(event))
@@ -95,11 +96,12 @@ def test_a_quiet_stream_hands_on_what_it_has_without_waiting_for_a_full_batch(
         try:
             # the stream stays open: the events up to ``end`` come though no batch filled up
             for event in reader:
+                assert not isinstance(event, Woken), "nothing asked this reader to wake"
                 if event.position >= end:
                     break
         finally:
             deadline.cancel()
-    assert event.position == end
+    assert not isinstance(event, Woken) and event.position == end
 
 
 def test_a_killed_reading_process_is_a_broken_stream_to_resume(
