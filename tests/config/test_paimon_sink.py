@@ -518,7 +518,7 @@ def test_validate_names_the_paimon_metastore(
     assert main(["validate", str(path)]) == 0
     assert capsys.readouterr().out == (
         f"{path}: valid (mysql cdc@db:3306, paimon filesystem metastore, 1 table pattern, "
-        "0 routes, 0 transforms, mirrors every 5 min, 0 jobs)\n"
+        "0 routes, 0 transforms, each table its own mirror, 0 jobs)\n"
     )
 
 

@@ -51,10 +51,16 @@ def summary(config: PipelineConfig) -> str:
         _count(len(source.table_selectors), "table pattern"),
         _count(len(config.routes), "route"),
         _count(len(config.transforms), "transform"),
-        f"mirrors every {format_duration(config.tidemark.window)}",
+        _mirrors(config),
         _count(len(config.tidemark.jobs), "job"),
     ]
     return ", ".join(parts)
+
+
+def _mirrors(config: PipelineConfig) -> str:
+    if isinstance(config.sink, PaimonSink):  # a primary-key table: no window merges it
+        return "each table its own mirror"
+    return f"mirrors every {format_duration(config.tidemark.window)}"
 
 
 def _lake(config: PipelineConfig) -> str:
