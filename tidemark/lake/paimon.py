@@ -63,7 +63,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
 from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
-from tidemark.errors import ConfigError, TerminalError
+from tidemark.errors import ConfigError, TerminalError, TransientError
 
 #: the pypaimon release whose commit internals ``_Stamping`` is written and tested against
 SUPPORTED_PYPAIMON = "2.1.0"
@@ -541,8 +541,9 @@ Split = Any
 Table = Any
 
 
-class WatermarkNotReachedError(TerminalError):
-    """No snapshot of the table has a watermark at or past the one asked for."""
+class WatermarkNotReachedError(TransientError):
+    """No snapshot of the table has a watermark at or past the one asked for: not yet (as an
+    Iceberg mirror's ``WindowNotCompleteError``)."""
 
 
 class SnapshotNotFoundError(TerminalError):
