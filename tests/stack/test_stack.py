@@ -17,7 +17,14 @@ from tests.stack_helpers import free_port_block, free_ports
 from tidemark.app.cli import main
 from tidemark.errors import ConfigError, TerminalError
 from tidemark.stack.mysql import MySQLSystem
-from tidemark.stack.process import owned_pid, port_is_open, spawn_daemon, wait_for
+from tidemark.stack.process import (
+    LOG_ROTATE_BYTES,
+    START_LINE,
+    owned_pid,
+    port_is_open,
+    spawn_daemon,
+    wait_for,
+)
 from tidemark.stack.service import ServiceFailedError
 from tidemark.stack.settings import (
     OBJECT_STORE_HTTP_PORTS,
@@ -103,6 +110,18 @@ def test_a_pid_reused_by_another_of_the_stacks_processes_is_not_ours(tmp_path: P
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_log_grown_too_large_is_moved_aside_when_its_daemon_starts(tmp_path: Path) -> None:
+    log, pid_file = tmp_path / "kafka.log", tmp_path / "kafka.pid"
+    with log.open("wb") as grown:  # sparse: large without the disk it names
+        grown.write(b"what an earlier run wrote\n")
+        grown.truncate(LOG_ROTATE_BYTES + 1)
+
+    spawn_daemon(["true"], log=log, pid_file=pid_file, cwd=tmp_path).wait()
+
+    assert (tmp_path / "kafka.log.1").read_bytes().startswith(b"what an earlier run wrote")
+    assert log.read_text().startswith(START_LINE)
 
 
 def test_a_port_override_that_is_not_a_port_is_refused() -> None:

@@ -24,6 +24,9 @@ Clock = Callable[[], float]
 
 #: the line ``spawn_daemon`` writes to a daemon's log before it starts it
 START_LINE = "=== tidemark stack: started"
+#: a log grown past this is moved aside (``<log>.1``, replacing the one before) at the next
+#: start: the stack's services run for months, and some log every client error in full
+LOG_ROTATE_BYTES = 64 * 1024 * 1024
 
 
 def spawn_daemon(
@@ -40,8 +43,10 @@ def spawn_daemon(
     ``pid_file`` with its start time.
 
     The log gets a start line first (``START_LINE``) so a failure can show only this start's
-    output (``tail_since_start``)."""
+    output (``tail_since_start``); one past ``LOG_ROTATE_BYTES`` is moved aside first."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    if log.exists() and log.stat().st_size > LOG_ROTATE_BYTES:
+        log.replace(log.with_name(f"{log.name}.1"))
     with log.open("ab") as out:
         out.write(f"{START_LINE} {time.strftime('%Y-%m-%d %H:%M:%S')}: {argv[0]}\n".encode())
         out.flush()
