@@ -551,14 +551,14 @@ def run_load(
 
 def run_burst(endpoints: StackEndpoints, database: str, tables: Sequence[str]) -> dict[str, float]:
     """One autocommit ``UPDATE`` of each table, as fast as one connection goes; when each
-    table's was done (Unix time)."""
+    table's was sent (Unix time: ingest may read it before the client hears it is done)."""
     connection = endpoints.mariadb.admin_source().connect()  # autocommit
     written = {}
     try:
         with connection.cursor() as cursor:
             for table in tables:
-                cursor.execute(f"UPDATE {database}.{table} SET qty = qty + 1 WHERE id = 1")
                 written[table] = time.time()
+                cursor.execute(f"UPDATE {database}.{table} SET qty = qty + 1 WHERE id = 1")
     finally:
         connection.close()
     return written
@@ -786,7 +786,10 @@ class Phases:
         options = self.options
         for _ in range(options.bursts):
             if not self._quiet(options.drain_wait):
-                self._missing("drain", "the load's rows were still committing")
+                if not self.alive():
+                    self._died("drain")
+                else:
+                    self._missing("drain", "the load's rows were still committing")
                 return
             written = run_burst(self.endpoints, self.name, self.tables)
             last_write = max(written.values())

@@ -257,15 +257,23 @@ def snapshots_in_use(
     """Per table a Paimon job reads, the oldest snapshot id one of its windows may still read:
     a window recorded and not succeeded (pending, running, failed and waiting) reads the
     snapshots it was pinned to; the next window, not recorded yet, the first snapshot complete
-    to its end, or (its end not reached yet) one at or after the newest reported. What snapshot
-    expiry must keep; ``tables`` must hold the reports from each job's last window end on
-    (``scheduler.retention``)."""
+    to its end, or (its end not reached yet) one at or after the newest reported; and each of
+    these windows' changes (``db.`t$changes` ``) from the snapshot before the first complete
+    to its start. What snapshot expiry must keep; ``tables`` must hold the reports from each
+    job's last window end on (``scheduler.retention``)."""
     gate = _Gate(specs, tables, tasks)
     oldest: dict[str, int] = {}
 
     def keep(table: str, snapshot: int | None) -> None:
         if snapshot is not None:
             oldest[table] = min(snapshot, oldest.get(table, snapshot))
+
+    def keep_start(table: str, start: datetime) -> None:
+        # a window's changes start at the first snapshot complete to its start, which only the
+        # snapshot before it proves (``tidemark.lake.paimon.changes_start``)
+        first = gate.table(table).snapshot_at(start)
+        if first is not None:
+            keep(table, max(1, first - 1))
 
     for spec in specs:
         if not spec.pins_snapshots:
@@ -274,12 +282,15 @@ def snapshots_in_use(
         if run is not None and run.state is not RunState.SUCCEEDED and run.snapshots:
             for table, snapshot in run.snapshots.items():
                 keep(table, snapshot)
+                keep_start(table, run.window.start)
             continue
         window = gate.next_window(spec)
         for table in spec.inputs:
             state = gate.table(table)
             pinned = None if window is None else state.snapshot_at(window.end)
             keep(table, pinned if pinned is not None else state.newest_snapshot)
+            if window is not None:
+                keep_start(table, window.start)
     return oldest
 
 

@@ -241,7 +241,15 @@ class WindowJobs:
 
             def resolve(statement: str) -> str:
                 resolved = pinned.resolve(statement, self._catalog, others)
-                changes.make(pinned.changes_read(statement, self._catalog))
+                read = pinned.changes_read(statement, self._catalog)
+                if read and job.rerun_late_windows:
+                    raise ConfigError(
+                        f"job {job.name} reads {read[0].split('.')[0]}.`"
+                        f"{read[0].split('.', 1)[1]}$changes` and has rerun-late-windows: a "
+                        "window run again for late changes reads a later window's snapshots, "
+                        "where its own changes are not told apart: drop one of the two"
+                    )
+                changes.make(read)
                 return resolved
 
             try:

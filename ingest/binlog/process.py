@@ -82,6 +82,8 @@ class ProcessBinlogReader:
         self._receive = Connection(receive, writable=False)
         #: the child's batches as they come (None: the pipe ended), and wake-ups
         self._inbox: queue.Queue[bytes | None | _WakeUp] = queue.Queue(maxsize=_BATCHES_AHEAD)
+        #: set while a wake-up waits in the inbox: one is enough
+        self._wake_queued = threading.Event()
         self._taker: threading.Thread | None = None
         settings = (source, start, follow, databases, heartbeat_seconds)
         assert self._process.stdin is not None
@@ -100,10 +102,16 @@ class ProcessBinlogReader:
         return self._process.pid
 
     def wake(self) -> None:
-        """Have ``events`` yield a ``Woken`` now if it waits for the next batch (from any
-        thread). A reader that is behind has batches queued: it is awake, and this is a no-op."""
-        with contextlib.suppress(queue.Full):
+        """Have ``events`` yield a ``Woken`` (from any thread): at once if it waits for the
+        next batch, else after the batches queued. One wake-up waits at a time: the loop it
+        wakes sees everything that happened before it was yielded."""
+        if self._wake_queued.is_set():
+            return
+        self._wake_queued.set()
+        try:
             self._inbox.put_nowait(_WAKE_UP)
+        except queue.Full:  # batches wait: the loop is awake for a while
+            self._wake_queued.clear()
 
     def events(self) -> Iterator[BinlogEvent | Woken]:
         assert self._taker is None, "a reader's events are read once"
@@ -119,6 +127,7 @@ class ProcessBinlogReader:
                     "last transaction boundary"
                 )
             if isinstance(message, _WakeUp):
+                self._wake_queued.clear()  # before the loop looks: a later wake queues again
                 yield Woken()
                 continue
             batch = event_wire.unpack(message)

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from ingest.changelog.fencing import ConcurrentWriterError
 from ingest.changelog.table import changelog_schema
+from ingest.errors import SchemaChangeStopError
 from ingest.schema.evolution import holds, promotes
 from tidemark.contracts.bootstrap_state import BootstrapState
 from tidemark.contracts.changelog import METADATA_NAMES, MetadataColumn, Operation
@@ -133,10 +134,11 @@ class PaimonChangelog:
     ) -> None:
         """As ``ChangelogWriter.evolve``; ``renamed`` columns are renamed in place, keeping
         their values, where the new type is the old one or a widening of it (else the new
-        name is added, as in an Iceberg changelog, with a WARNING); ``dropped`` columns are
-        dropped, except key and partition columns."""
+        name is added, as in an Iceberg changelog, with a WARNING; so is a key or partition
+        column's); ``dropped`` columns are dropped, except key and partition columns."""
         with self.writing:
             columns = self._table.arrow_schema()
+            self._refuse_old_names(add)
             rename, widen = {}, list(widen)
             kept = {*self._table.primary_keys, *self._table.partition_keys}
             drop = [name for name in dropped if name in columns.names and name not in kept]
@@ -145,6 +147,16 @@ class PaimonChangelog:
                 if target is None and new in columns.names:
                     target = columns.field(new)  # added before the rename was known
                 if old not in columns.names or target is None:
+                    continue
+                if old in kept:
+                    logger.warning(
+                        "%s: %s, a key or partition column, was renamed to %s: Paimon keeps a "
+                        "key column's name, so %s is a new column",
+                        self.identifier,
+                        old,
+                        new,
+                        new,
+                    )
                     continue
                 before = columns.field(old).type
                 if not (holds(before, target.type) or promotes(before, target.type)):
@@ -177,6 +189,22 @@ class PaimonChangelog:
             for name in dropped:
                 if name in drop:
                     logger.info("%s: column %s dropped, as at the source", self.identifier, name)
+
+    def _refuse_old_names(self, add: Sequence[pa.Field]) -> None:
+        """A new column may not take the old name of a column renamed in place: rows from
+        before that rename, waiting or read again after a restart, carry the name too, and
+        nothing would tell their values from the new column's."""
+        renamed = json.loads(self._table.options.get(RENAMED_OPTION, "{}"))
+        for field in add:
+            if field.name in renamed:
+                raise SchemaChangeStopError(
+                    f"{self.identifier}: a column {field.name} is added, and {field.name} is "
+                    f"the old name of {renamed[field.name]}, renamed in place: rows from before "
+                    "that rename carry the name too, and their values would land in the new "
+                    "column. Ingest stopped with everything before committed: re-bootstrap the "
+                    "table (drop it and start with scan.startup.mode: initial), or run it with "
+                    "pipeline.schema.change.behavior: lenient (renames become new columns)"
+                )
 
     def _renames_after(self, rename: Mapping[str, str]) -> str:
         """The table's old names after ``rename``: a chain (a -> b, then b -> c) ends at the

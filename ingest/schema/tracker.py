@@ -186,19 +186,18 @@ class SchemaTracker:
             return {}
         return {old: new for new, old in renamed_from}
 
-    def _dropped_in_place(
-        self, table_id: str, version: SchemaVersion, *, started: bool
-    ) -> tuple[str, ...]:
+    def _dropped_in_place(self, table_id: str, version: SchemaVersion) -> tuple[str, ...]:
         """The columns ``version`` of ``table_id`` dropped that a sink that is the mirror
         drops in place: those no other source table of the sink still has (a shard that
-        keeps a column keeps it in the table). Not a structure found at start-up that also
-        added columns: the ALTER read next may tell that a drop was a rename, whose values
-        a drop would lose."""
+        keeps a column keeps it in the table).
+
+        Only for a version that is the server's structure now, met in the stream: one found at
+        start-up may hide a rename its ALTER, read next, would tell (a drop would lose the
+        values), and other shards may not be started yet; one taken from a table map is a
+        structure between two ALTERs, whose later columns are still to come. A column dropped
+        while ingest was stopped therefore stays."""
         versions = self._versions[table_id]
         if not versions or not self._follows(SchemaChangeType.DROP_COLUMN):
-            return ()
-        previous = {column.name.lower() for column in versions[-1].table.columns}
-        if started and any(c.name.lower() not in previous for c in version.table.columns):
             return ()
         before = {column.name.lower(): column.name for column in versions[-1].table.columns}
         kept = {column.name.lower() for column in version.table.columns}
@@ -242,7 +241,7 @@ class SchemaTracker:
     def _follow_change(self, table_id: str, names: frozenset[str]) -> SchemaVersion:
         now = self._read(table_id)
         if now is not None and frozenset(c.name for c in now.columns) == names:
-            return self._record(now, self.locate(), started=False)
+            return self._record(now, self.locate(), started=False, current=True)
         mapped = self._mapped_structure(table_id)
         if mapped is not None and frozenset(c.name for c in mapped.columns) == names:
             # The server's table changed again since: the row's own table map describes it.
@@ -265,7 +264,13 @@ class SchemaTracker:
             "scan.startup.mode: initial)"
         )
 
-    def _record(self, table: SourceTable, since: str, *, started: bool) -> SchemaVersion:
+    def _record(
+        self, table: SourceTable, since: str, *, started: bool, current: bool = False
+    ) -> SchemaVersion:
+        """Record ``table`` as the source table's next structure, evolving the sink table;
+        ``current``: it is the server's structure now, read after the rows that show it (a
+        structure found at start-up, or taken from a table map, is not: see
+        ``_dropped_in_place``)."""
         versions = self._versions[table.table_id]
         options = self._options
         new = arrow_schema(table, tinyint1_as_boolean=options.tinyint1_as_boolean)
@@ -294,7 +299,7 @@ class SchemaTracker:
             plan.widen,
             versions_property(table.table_id, [*versions, version]),
             self._renamed_in_place(version.renamed_from),
-            self._dropped_in_place(table.table_id, version, started=started),
+            self._dropped_in_place(table.table_id, version) if current else (),
         )
         versions.append(version)
         self._current.pop(table.table_id, None)

@@ -408,6 +408,32 @@ def test_a_dropped_column_is_dropped_from_the_paimon_table(
     assert sink.rows() == {1: 10, 2: 20}
 
 
+def test_columns_added_while_ingest_was_stopped_stay_when_it_reads_the_rows_between(
+    source: SourceEndpoint,
+    admin_connection: Connection,
+    server_id: int,
+    paimon_pipeline: PaimonPipeline,
+) -> None:
+    """The rows between two ALTERs made while ingest was stopped have a structure between
+    them (told by their table map): not a drop of what the second ALTER added."""
+    with admin_connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE stock (id INT PRIMARY KEY, qty INT)")
+    path, sink = paimon_pipeline("stock", extra=EVOLVE)
+    run_to_end(sink.runners()(load_pipeline(path)), source, server_id, max_seconds=60)
+    with admin_connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE stock ADD COLUMN b INT")
+        cursor.execute("INSERT INTO stock VALUES (1, 10, 100)")
+        cursor.execute("ALTER TABLE stock ADD COLUMN c INT")
+        cursor.execute("INSERT INTO stock VALUES (2, 20, 200, 2000)")
+
+    run_to_end(sink.runners()(load_pipeline(path)), source, server_id, max_seconds=60)
+
+    table = sink.table()
+    assert table is not None
+    read = table.read(["id", "qty", "b", "c"]).to_pylist()
+    assert sorted(tuple(row.values()) for row in read) == [(1, 10, 100, None), (2, 20, 200, 2000)]
+
+
 def test_under_lenient_a_renamed_or_dropped_column_stays_beside_the_new_one(
     source: SourceEndpoint,
     admin_connection: Connection,

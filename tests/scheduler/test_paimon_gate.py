@@ -81,7 +81,7 @@ def test_reports_are_read_from_the_next_window_end_of_a_paimon_job_on() -> None:
     assert cuts_since([SPEC], {}) == 0  # its first window starts at its first watermark
 
 
-def test_snapshot_expiry_keeps_what_open_and_next_windows_read() -> None:
+def test_snapshot_expiry_keeps_what_open_and_next_windows_read_and_where_changes_start() -> None:
     tables = {
         "shop.orders": reports((12, "10:05:01"), (13, "10:06"), (14, "10:10:30")),
         "shop.users": reports((7, "10:07"), (8, "10:08")),
@@ -91,6 +91,8 @@ def test_snapshot_expiry_keeps_what_open_and_next_windows_read() -> None:
     tasks = {GMV: done("10:05"), other.task: TaskState(at("10:00"), held)}
 
     # gmv's next window ends at 10:10: orders' snapshot 14, users' not reached yet, so its
-    # newest (a watermark report may take it past 10:10); the held window keeps orders' 12
-    assert snapshots_in_use([SPEC, other], tables, tasks) == {"shop.orders": 12, "shop.users": 8}
-    assert snapshots_in_use([SPEC], tables, tasks) == {"shop.orders": 14, "shop.users": 8}
+    # newest (a watermark report may take it past 10:10); the held window keeps orders' 12.
+    # Each window's changes start at the first snapshot complete to its start, proven by the
+    # one before it: orders' 12 (complete to 10:05, and to the held window's 10:00), users' 7
+    assert snapshots_in_use([SPEC, other], tables, tasks) == {"shop.orders": 11, "shop.users": 6}
+    assert snapshots_in_use([SPEC], tables, tasks) == {"shop.orders": 11, "shop.users": 6}

@@ -155,7 +155,9 @@ def test_a_window_is_pinned_when_recorded_and_run_again_at_the_same_snapshots(
         RunState.FAILED,
         pinned,
     )
-    assert snapshots_needed(schedule, store) == pinned  # expiry must keep what it will re-read
+    # expiry must keep what it will re-read, and where its changes start: orders' first
+    # snapshot complete to 10:00 is 1 (the snapshot before it, none: 1 itself)
+    assert snapshots_needed(schedule, store) == {ORDERS: 1, USERS: 1}
 
     # newer snapshots arrive before the retry: it reads what the window was pinned to
     publish(servers, reports_topic, NEWER)
@@ -165,8 +167,9 @@ def test_a_window_is_pinned_when_recorded_and_run_again_at_the_same_snapshots(
     assert executor.calls == [(Window(at("10:00"), at("10:05")), pinned)] * 2
     (done,) = store.runs(unique_name, GMV)
     assert (done.state, done.snapshots) == (RunState.SUCCEEDED, pinned)
-    # the next window reads its changes after what this one read
-    assert snapshots_needed(schedule, store) == pinned
+    # the next window reads its changes after what this one read: {orders: 2, users: 1}, and
+    # the snapshots before the first complete to its start (orders 2 - 1, users 1)
+    assert snapshots_needed(schedule, store) == {ORDERS: 1, USERS: 1}
 
 
 def test_a_late_change_read_by_a_window_re_runs_the_window_it_belongs_in(
@@ -225,4 +228,5 @@ def test_maintenance_of_a_paimon_table_keeps_the_snapshots_a_failed_window_will_
     engine.consume()
     engine.start_maintenance()
 
-    assert sorted(executor.maintained) == [(ORDERS, 2), (USERS, 1)]
+    # the failed window's pins (2, 1), and the snapshot before orders' first complete to 10:00
+    assert sorted(executor.maintained) == [(ORDERS, 1), (USERS, 1)]

@@ -10,8 +10,7 @@ import pytest
 from spark_jobs import paimon_spark
 from spark_jobs.paimon_datasource import PaimonRead, _balanced
 from spark_jobs.paimon_inputs import PinnedInput, PinnedInputs, UnpinnedInputError
-from tidemark.errors import ConfigError, TransientError
-from tidemark.lake.paimon import WatermarkNotReachedError
+from tidemark.errors import ConfigError
 
 PINNED = PinnedInputs(
     (
@@ -142,8 +141,3 @@ def test_with_paimon_spark_an_input_is_read_at_its_snapshot_through_paimons_own_
         "SELECT `id`, `_tm_row_kind` FROM "
         "paimon_incremental_query('tidemark_paimon.shop.orders', '11', '12')"
     )
-
-
-def test_a_watermark_not_reached_yet_is_not_yet_not_a_fault() -> None:
-    """As an Iceberg mirror's window that is not complete: a retry later can succeed."""
-    assert issubclass(WatermarkNotReachedError, TransientError)

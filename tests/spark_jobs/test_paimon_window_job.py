@@ -24,6 +24,7 @@ from tests.spark_jobs.test_paimon_read import (
 )
 from tidemark.config import load_pipeline
 from tidemark.config.plan import Plan, SinkTable
+from tidemark.errors import ConfigError
 from tidemark.lake.paimon import SnapshotNotFoundError
 from tidemark.stack.endpoints import LakeEndpoint
 from tidemark.windows import Window, from_epoch_ms
@@ -77,6 +78,8 @@ def jobs(
         "  jobs:\n    revenue:\n      inputs: [shop.orders, shop.customers]\n"
         "      sql: revenue.sql\n"
         "    order_changes:\n      inputs: [shop.orders]\n      sql: changes.sql\n"
+        "    late_order_changes:\n      inputs: [shop.orders]\n      sql: changes.sql\n"
+        "      rerun-late-windows: true\n"
     )
     config = load_pipeline(tmp_path / "p.yaml", {})
     sinks = tuple(
@@ -178,3 +181,13 @@ def test_changes_whose_start_cannot_be_told_after_an_expiry_are_refused(
     # start there, and snapshot 1 is gone
     with pytest.raises(SnapshotNotFoundError, match="snapshot 1, which would tell, has expired"):
         jobs.run_job("order_changes", window(3000))
+
+
+def test_a_job_that_reruns_late_windows_may_not_read_changes(
+    jobs: WindowJobs, paimon: PaimonTables
+) -> None:
+    """A late window runs again at a later window's snapshots: its own changes are lost."""
+    write_orders(paimon)
+
+    with pytest.raises(ConfigError, match=r"reads shop.`orders\$changes` and has rerun-late"):
+        jobs.run_job("late_order_changes", window(3000))

@@ -27,6 +27,8 @@ START_LINE = "=== tidemark stack: started"
 #: a log grown past this is moved aside (``<log>.1``, replacing the one before) at the next
 #: start: the stack's services run for months, and some log every client error in full
 LOG_ROTATE_BYTES = 64 * 1024 * 1024
+#: how much of a log's end ``tail_since_start`` reads
+_TAIL_BYTES = 256 * 1024
 
 
 def spawn_daemon(
@@ -159,25 +161,19 @@ def run(
     return result.stdout
 
 
-def tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return f"(no log at {path})"
-
-
 def tail_since_start(path: Path, lines: int = 25) -> str:
     """The last ``lines`` of ``path`` written since ``spawn_daemon`` last started a daemon
     with it: older runs' lines would pass for this one's."""
     try:
-        text = path.read_text(errors="replace")
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - _TAIL_BYTES))
+            text = log.read().decode(errors="replace")
     except FileNotFoundError:
         return f"(no log at {path})"
     start = text.rfind(START_LINE)
-    if start < 0:
-        return tail(path, lines)
-    written = text[start:].splitlines()
-    if len(written) == 1:
+    # no start line in the end read: all of it is this start's (or the log predates them)
+    written = text[max(0, start) :].splitlines()
+    if start >= 0 and len(written) == 1:
         return f"{written[0]}\n(nothing written since this start)"
     return "\n".join(written[-lines:])
 

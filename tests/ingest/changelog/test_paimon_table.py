@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from ingest.changelog.paimon_table import ROW_KIND_COLUMN, PaimonChangelog, open_paimon_changelog
+from ingest.errors import SchemaChangeStopError
 from tidemark.contracts.changelog import TRUNCATE_SCHEMA_VERSION, MetadataColumn, Operation
 from tidemark.contracts.progress import TableProgress
 from tidemark.errors import ConfigError
@@ -339,3 +340,25 @@ def test_a_dropped_column_is_dropped_and_a_key_column_never_is(
     # a row of the structure before the drop, read again after a restart: the value goes
     table.commit(batch(table, [change(2, 2, Operation.INSERT)]), progress_at(2))
     assert amounts(paimon, "id") == {1: 1, 2: 2}
+
+
+def test_a_new_column_taking_a_renamed_columns_old_name_stops_with_the_fix(
+    open_table: Open,
+) -> None:
+    table = open_table()
+    table.evolve([pa.field("amount", pa.int64())], [], {}, renamed={"qty": "amount"})
+
+    with pytest.raises(SchemaChangeStopError, match="a column qty is added, and qty is the old"):
+        table.evolve([pa.field("qty", pa.int64())], [], {})
+    assert table.data_schema().names == ["id", "amount"]  # nothing changed
+
+
+def test_a_renamed_key_column_is_a_new_column_as_paimon_keeps_key_names(
+    open_table: Open, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = open_table()
+
+    table.evolve([pa.field("order_id", pa.int64())], [], {}, renamed={"id": "order_id"})
+
+    assert table.data_schema().names == ["id", "qty", "order_id"]
+    assert "id, a key or partition column, was renamed to order_id" in caplog.text
