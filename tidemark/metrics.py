@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from threading import Thread
 from wsgiref.simple_server import WSGIServer
@@ -356,13 +356,16 @@ class IngestMetrics:
         """``tables`` tables have changes read and not committed yet."""
         INGEST_TABLES_WAITING.labels(self.pipeline).set(tables)
 
-    def oldest(self) -> tuple[str, float] | None:
-        """The table whose committed watermark is the oldest, and its lag in seconds: how
-        far behind the lake is (the newest watermark read says only how far the reading is)."""
+    def oldest(self, tables: Collection[str]) -> tuple[str, float] | None:
+        """Of ``tables`` (those with changes waiting for a commit), the one whose committed
+        watermark is the oldest, and its lag in seconds: how far behind the lake is (the
+        newest watermark read says only how far the reading is; a table with nothing waiting
+        is complete up to it, whatever its last commit's watermark)."""
         with self._lock:
-            if not self._watermarks:
+            known = [table for table in tables if table in self._watermarks]
+            if not known:
                 return None
-            table = min(self._watermarks, key=self._watermarks.__getitem__)
+            table = min(known, key=self._watermarks.__getitem__)
         return table, self._lag(table)
 
     def _lag(self, table: str) -> float:

@@ -61,9 +61,9 @@ class BackgroundCommits:
     def __contains__(self, sink: object) -> bool:
         return sink in self._in_flight
 
-    def sinks(self) -> list[str]:
-        """The tables with a commit in flight."""
-        return list(self._in_flight)
+    def sinks_with_rows(self) -> list[str]:
+        """The tables with a commit of rows in flight (not an idle table's empty one)."""
+        return [sink for sink, (flush, _, _) in self._in_flight.items() if len(flush.changes)]
 
     @property
     def free(self) -> int:

@@ -480,10 +480,11 @@ class IngestRunner:
         the lake is (the table committed least far, and how many tables wait for a commit)."""
         elapsed = now - self._last_progress_log
         lag_s = self._wall_clock() - self._assembler.watermark_ms / 1000
-        waiting = {*self._assembler.pending_sinks(), *self._in_flight.sinks()}
-        waiting_tables = sum(1 for sink in waiting if not is_errors_sink(sink))
+        waiting = {*self._assembler.pending_sinks(), *self._in_flight.sinks_with_rows()}
+        waiting = {sink for sink in waiting if not is_errors_sink(sink)}
+        waiting_tables = len(waiting)
         self._metrics.waiting(waiting_tables)
-        oldest = self._metrics.oldest()
+        oldest = self._metrics.oldest(waiting)
         behind = "" if oldest is None else f"; oldest table {oldest[0]} {oldest[1]:.1f} s behind"
         logger.info(
             "%d rows in %d commits so far; %.0f rows/s lately; position %s; read up to %.1f s "

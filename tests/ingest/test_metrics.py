@@ -128,15 +128,16 @@ def test_binlog_bytes_follow_the_positions_read_across_files() -> None:
     assert sample("tidemark_ingest_binlog_bytes_total", pipeline="bytes") == 100 + 500 + 300
 
 
-def test_the_oldest_table_is_the_one_committed_least_far_not_the_newest_read() -> None:
+def test_the_oldest_table_is_the_waiting_one_committed_least_far_not_the_newest_read() -> None:
     now = [1_000.0]
     metrics = IngestMetrics("oldest", clock=lambda: now[0])
-    assert metrics.oldest() is None  # nothing committed yet
+    assert metrics.oldest(["shop.orders"]) is None  # nothing committed yet
     metrics.committed("shop.orders", 1, 1, 0.1, 999_000, 0)
     metrics.committed("shop.quiet", 1, 1, 0.1, 880_000, 0)  # its last rows wait for a slot
+    metrics.committed("shop.idle", 0, 0, 0.1, 700_000, 0)  # nothing waits: complete as read
 
     now[0] = 1_010.0
-    metrics.waiting(1)
+    metrics.waiting(2)
 
-    assert metrics.oldest() == ("shop.quiet", 130.0)
-    assert sample("tidemark_ingest_tables_waiting", pipeline="oldest") == 1
+    assert metrics.oldest(["shop.orders", "shop.quiet"]) == ("shop.quiet", 130.0)
+    assert sample("tidemark_ingest_tables_waiting", pipeline="oldest") == 2
